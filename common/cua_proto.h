@@ -1,0 +1,225 @@
+/*
+ * cua_proto.h — wire protocol version 1: request kinds, limits, flags, handle layout and the decoded form
+ * of every message body. The plain-text spec is proto/PROTOCOL.md; keep the two in step.
+ *
+ * Numbers here are wire values: never renumber; retire a value by leaving its line as a comment "unused".
+ */
+#ifndef CUA_PROTO_H
+#define CUA_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CUA_PROTO_VERSION 1u
+#define CUA_PROTO_VERSION_MIN 1u
+
+/* ---- limits the decoder and the daemon enforce (PROTOCOL.md "Limits") ---- */
+#define CUA_WIRE_MAX_MESSAGE ((size_t)256 << 20) /* hard cap of the decoder; listeners set a lower one */
+#define CUA_WIRE_MAX_DEPTH 8u                    /* nesting of arrays/maps */
+#define CUA_MAX_NAME 1024u                       /* kernel names */
+#define CUA_MAX_IDENT 128u                       /* client/server names, backend names */
+#define CUA_MAX_MESSAGE_TEXT 65536u              /* human message in a reply (JIT logs) */
+#define CUA_MAX_ARGS 1024u                       /* arguments of one launch */
+#define CUA_MAX_ARG_BYTES 4096u                  /* one by-value argument */
+#define CUA_MAX_PARAM_BYTES 32764u               /* all arguments of one launch (CUDA 12.1+ limit) */
+#define CUA_MAX_PARAMS 1024u                     /* parameters in a function's layout */
+#define CUA_MAX_BATCH 4096u                      /* items in one batch */
+#define CUA_MAX_DEVICES 64u
+#define CUA_MAX_PING 1024u
+
+/* ---- request kinds (the "op" of every message) ---- */
+#define CUA_OP_TABLE(X)                                                                                      \
+	X(HELLO, 1)                                                                                          \
+	X(PING, 2)                                                                                           \
+	X(DEVICES, 3)                                                                                        \
+	X(MODULE_LOAD, 4)                                                                                    \
+	X(MODULE_UNLOAD, 5)                                                                                  \
+	X(FUNCTION_GET, 6)                                                                                   \
+	X(MEM_ALLOC, 7)                                                                                      \
+	X(MEM_FREE, 8)                                                                                       \
+	X(MEMCPY_HTOD, 9)                                                                                    \
+	X(MEMCPY_DTOH, 10)                                                                                   \
+	X(MEMCPY_DTOD, 11)                                                                                   \
+	X(MEMSET, 12)                                                                                        \
+	X(STREAM_CREATE, 13)                                                                                 \
+	X(STREAM_DESTROY, 14)                                                                                \
+	X(STREAM_SYNC, 15)                                                                                   \
+	X(LAUNCH, 16)                                                                                        \
+	X(BATCH, 17)                                                                                         \
+	X(SYNCHRONIZE, 18)                                                                                   \
+	X(STATUS, 19)
+
+enum cua_op {
+#define CUA_X_OP(name, value) CUA_OP_##name = value,
+	CUA_OP_TABLE(CUA_X_OP)
+#undef CUA_X_OP
+	CUA_OP_MAX
+};
+
+/* Name of an op ("LAUNCH"), or NULL when unknown. */
+const char *cua_op_name(uint32_t op);
+
+/* ---- flags ---- */
+#define CUA_LAUNCH_PDL (1u << 0)          /* programmatic dependent launch (sm_90+) */
+#define CUA_FLAG_NO_WAIT (1u << 1)        /* fire-and-forget: reply at acceptance; errors at SYNCHRONIZE */
+#define CUA_LAUNCH_FLAGS_ALL (CUA_LAUNCH_PDL | CUA_FLAG_NO_WAIT)
+
+/* Module image formats (MODULE_LOAD.format); AUTO sniffs the image. */
+enum { CUA_IMAGE_AUTO = 0, CUA_IMAGE_CUBIN = 1, CUA_IMAGE_FATBIN = 2, CUA_IMAGE_PTX = 3, CUA_IMAGE_EMU = 4 };
+
+/* ---- handles: opaque to clients; this layout is the daemon's business (PROTOCOL.md "Handles") ----
+ *   bits 63..60 kind · 59..52 device · 51..32 worker generation · 31..24 reuse tag · 23..0 slot
+ * 0 is never a valid handle (it means "none" / "default stream"). */
+enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3 };
+static inline uint64_t
+cua_handle_make(unsigned kind, unsigned dev, uint32_t gen, unsigned tag, uint32_t slot)
+{
+	return ((uint64_t)(kind & 0xfu) << 60) | ((uint64_t)(dev & 0xffu) << 52) |
+	       ((uint64_t)(gen & 0xfffffu) << 32) | ((uint64_t)(tag & 0xffu) << 24) | (slot & 0xffffffu);
+}
+static inline unsigned cua_handle_kind(uint64_t h) { return (unsigned)(h >> 60) & 0xfu; }
+static inline unsigned cua_handle_dev(uint64_t h) { return (unsigned)(h >> 52) & 0xffu; }
+static inline uint32_t cua_handle_gen(uint64_t h) { return (uint32_t)(h >> 32) & 0xfffffu; }
+static inline unsigned cua_handle_tag(uint64_t h) { return (unsigned)(h >> 24) & 0xffu; }
+static inline uint32_t cua_handle_slot(uint64_t h) { return (uint32_t)h & 0xffffffu; }
+
+/* ---- decoded message parts ---- */
+
+/* A str or bin referenced in place inside the received message (never copied by the decoder). */
+typedef struct cua_bytes {
+	const void *ptr;
+	uint32_t len;
+} cua_bytes;
+
+/* A launch argument: by-value bytes (msgpack bin) or a device pointer (msgpack uint). */
+enum { CUA_ARG_BYTES = 0, CUA_ARG_DEVPTR = 1 };
+typedef struct cua_wire_arg {
+	uint32_t kind;
+	uint64_t devptr;
+	cua_bytes bytes;
+} cua_wire_arg;
+
+typedef struct cua_param_info {
+	uint32_t offset, size;
+} cua_param_info;
+
+typedef struct cua_device_info {
+	uint32_t index;
+	cua_bytes name;
+	uint32_t sm_major, sm_minor;
+	uint64_t total_mem;
+	uint32_t multiprocessors;
+	int32_t prio_least, prio_greatest;
+	cua_bytes backend;
+	uint32_t generation;
+} cua_device_info;
+
+struct cua_req_hello { uint32_t min_version, max_version; cua_bytes client; uint32_t pid; };
+struct cua_rep_hello {
+	uint32_t version;
+	uint64_t session;
+	cua_bytes server;
+	uint64_t max_message;
+	uint32_t max_batch, max_args, devices;
+};
+struct cua_req_ping { uint64_t nonce; };
+struct cua_rep_ping { uint64_t nonce; };
+struct cua_rep_devices { cua_device_info *devices; uint32_t ndevices; };
+struct cua_req_module_load { uint32_t device; uint32_t format; cua_bytes image; };
+struct cua_rep_module_load { uint64_t module; };
+struct cua_req_module_unload { uint64_t module; };
+struct cua_req_function_get { uint64_t module; cua_bytes name; };
+struct cua_rep_function_get { uint64_t function; cua_param_info *params; uint32_t nparams; };
+struct cua_req_mem_alloc { uint32_t device; uint64_t bytes; };
+struct cua_rep_mem_alloc { uint64_t ptr; };
+struct cua_req_mem_free { uint64_t ptr; };
+struct cua_req_memcpy_htod { uint64_t dst; uint64_t stream; cua_bytes data; };
+struct cua_req_memcpy_dtoh { uint64_t src; uint64_t bytes; uint64_t stream; };
+struct cua_rep_memcpy_dtoh { cua_bytes data; };
+struct cua_req_memcpy_dtod { uint64_t dst, src, bytes, stream; };
+struct cua_req_memset { uint64_t dst; uint32_t value, width; uint64_t count; uint64_t stream; };
+struct cua_req_stream_create { uint32_t device; int32_t priority; uint32_t flags; };
+struct cua_rep_stream_create { uint64_t stream; };
+struct cua_req_stream { uint64_t stream; }; /* STREAM_DESTROY, STREAM_SYNC */
+struct cua_req_launch {
+	uint64_t function;
+	uint32_t grid[3], block[3];
+	uint32_t shared_mem;
+	uint64_t stream;
+	uint32_t flags;
+	cua_wire_arg *args;
+	uint32_t nargs;
+};
+
+/* A batch item: one of LAUNCH, MEMCPY_HTOD, MEMCPY_DTOH, MEMCPY_DTOD, MEMSET (kind = that op). */
+typedef struct cua_batch_item {
+	uint32_t kind;
+	union {
+		struct cua_req_launch launch;
+		struct cua_req_memcpy_htod htod;
+		struct cua_req_memcpy_dtoh dtoh;
+		struct cua_req_memcpy_dtod dtod;
+		struct cua_req_memset memset;
+	} u;
+} cua_batch_item;
+struct cua_req_batch { uint32_t flags; cua_batch_item *items; uint32_t nitems; };
+
+/* One result per batch item: its status, stable name, message, and data (DTOH items) or empty. */
+typedef struct cua_item_result {
+	uint32_t status;
+	cua_bytes name, message, data;
+} cua_item_result;
+struct cua_rep_batch { cua_item_result *results; uint32_t nresults; };
+
+typedef struct cua_dev_status {
+	uint32_t index, generation, restarts, in_flight;
+	uint64_t allocations, alloc_bytes;
+} cua_dev_status;
+typedef struct cua_counts {
+	uint64_t allocations, alloc_bytes, modules, functions, streams, in_flight;
+} cua_counts;
+struct cua_rep_status {
+	uint64_t uptime_ms;
+	uint32_t sessions;
+	uint64_t requests, errors;
+	cua_dev_status *devices;
+	uint32_t ndevices;
+	cua_counts session; /* the asking session */
+	cua_counts total;   /* every session */
+};
+
+/* Every request body, by op. */
+typedef union cua_req_body {
+	struct cua_req_hello hello;
+	struct cua_req_ping ping;
+	struct cua_req_module_load module_load;
+	struct cua_req_module_unload module_unload;
+	struct cua_req_function_get function_get;
+	struct cua_req_mem_alloc mem_alloc;
+	struct cua_req_mem_free mem_free;
+	struct cua_req_memcpy_htod memcpy_htod;
+	struct cua_req_memcpy_dtoh memcpy_dtoh;
+	struct cua_req_memcpy_dtod memcpy_dtod;
+	struct cua_req_memset memset;
+	struct cua_req_stream_create stream_create;
+	struct cua_req_stream stream;
+	struct cua_req_launch launch;
+	struct cua_req_batch batch;
+} cua_req_body;
+
+/* Every reply body, by op (ops without a reply body use none of these). */
+typedef union cua_rep_body {
+	struct cua_rep_hello hello;
+	struct cua_rep_ping ping;
+	struct cua_rep_devices devices;
+	struct cua_rep_module_load module_load;
+	struct cua_rep_function_get function_get;
+	struct cua_rep_mem_alloc mem_alloc;
+	struct cua_rep_memcpy_dtoh memcpy_dtoh;
+	struct cua_rep_stream_create stream_create;
+	struct cua_rep_batch batch;
+	struct cua_rep_status status;
+} cua_rep_body;
+
+#endif

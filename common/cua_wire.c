@@ -1,0 +1,723 @@
+#include "config.h"
+
+#include "cua_wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ op names */
+
+const char *
+cua_op_name(uint32_t op)
+{
+	switch (op) {
+#define CUA_X_OPNAME(name, value)                                                                            \
+	case value:                                                                                          \
+		return #name;
+		CUA_OP_TABLE(CUA_X_OPNAME)
+#undef CUA_X_OPNAME
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ structural walk */
+
+struct walk {
+	const uint8_t *p;
+	size_t len, off;
+	size_t objects;
+	cua_err *err;
+};
+
+static int
+need(struct walk *w, size_t n, const char *what)
+{
+	if (w->len - w->off < n)
+		return cua_err_set(w->err, CUA_EPROTOCOL, "truncated %s at byte %zu", what, w->off);
+	return 0;
+}
+
+static uint64_t
+be(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static int
+walk_value(struct walk *w, unsigned depth)
+{
+	int r;
+	if ((r = need(w, 1, "value")) != 0)
+		return r;
+	if (++w->objects > CUA_WIRE_MAX_OBJECTS)
+		return cua_err_set(w->err, CUA_ETOO_LARGE, "more than %u values in one message", CUA_WIRE_MAX_OBJECTS);
+	uint8_t t = w->p[w->off++];
+	uint64_t count = 0, blob = 0;
+	unsigned lenbytes = 0;
+
+	if (t <= 0x7f || t >= 0xe0 || t == 0xc2 || t == 0xc3)
+		return 0; /* fixint, negative fixint, bool */
+	if (t >= 0xa0 && t <= 0xbf) {
+		blob = t & 0x1f;
+		goto skip_blob;
+	}
+	if (t >= 0x90 && t <= 0x9f) {
+		count = t & 0x0f;
+		goto array;
+	}
+	switch (t) {
+	case 0xcc: case 0xd0: lenbytes = 1; goto scalar;
+	case 0xcd: case 0xd1: lenbytes = 2; goto scalar;
+	case 0xce: case 0xd2: lenbytes = 4; goto scalar;
+	case 0xcf: case 0xd3: lenbytes = 8; goto scalar;
+	case 0xc4: case 0xd9: lenbytes = 1; goto sized_blob;
+	case 0xc5: case 0xda: lenbytes = 2; goto sized_blob;
+	case 0xc6: case 0xdb: lenbytes = 4; goto sized_blob;
+	case 0xdc: lenbytes = 2; goto sized_array;
+	case 0xdd: lenbytes = 4; goto sized_array;
+	default:
+		break;
+	}
+	if ((t >= 0x80 && t <= 0x8f) || t == 0xde || t == 0xdf)
+		return cua_err_set(w->err, CUA_EPROTOCOL, "map at byte %zu: protocol v1 uses arrays only", w->off - 1);
+	if (t == 0xc0)
+		return cua_err_set(w->err, CUA_EPROTOCOL, "nil at byte %zu: protocol v1 has no optional fields", w->off - 1);
+	if (t == 0xca || t == 0xcb)
+		return cua_err_set(w->err, CUA_EPROTOCOL, "float at byte %zu: protocol v1 sends floats as bin", w->off - 1);
+	return cua_err_set(w->err, CUA_EPROTOCOL, "type byte 0x%02x at byte %zu is not used by protocol v1", t,
+			   w->off - 1);
+
+scalar:
+	if ((r = need(w, lenbytes, "integer")) != 0)
+		return r;
+	w->off += lenbytes;
+	return 0;
+sized_blob:
+	if ((r = need(w, lenbytes, "length")) != 0)
+		return r;
+	blob = be(w->p + w->off, lenbytes);
+	w->off += lenbytes;
+skip_blob:
+	if (blob > w->len - w->off)
+		return cua_err_set(w->err, CUA_EPROTOCOL, "str/bin of %llu bytes at byte %zu exceeds the %zu bytes left",
+				   (unsigned long long)blob, w->off, w->len - w->off);
+	w->off += (size_t)blob;
+	return 0;
+sized_array:
+	if ((r = need(w, lenbytes, "array count")) != 0)
+		return r;
+	count = be(w->p + w->off, lenbytes);
+	w->off += lenbytes;
+array:
+	if (depth + 1 > CUA_WIRE_MAX_DEPTH)
+		return cua_err_set(w->err, CUA_EPROTOCOL, "nesting deeper than %u", CUA_WIRE_MAX_DEPTH);
+	if (count > w->len - w->off)
+		return cua_err_set(w->err, CUA_EPROTOCOL, "array of %llu elements at byte %zu exceeds the %zu bytes left",
+				   (unsigned long long)count, w->off, w->len - w->off);
+	if (count > CUA_WIRE_MAX_ARRAY)
+		return cua_err_set(w->err, CUA_ETOO_LARGE, "array of %llu elements exceeds the limit of %u",
+				   (unsigned long long)count, CUA_WIRE_MAX_ARRAY);
+	for (uint64_t i = 0; i < count; i++)
+		if ((r = walk_value(w, depth + 1)) != 0)
+			return r;
+	return 0;
+}
+
+int
+cua_wire_check(const void *buf, size_t len, cua_err *err)
+{
+	if (len == 0)
+		return cua_err_set(err, CUA_EPROTOCOL, "empty message");
+	if (len > CUA_WIRE_MAX_MESSAGE)
+		return cua_err_set(err, CUA_ETOO_LARGE, "message of %zu bytes exceeds the limit of %zu", len,
+				   CUA_WIRE_MAX_MESSAGE);
+	struct walk w = {.p = buf, .len = len, .off = 0, .objects = 0, .err = err};
+	int r = walk_value(&w, 0);
+	if (r != 0)
+		return r;
+	if (w.off != len)
+		return cua_err_set(err, CUA_EPROTOCOL, "%zu trailing bytes after the message", len - w.off);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ schemas */
+
+enum ftype { F_U32, F_U64, F_I32, F_BOOL, F_STR, F_BIN, F_DIM3, F_ARRAY, F_UNION, F_STRUCT };
+
+struct schema;
+struct ucase {
+	uint32_t kind;
+	const struct schema *s;
+};
+struct field {
+	const char *name;
+	enum ftype type;
+	size_t off;       /* the field (pointer for arrays, kind for unions) */
+	size_t off2;      /* arrays: uint32_t count; unions: the union storage */
+	uint64_t max;     /* ints: largest value; str/bin: length; arrays: count */
+	const void *sub;  /* arrays/structs: schema; unions: ucase table */
+	size_t elem_size; /* arrays: element size; unions: number of cases */
+};
+struct schema {
+	const char *name;
+	size_t nfields;
+	const struct field *fields;
+};
+
+#define U32(st, m, mx) {#m, F_U32, offsetof(st, m), 0, (mx), NULL, 0}
+#define U64(st, m) {#m, F_U64, offsetof(st, m), 0, UINT64_MAX, NULL, 0}
+#define I32(st, m) {#m, F_I32, offsetof(st, m), 0, 0, NULL, 0}
+#define STR(st, m, mx) {#m, F_STR, offsetof(st, m), 0, (mx), NULL, 0}
+#define BIN(st, m, mx) {#m, F_BIN, offsetof(st, m), 0, (mx), NULL, 0}
+#define DIM3(st, m) {#m, F_DIM3, offsetof(st, m), 0, UINT32_MAX, NULL, 0}
+#define ARR(st, m, n, mx, sch, et) {#m, F_ARRAY, offsetof(st, m), offsetof(st, n), (mx), &(sch), sizeof(et)}
+#define ARGS(st, m, n, mx) {#m, F_ARRAY, offsetof(st, m), offsetof(st, n), (mx), NULL, sizeof(cua_wire_arg)}
+#define NESTED(st, m, sch) {#m, F_STRUCT, offsetof(st, m), 0, 0, &(sch), 0}
+#define SCHEMA(var, label, ...)                                                                              \
+	static const struct field var##_fields[] = {__VA_ARGS__};                                            \
+	static const struct schema var = {label, sizeof(var##_fields) / sizeof(var##_fields[0]), var##_fields}
+
+static const struct schema empty_schema = {"empty", 0, NULL};
+#define BYTES_MAX UINT32_MAX
+
+SCHEMA(s_req_hello, "HELLO", U32(struct cua_req_hello, min_version, UINT32_MAX),
+       U32(struct cua_req_hello, max_version, UINT32_MAX), STR(struct cua_req_hello, client, CUA_MAX_IDENT),
+       U32(struct cua_req_hello, pid, UINT32_MAX));
+SCHEMA(s_rep_hello, "HELLO reply", U32(struct cua_rep_hello, version, UINT32_MAX), U64(struct cua_rep_hello, session),
+       STR(struct cua_rep_hello, server, CUA_MAX_IDENT), U64(struct cua_rep_hello, max_message),
+       U32(struct cua_rep_hello, max_batch, UINT32_MAX), U32(struct cua_rep_hello, max_args, UINT32_MAX),
+       U32(struct cua_rep_hello, devices, CUA_MAX_DEVICES));
+SCHEMA(s_ping, "PING", U64(struct cua_req_ping, nonce));
+SCHEMA(s_device_info, "device", U32(cua_device_info, index, CUA_MAX_DEVICES), STR(cua_device_info, name, 256),
+       U32(cua_device_info, sm_major, 255), U32(cua_device_info, sm_minor, 255), U64(cua_device_info, total_mem),
+       U32(cua_device_info, multiprocessors, UINT32_MAX), I32(cua_device_info, prio_least),
+       I32(cua_device_info, prio_greatest), STR(cua_device_info, backend, CUA_MAX_IDENT),
+       U32(cua_device_info, generation, UINT32_MAX));
+SCHEMA(s_rep_devices, "DEVICES reply",
+       ARR(struct cua_rep_devices, devices, ndevices, CUA_MAX_DEVICES, s_device_info, cua_device_info));
+SCHEMA(s_req_module_load, "MODULE_LOAD", U32(struct cua_req_module_load, device, CUA_MAX_DEVICES - 1),
+       U32(struct cua_req_module_load, format, CUA_IMAGE_EMU), BIN(struct cua_req_module_load, image, BYTES_MAX));
+SCHEMA(s_rep_module_load, "MODULE_LOAD reply", U64(struct cua_rep_module_load, module));
+SCHEMA(s_req_module_unload, "MODULE_UNLOAD", U64(struct cua_req_module_unload, module));
+SCHEMA(s_req_function_get, "FUNCTION_GET", U64(struct cua_req_function_get, module),
+       STR(struct cua_req_function_get, name, CUA_MAX_NAME));
+SCHEMA(s_param_info, "param", U32(cua_param_info, offset, CUA_MAX_PARAM_BYTES),
+       U32(cua_param_info, size, CUA_MAX_PARAM_BYTES));
+SCHEMA(s_rep_function_get, "FUNCTION_GET reply", U64(struct cua_rep_function_get, function),
+       ARR(struct cua_rep_function_get, params, nparams, CUA_MAX_PARAMS, s_param_info, cua_param_info));
+SCHEMA(s_req_mem_alloc, "MEM_ALLOC", U32(struct cua_req_mem_alloc, device, CUA_MAX_DEVICES - 1),
+       U64(struct cua_req_mem_alloc, bytes));
+SCHEMA(s_rep_mem_alloc, "MEM_ALLOC reply", U64(struct cua_rep_mem_alloc, ptr));
+SCHEMA(s_req_mem_free, "MEM_FREE", U64(struct cua_req_mem_free, ptr));
+SCHEMA(s_req_htod, "MEMCPY_HTOD", U64(struct cua_req_memcpy_htod, dst), U64(struct cua_req_memcpy_htod, stream),
+       BIN(struct cua_req_memcpy_htod, data, BYTES_MAX));
+SCHEMA(s_req_dtoh, "MEMCPY_DTOH", U64(struct cua_req_memcpy_dtoh, src), U64(struct cua_req_memcpy_dtoh, bytes),
+       U64(struct cua_req_memcpy_dtoh, stream));
+SCHEMA(s_rep_dtoh, "MEMCPY_DTOH reply", BIN(struct cua_rep_memcpy_dtoh, data, BYTES_MAX));
+SCHEMA(s_req_dtod, "MEMCPY_DTOD", U64(struct cua_req_memcpy_dtod, dst), U64(struct cua_req_memcpy_dtod, src),
+       U64(struct cua_req_memcpy_dtod, bytes), U64(struct cua_req_memcpy_dtod, stream));
+SCHEMA(s_req_memset, "MEMSET", U64(struct cua_req_memset, dst), U32(struct cua_req_memset, value, UINT32_MAX),
+       U32(struct cua_req_memset, width, 4), U64(struct cua_req_memset, count), U64(struct cua_req_memset, stream));
+SCHEMA(s_req_stream_create, "STREAM_CREATE", U32(struct cua_req_stream_create, device, CUA_MAX_DEVICES - 1),
+       I32(struct cua_req_stream_create, priority), U32(struct cua_req_stream_create, flags, 0));
+SCHEMA(s_rep_stream_create, "STREAM_CREATE reply", U64(struct cua_rep_stream_create, stream));
+SCHEMA(s_req_stream, "STREAM", U64(struct cua_req_stream, stream));
+SCHEMA(s_req_launch, "LAUNCH", U64(struct cua_req_launch, function), DIM3(struct cua_req_launch, grid),
+       DIM3(struct cua_req_launch, block), U32(struct cua_req_launch, shared_mem, UINT32_MAX),
+       U64(struct cua_req_launch, stream), U32(struct cua_req_launch, flags, CUA_LAUNCH_FLAGS_ALL),
+       ARGS(struct cua_req_launch, args, nargs, CUA_MAX_ARGS));
+
+static const struct ucase batch_cases[] = {
+	{CUA_OP_LAUNCH, &s_req_launch},   {CUA_OP_MEMCPY_HTOD, &s_req_htod}, {CUA_OP_MEMCPY_DTOH, &s_req_dtoh},
+	{CUA_OP_MEMCPY_DTOD, &s_req_dtod}, {CUA_OP_MEMSET, &s_req_memset},
+};
+static const struct field s_batch_item_fields[] = {
+	{"item", F_UNION, offsetof(cua_batch_item, kind), offsetof(cua_batch_item, u), 0, batch_cases,
+	 sizeof(batch_cases) / sizeof(batch_cases[0])},
+};
+/* A union is one field that is itself the [kind, body] array. */
+static const struct schema s_batch_item = {"batch item", 1, s_batch_item_fields};
+SCHEMA(s_req_batch, "BATCH", U32(struct cua_req_batch, flags, CUA_FLAG_NO_WAIT),
+       ARR(struct cua_req_batch, items, nitems, CUA_MAX_BATCH, s_batch_item, cua_batch_item));
+SCHEMA(s_item_result, "result", U32(cua_item_result, status, UINT32_MAX),
+       STR(cua_item_result, name, CUA_MAX_IDENT), STR(cua_item_result, message, CUA_MAX_MESSAGE_TEXT),
+       BIN(cua_item_result, data, BYTES_MAX));
+SCHEMA(s_rep_batch, "BATCH reply",
+       ARR(struct cua_rep_batch, results, nresults, CUA_MAX_BATCH, s_item_result, cua_item_result));
+SCHEMA(s_dev_status, "device status", U32(cua_dev_status, index, CUA_MAX_DEVICES),
+       U32(cua_dev_status, generation, UINT32_MAX), U32(cua_dev_status, restarts, UINT32_MAX),
+       U32(cua_dev_status, in_flight, UINT32_MAX), U64(cua_dev_status, allocations), U64(cua_dev_status, alloc_bytes));
+SCHEMA(s_counts, "counts", U64(cua_counts, allocations), U64(cua_counts, alloc_bytes), U64(cua_counts, modules),
+       U64(cua_counts, functions), U64(cua_counts, streams), U64(cua_counts, in_flight));
+SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
+       U32(struct cua_rep_status, sessions, UINT32_MAX), U64(struct cua_rep_status, requests),
+       U64(struct cua_rep_status, errors),
+       ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_dev_status),
+       NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts));
+
+/* One row per op: request body schema, reply body schema. */
+static const struct {
+	const struct schema *req, *rep;
+} op_schemas[CUA_OP_MAX] = {
+	[CUA_OP_HELLO] = {&s_req_hello, &s_rep_hello},
+	[CUA_OP_PING] = {&s_ping, &s_ping},
+	[CUA_OP_DEVICES] = {&empty_schema, &s_rep_devices},
+	[CUA_OP_MODULE_LOAD] = {&s_req_module_load, &s_rep_module_load},
+	[CUA_OP_MODULE_UNLOAD] = {&s_req_module_unload, &empty_schema},
+	[CUA_OP_FUNCTION_GET] = {&s_req_function_get, &s_rep_function_get},
+	[CUA_OP_MEM_ALLOC] = {&s_req_mem_alloc, &s_rep_mem_alloc},
+	[CUA_OP_MEM_FREE] = {&s_req_mem_free, &empty_schema},
+	[CUA_OP_MEMCPY_HTOD] = {&s_req_htod, &empty_schema},
+	[CUA_OP_MEMCPY_DTOH] = {&s_req_dtoh, &s_rep_dtoh},
+	[CUA_OP_MEMCPY_DTOD] = {&s_req_dtod, &empty_schema},
+	[CUA_OP_MEMSET] = {&s_req_memset, &empty_schema},
+	[CUA_OP_STREAM_CREATE] = {&s_req_stream_create, &s_rep_stream_create},
+	[CUA_OP_STREAM_DESTROY] = {&s_req_stream, &empty_schema},
+	[CUA_OP_STREAM_SYNC] = {&s_req_stream, &empty_schema},
+	[CUA_OP_LAUNCH] = {&s_req_launch, &empty_schema},
+	[CUA_OP_BATCH] = {&s_req_batch, &s_rep_batch},
+	[CUA_OP_SYNCHRONIZE] = {&empty_schema, &empty_schema},
+	[CUA_OP_STATUS] = {&empty_schema, &s_rep_status},
+};
+
+static int
+op_known(uint32_t op)
+{
+	return op > 0 && op < CUA_OP_MAX && op_schemas[op].req != NULL;
+}
+
+/* ------------------------------------------------------------------ decode */
+
+static const char *
+type_name(const msgpack_object *o)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL: return "nil";
+	case MSGPACK_OBJECT_BOOLEAN: return "bool";
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: return "uint";
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return "negative int";
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: return "float";
+	case MSGPACK_OBJECT_STR: return "str";
+	case MSGPACK_OBJECT_ARRAY: return "array";
+	case MSGPACK_OBJECT_MAP: return "map";
+	case MSGPACK_OBJECT_BIN: return "bin";
+	default: return "ext";
+	}
+}
+
+static int dec_struct(const struct schema *s, const msgpack_object *o, char *base, msgpack_zone *z, cua_err *err);
+
+static int
+dec_u64(const msgpack_object *o, uint64_t max, uint64_t *v)
+{
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > max)
+		return -1;
+	*v = o->via.u64;
+	return 0;
+}
+
+static int
+dec_field(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, msgpack_zone *z,
+	  cua_err *err)
+{
+	uint64_t v;
+	switch (f->type) {
+	case F_U32:
+	case F_U64:
+		if (dec_u64(o, f->max, &v) != 0)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected uint <= %llu, got %s", s->name, f->name,
+					   (unsigned long long)f->max, type_name(o));
+		if (f->type == F_U32)
+			*(uint32_t *)(base + f->off) = (uint32_t)v;
+		else
+			*(uint64_t *)(base + f->off) = v;
+		return 0;
+	case F_I32: {
+		int64_t iv;
+		if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT32_MAX)
+			iv = (int64_t)o->via.u64;
+		else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 >= INT32_MIN)
+			iv = o->via.i64;
+		else
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected int32, got %s", s->name, f->name,
+					   type_name(o));
+		*(int32_t *)(base + f->off) = (int32_t)iv;
+		return 0;
+	}
+	case F_BOOL:
+		if (o->type != MSGPACK_OBJECT_BOOLEAN)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected bool, got %s", s->name, f->name,
+					   type_name(o));
+		*(bool *)(base + f->off) = o->via.boolean;
+		return 0;
+	case F_STR:
+	case F_BIN: {
+		int want = f->type == F_STR ? MSGPACK_OBJECT_STR : MSGPACK_OBJECT_BIN;
+		if ((int)o->type != want)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected %s, got %s", s->name, f->name,
+					   f->type == F_STR ? "str" : "bin", type_name(o));
+		/* str and bin share the layout of msgpack_object_bin: size then ptr. */
+		uint32_t n = f->type == F_STR ? o->via.str.size : o->via.bin.size;
+		if (n > f->max)
+			return cua_err_set(err, CUA_ETOO_LARGE, "%s.%s: %u bytes exceed the limit of %llu", s->name,
+					   f->name, n, (unsigned long long)f->max);
+		cua_bytes *b = (cua_bytes *)(base + f->off);
+		b->ptr = f->type == F_STR ? (const void *)o->via.str.ptr : (const void *)o->via.bin.ptr;
+		b->len = n;
+		return 0;
+	}
+	case F_DIM3: {
+		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected [x, y, z], got %s", s->name, f->name,
+					   type_name(o));
+		uint32_t *d = (uint32_t *)(base + f->off);
+		for (int i = 0; i < 3; i++) {
+			if (dec_u64(&o->via.array.ptr[i], UINT32_MAX, &v) != 0)
+				return cua_err_set(err, CUA_EPROTOCOL, "%s.%s[%d]: expected uint32, got %s", s->name,
+						   f->name, i, type_name(&o->via.array.ptr[i]));
+			d[i] = (uint32_t)v;
+		}
+		return 0;
+	}
+	case F_ARRAY: {
+		if (o->type != MSGPACK_OBJECT_ARRAY)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected array, got %s", s->name, f->name,
+					   type_name(o));
+		uint32_t n = o->via.array.size;
+		if (n > f->max)
+			return cua_err_set(err, CUA_ETOO_LARGE, "%s.%s: %u elements exceed the limit of %llu", s->name,
+					   f->name, n, (unsigned long long)f->max);
+		char *items = NULL;
+		if (n > 0) {
+			items = msgpack_zone_malloc(z, (size_t)n * f->elem_size);
+			if (items == NULL)
+				return cua_err_set(err, CUA_ENOMEM, "%s.%s: out of memory", s->name, f->name);
+			memset(items, 0, (size_t)n * f->elem_size);
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			const msgpack_object *e = &o->via.array.ptr[i];
+			char *ebase = items + (size_t)i * f->elem_size;
+			int r;
+			if (f->sub == NULL) { /* launch argument: bin (by value) or uint (device pointer) */
+				cua_wire_arg *a = (cua_wire_arg *)ebase;
+				if (e->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+					a->kind = CUA_ARG_DEVPTR;
+					a->devptr = e->via.u64;
+				} else if (e->type == MSGPACK_OBJECT_BIN && e->via.bin.size >= 1 &&
+					   e->via.bin.size <= CUA_MAX_ARG_BYTES) {
+					a->kind = CUA_ARG_BYTES;
+					a->bytes.ptr = e->via.bin.ptr;
+					a->bytes.len = e->via.bin.size;
+				} else {
+					return cua_err_set(err, CUA_EPROTOCOL,
+							   "%s.%s[%u]: expected bin of 1..%u bytes or uint device pointer, got %s",
+							   s->name, f->name, i, CUA_MAX_ARG_BYTES, type_name(e));
+				}
+				continue;
+			}
+			if ((r = dec_struct(f->sub, e, ebase, z, err)) != 0)
+				return r;
+		}
+		*(void **)(base + f->off) = items;
+		*(uint32_t *)(base + f->off2) = n;
+		return 0;
+	}
+	case F_STRUCT:
+		return dec_struct(f->sub, o, base + f->off, z, err);
+	case F_UNION: {
+		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s: expected [kind, body], got %s", s->name, type_name(o));
+		if (o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.kind: expected uint, got %s", s->name,
+					   type_name(&o->via.array.ptr[0]));
+		uint64_t kind = o->via.array.ptr[0].via.u64;
+		const struct ucase *cases = f->sub;
+		for (size_t i = 0; i < f->elem_size; i++) {
+			if (cases[i].kind == kind) {
+				*(uint32_t *)(base + f->off) = (uint32_t)kind;
+				return dec_struct(cases[i].s, &o->via.array.ptr[1], base + f->off2, z, err);
+			}
+		}
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.kind: %llu is not an item kind", s->name,
+				   (unsigned long long)kind);
+	}
+	}
+	return cua_err_set(err, CUA_EINTERNAL, "%s.%s: bad schema", s->name, f->name);
+}
+
+static int
+dec_struct(const struct schema *s, const msgpack_object *o, char *base, msgpack_zone *z, cua_err *err)
+{
+	if (s->nfields == 1 && s->fields[0].type == F_UNION)
+		return dec_field(s, &s->fields[0], o, base, z, err);
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s: expected array of %zu fields, got %s", s->name, s->nfields,
+				   type_name(o));
+	if (o->via.array.size != s->nfields)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s: expected %zu fields, got %u", s->name, s->nfields,
+				   o->via.array.size);
+	for (size_t i = 0; i < s->nfields; i++) {
+		int r = dec_field(s, &s->fields[i], &o->via.array.ptr[i], base, z, err);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Checks the structure, then lets msgpack-c build the object tree (bounded by the checks). */
+static int
+unpack(const void *buf, size_t len, msgpack_unpacked *unp, cua_err *err)
+{
+	int r = cua_wire_check(buf, len, err);
+	if (r != 0)
+		return r;
+	size_t off = 0;
+	msgpack_unpack_return ur = msgpack_unpack_next(unp, buf, len, &off);
+	if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
+		return cua_err_set(err, CUA_EPROTOCOL, "msgpack-c rejected the message (%d)", (int)ur);
+	return 0;
+}
+
+static int
+dec_header(const msgpack_object *root, uint32_t nfields, uint32_t *version, uint32_t *op, cua_err *err)
+{
+	if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size != nfields)
+		return cua_err_set(err, CUA_EPROTOCOL, "message: expected an array of %u elements", nfields);
+	const msgpack_object *f = root->via.array.ptr;
+	uint64_t v;
+	if (dec_u64(&f[0], UINT32_MAX, &v) != 0)
+		return cua_err_set(err, CUA_EPROTOCOL, "message.version: expected uint32, got %s", type_name(&f[0]));
+	*version = (uint32_t)v;
+	if (dec_u64(&f[1], UINT32_MAX, &v) != 0)
+		return cua_err_set(err, CUA_EPROTOCOL, "message.op: expected uint32, got %s", type_name(&f[1]));
+	*op = (uint32_t)v;
+	if (*version < CUA_PROTO_VERSION_MIN || *version > CUA_PROTO_VERSION)
+		return cua_err_set(err, CUA_EVERSION, "protocol version %u is not supported; this side speaks %u..%u",
+				   *version, CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION);
+	if (!op_known(*op))
+		return cua_err_set(err, CUA_EUNKNOWN_OP, "unknown op %u", *op);
+	return 0;
+}
+
+int
+cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	msgpack_unpacked_init(&out->unp);
+	int r = unpack(buf, len, &out->unp, err);
+	if (r != 0)
+		return r;
+	const msgpack_object *root = &out->unp.data;
+	if ((r = dec_header(root, 3, &out->version, &out->op, err)) != 0)
+		return r;
+	return dec_struct(op_schemas[out->op].req, &root->via.array.ptr[2], (char *)&out->body, out->unp.zone, err);
+}
+
+void
+cua_wire_request_free(cua_wire_request *r)
+{
+	msgpack_unpacked_destroy(&r->unp);
+}
+
+int
+cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	msgpack_unpacked_init(&out->unp);
+	int r = unpack(buf, len, &out->unp, err);
+	if (r != 0)
+		return r;
+	const msgpack_object *root = &out->unp.data;
+	if ((r = dec_header(root, 6, &out->version, &out->op, err)) != 0) {
+		/* A daemon answers an undecodable request with op 0; accept that one. */
+		if (r != CUA_EUNKNOWN_OP || out->op != 0)
+			return r;
+	}
+	const msgpack_object *f = root->via.array.ptr;
+	uint64_t v;
+	if (dec_u64(&f[2], UINT32_MAX, &v) != 0)
+		return cua_err_set(err, CUA_EPROTOCOL, "reply.status: expected uint32, got %s", type_name(&f[2]));
+	out->status = (uint32_t)v;
+	if (f[3].type != MSGPACK_OBJECT_STR || f[3].via.str.size > CUA_MAX_IDENT)
+		return cua_err_set(err, CUA_EPROTOCOL, "reply.name: expected str of <= %u bytes", CUA_MAX_IDENT);
+	if (f[4].type != MSGPACK_OBJECT_STR || f[4].via.str.size > CUA_MAX_MESSAGE_TEXT)
+		return cua_err_set(err, CUA_EPROTOCOL, "reply.message: expected str of <= %u bytes", CUA_MAX_MESSAGE_TEXT);
+	out->name.ptr = f[3].via.str.ptr;
+	out->name.len = f[3].via.str.size;
+	out->message.ptr = f[4].via.str.ptr;
+	out->message.len = f[4].via.str.size;
+	const struct schema *s = out->status == CUA_OK && out->op != 0 ? op_schemas[out->op].rep : &empty_schema;
+	return dec_struct(s, &f[5], (char *)&out->body, out->unp.zone, err);
+}
+
+void
+cua_wire_reply_free(cua_wire_reply *r)
+{
+	msgpack_unpacked_destroy(&r->unp);
+}
+
+/* ------------------------------------------------------------------ encode */
+
+static int enc_struct(msgpack_packer *pk, const struct schema *s, const char *base);
+
+static int
+enc_bytes(msgpack_packer *pk, int is_str, const cua_bytes *b)
+{
+	int r = is_str ? msgpack_pack_str(pk, b->len) : msgpack_pack_bin(pk, b->len);
+	if (r == 0 && b->len > 0)
+		r = is_str ? msgpack_pack_str_body(pk, b->ptr, b->len) : msgpack_pack_bin_body(pk, b->ptr, b->len);
+	return r;
+}
+
+static int
+enc_field(msgpack_packer *pk, const struct field *f, const char *base)
+{
+	int r = 0;
+	switch (f->type) {
+	case F_U32: return msgpack_pack_uint32(pk, *(const uint32_t *)(base + f->off));
+	case F_U64: return msgpack_pack_uint64(pk, *(const uint64_t *)(base + f->off));
+	case F_I32: return msgpack_pack_int32(pk, *(const int32_t *)(base + f->off));
+	case F_BOOL: return *(const bool *)(base + f->off) ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	case F_STR:
+	case F_BIN: return enc_bytes(pk, f->type == F_STR, (const cua_bytes *)(base + f->off));
+	case F_DIM3: {
+		const uint32_t *d = (const uint32_t *)(base + f->off);
+		r = msgpack_pack_array(pk, 3);
+		for (int i = 0; r == 0 && i < 3; i++)
+			r = msgpack_pack_uint32(pk, d[i]);
+		return r;
+	}
+	case F_ARRAY: {
+		const char *items = *(char *const *)(base + f->off);
+		uint32_t n = *(const uint32_t *)(base + f->off2);
+		r = msgpack_pack_array(pk, n);
+		for (uint32_t i = 0; r == 0 && i < n; i++) {
+			const char *e = items + (size_t)i * f->elem_size;
+			if (f->sub == NULL) {
+				const cua_wire_arg *a = (const cua_wire_arg *)e;
+				r = a->kind == CUA_ARG_DEVPTR ? msgpack_pack_uint64(pk, a->devptr)
+							      : enc_bytes(pk, 0, &a->bytes);
+			} else {
+				r = enc_struct(pk, f->sub, e);
+			}
+		}
+		return r;
+	}
+	case F_STRUCT: return enc_struct(pk, f->sub, base + f->off);
+	case F_UNION: {
+		uint32_t kind = *(const uint32_t *)(base + f->off);
+		const struct ucase *cases = f->sub;
+		for (size_t i = 0; i < f->elem_size; i++) {
+			if (cases[i].kind == kind) {
+				r = msgpack_pack_array(pk, 2);
+				if (r == 0)
+					r = msgpack_pack_uint32(pk, kind);
+				return r == 0 ? enc_struct(pk, cases[i].s, base + f->off2) : r;
+			}
+		}
+		return CUA_EBAD_ARGUMENT;
+	}
+	}
+	return CUA_EINTERNAL;
+}
+
+static int
+enc_struct(msgpack_packer *pk, const struct schema *s, const char *base)
+{
+	if (s->nfields == 1 && s->fields[0].type == F_UNION)
+		return enc_field(pk, &s->fields[0], base);
+	int r = msgpack_pack_array(pk, s->nfields);
+	for (size_t i = 0; r == 0 && i < s->nfields; i++)
+		r = enc_field(pk, &s->fields[i], base);
+	return r;
+}
+
+static int
+packer_result(int r)
+{
+	return r == 0 ? 0 : r > 0 ? r : CUA_ENOMEM;
+}
+
+int
+cua_wire_pack_request(msgpack_packer *pk, uint32_t op, const void *body)
+{
+	if (!op_known(op))
+		return CUA_EUNKNOWN_OP;
+	const struct schema *s = op_schemas[op].req;
+	if (s->nfields > 0 && body == NULL)
+		return CUA_EBAD_ARGUMENT;
+	int r = msgpack_pack_array(pk, 3);
+	if (r == 0)
+		r = msgpack_pack_uint32(pk, CUA_PROTO_VERSION);
+	if (r == 0)
+		r = msgpack_pack_uint32(pk, op);
+	if (r == 0)
+		r = s->nfields > 0 ? enc_struct(pk, s, body) : msgpack_pack_array(pk, 0);
+	return packer_result(r);
+}
+
+int
+cua_wire_pack_reply(msgpack_packer *pk, uint32_t op, uint32_t status, const char *message, const void *body)
+{
+	const struct schema *s = &empty_schema;
+	if (status == CUA_OK && op_known(op))
+		s = op_schemas[op].rep;
+	if (s->nfields > 0 && body == NULL)
+		return CUA_EBAD_ARGUMENT;
+	if (message == NULL)
+		message = cua_strerror((int)status);
+	size_t mlen = strlen(message);
+	if (mlen > CUA_MAX_MESSAGE_TEXT)
+		mlen = CUA_MAX_MESSAGE_TEXT;
+	const char *name = cua_strerror_name((int)status);
+	cua_bytes nb = {name, (uint32_t)strlen(name)}, mb = {message, (uint32_t)mlen};
+	int r = msgpack_pack_array(pk, 6);
+	if (r == 0)
+		r = msgpack_pack_uint32(pk, CUA_PROTO_VERSION);
+	if (r == 0)
+		r = msgpack_pack_uint32(pk, op);
+	if (r == 0)
+		r = msgpack_pack_uint32(pk, status);
+	if (r == 0)
+		r = enc_bytes(pk, 1, &nb);
+	if (r == 0)
+		r = enc_bytes(pk, 1, &mb);
+	if (r == 0)
+		r = s->nfields > 0 ? enc_struct(pk, s, body) : msgpack_pack_array(pk, 0);
+	return packer_result(r);
+}
+
+/* ------------------------------------------------------------------ growable buffer */
+
+int
+cua_wbuf_write(void *data, const char *buf, size_t len)
+{
+	cua_wbuf *b = data;
+	if (len > SIZE_MAX - b->len)
+		return -1;
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + len)
+			cap *= 2;
+		char *p = realloc(b->data, cap);
+		if (p == NULL)
+			return -1;
+		b->data = p;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, buf, len);
+	b->len += len;
+	return 0;
+}
+
+void
+cua_wbuf_free(cua_wbuf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

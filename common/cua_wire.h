@@ -1,0 +1,67 @@
+/*
+ * cua_wire.h — msgpack encoding and strict decoding of every protocol message (PROTOCOL.md).
+ *
+ * Framing: one msgpack value per NNG message.
+ *   request: [version, op, body]
+ *   reply:   [version, op, status, name, message, body]      body is [] unless status == OK
+ *
+ * Decoding treats the bytes as hostile. Before msgpack-c allocates anything, cua_wire_check walks the bytes
+ * and enforces: total size <= CUA_WIRE_MAX_MESSAGE, nesting <= CUA_WIRE_MAX_DEPTH, every array count <= the
+ * bytes left and <= CUA_WIRE_MAX_ARRAY, at most CUA_WIRE_MAX_OBJECTS values, no maps, floats, nil or ext
+ * (protocol v1 uses none), exactly one value with no trailing bytes. Then the schema of the op checks exact
+ * types, field counts and limits for every field. str and bin payloads point into the caller's buffer, which
+ * must outlive the decoded message; arrays live in the message's msgpack zone.
+ */
+#ifndef CUA_WIRE_H
+#define CUA_WIRE_H
+
+#include "cua_error.h"
+#include "cua_proto.h"
+
+#include <msgpack.h>
+
+#define CUA_WIRE_MAX_ARRAY 4096u
+#define CUA_WIRE_MAX_OBJECTS (1u << 20)
+
+typedef struct cua_wire_request {
+	uint32_t version, op; /* op is set as soon as it was read, even when decoding fails later */
+	cua_req_body body;
+	msgpack_unpacked unp; /* owns the decoded objects and arrays */
+} cua_wire_request;
+
+typedef struct cua_wire_reply {
+	uint32_t version, op, status;
+	cua_bytes name, message;
+	cua_rep_body body;
+	msgpack_unpacked unp;
+} cua_wire_reply;
+
+/* Structural walk only (see above). Returns 0, CUA_EPROTOCOL or CUA_ETOO_LARGE with a detail in err. */
+int cua_wire_check(const void *buf, size_t len, cua_err *err);
+
+/* Decode a request. Returns 0 or CUA_EPROTOCOL / CUA_ETOO_LARGE / CUA_EVERSION / CUA_EUNKNOWN_OP with a
+ * detail in err. cua_wire_request_free must be called afterwards whatever the result. */
+int cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_err *err);
+void cua_wire_request_free(cua_wire_request *r);
+
+/* Decode a reply (as a client does). Same contract as cua_wire_decode_request. */
+int cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err *err);
+void cua_wire_reply_free(cua_wire_reply *r);
+
+/* Pack a request for op with its body (the cua_req_body member for op; NULL for ops without one).
+ * Returns 0, CUA_EUNKNOWN_OP, or CUA_ENOMEM when the packer's writer failed. */
+int cua_wire_pack_request(msgpack_packer *pk, uint32_t op, const void *body);
+
+/* Pack a reply. body is the cua_rep_body member for op and is used only when status == CUA_OK (NULL for ops
+ * without a reply body). message may be NULL (the table's message for status is used). */
+int cua_wire_pack_reply(msgpack_packer *pk, uint32_t op, uint32_t status, const char *message, const void *body);
+
+/* msgpack write callback that appends to a growable buffer (for tests, the fuzzer and the worker). */
+typedef struct cua_wbuf {
+	char *data;
+	size_t len, cap;
+} cua_wbuf;
+int cua_wbuf_write(void *data, const char *buf, size_t len);
+void cua_wbuf_free(cua_wbuf *b);
+
+#endif
