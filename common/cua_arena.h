@@ -45,6 +45,14 @@ int cua_arena_push(cua_arena *a, const void *value, size_t size);
 static inline size_t cua_arena_count(const cua_arena *a) { return a->nargs; }
 static inline bool cua_arena_on_heap(const cua_arena *a) { return a->heap_values != NULL; }
 
+/* Value of argument i (< count): its first byte, 16-byte aligned. Valid until the next push or fini. */
+static inline const void *
+cua_arena_arg(const cua_arena *a, size_t i)
+{
+	return a->heap_values ? (const void *)(a->heap_values + a->heap_offsets[i])
+			      : (const void *)(a->inline_values + a->inline_offsets[i]);
+}
+
 /* Calls fn with the parameter pointer array (params[i] points at argument i) and returns what fn returns,
  * or CUA_ENOMEM when a spilled arena cannot allocate its pointer array. The pointers are valid only during
  * the call. */

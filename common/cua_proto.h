@@ -69,19 +69,21 @@ const char *cua_op_name(uint32_t op);
 enum { CUA_IMAGE_AUTO = 0, CUA_IMAGE_CUBIN = 1, CUA_IMAGE_FATBIN = 2, CUA_IMAGE_PTX = 3, CUA_IMAGE_EMU = 4 };
 
 /* ---- handles: opaque to clients; this layout is the daemon's business (PROTOCOL.md "Handles") ----
- *   bits 63..60 kind · 59..52 device · 51..32 worker generation · 31..24 reuse tag · 23..0 slot
- * 0 is never a valid handle (it means "none" / "default stream"). */
+ *   bits 63..60 kind · 59..52 device · 51..40 worker generation · 39..24 tag · 23..0 slot
+ * The tag changes on every reuse of a slot and starts at a per-session random offset, so a freed or another
+ * session's handle is refused (NOT_FOUND) rather than aliasing a live object. 0 is never a valid handle. */
 enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3 };
+#define CUA_HANDLE_GEN_MASK 0xfffu
 static inline uint64_t
 cua_handle_make(unsigned kind, unsigned dev, uint32_t gen, unsigned tag, uint32_t slot)
 {
 	return ((uint64_t)(kind & 0xfu) << 60) | ((uint64_t)(dev & 0xffu) << 52) |
-	       ((uint64_t)(gen & 0xfffffu) << 32) | ((uint64_t)(tag & 0xffu) << 24) | (slot & 0xffffffu);
+	       ((uint64_t)(gen & CUA_HANDLE_GEN_MASK) << 40) | ((uint64_t)(tag & 0xffffu) << 24) | (slot & 0xffffffu);
 }
 static inline unsigned cua_handle_kind(uint64_t h) { return (unsigned)(h >> 60) & 0xfu; }
 static inline unsigned cua_handle_dev(uint64_t h) { return (unsigned)(h >> 52) & 0xffu; }
-static inline uint32_t cua_handle_gen(uint64_t h) { return (uint32_t)(h >> 32) & 0xfffffu; }
-static inline unsigned cua_handle_tag(uint64_t h) { return (unsigned)(h >> 24) & 0xffu; }
+static inline uint32_t cua_handle_gen(uint64_t h) { return (uint32_t)(h >> 40) & CUA_HANDLE_GEN_MASK; }
+static inline unsigned cua_handle_tag(uint64_t h) { return (unsigned)(h >> 24) & 0xffffu; }
 static inline uint32_t cua_handle_slot(uint64_t h) { return (uint32_t)h & 0xffffffu; }
 
 /* ---- decoded message parts ---- */
@@ -104,7 +106,7 @@ typedef struct cua_param_info {
 	uint32_t offset, size;
 } cua_param_info;
 
-typedef struct cua_device_info {
+typedef struct cua_wire_device {
 	uint32_t index;
 	cua_bytes name;
 	uint32_t sm_major, sm_minor;
@@ -113,7 +115,7 @@ typedef struct cua_device_info {
 	int32_t prio_least, prio_greatest;
 	cua_bytes backend;
 	uint32_t generation;
-} cua_device_info;
+} cua_wire_device;
 
 struct cua_req_hello { uint32_t min_version, max_version; cua_bytes client; uint32_t pid; };
 struct cua_rep_hello {
@@ -125,7 +127,7 @@ struct cua_rep_hello {
 };
 struct cua_req_ping { uint64_t nonce; };
 struct cua_rep_ping { uint64_t nonce; };
-struct cua_rep_devices { cua_device_info *devices; uint32_t ndevices; };
+struct cua_rep_devices { cua_wire_device *devices; uint32_t ndevices; };
 struct cua_req_module_load { uint32_t device; uint32_t format; cua_bytes image; };
 struct cua_rep_module_load { uint64_t module; };
 struct cua_req_module_unload { uint64_t module; };
@@ -172,21 +174,21 @@ typedef struct cua_item_result {
 } cua_item_result;
 struct cua_rep_batch { cua_item_result *results; uint32_t nresults; };
 
-typedef struct cua_dev_status {
+typedef struct cua_wire_dev_status {
 	uint32_t index, generation, restarts, in_flight;
 	uint64_t allocations, alloc_bytes;
-} cua_dev_status;
-typedef struct cua_counts {
+} cua_wire_dev_status;
+typedef struct cua_wire_counts {
 	uint64_t allocations, alloc_bytes, modules, functions, streams, in_flight;
-} cua_counts;
+} cua_wire_counts;
 struct cua_rep_status {
 	uint64_t uptime_ms;
 	uint32_t sessions;
 	uint64_t requests, errors;
-	cua_dev_status *devices;
+	cua_wire_dev_status *devices;
 	uint32_t ndevices;
-	cua_counts session; /* the asking session */
-	cua_counts total;   /* every session */
+	cua_wire_counts session; /* the asking session */
+	cua_wire_counts total;   /* every session */
 };
 
 /* Every request body, by op. */

@@ -191,13 +191,13 @@ SCHEMA(s_rep_hello, "HELLO reply", U32(struct cua_rep_hello, version, UINT32_MAX
        U32(struct cua_rep_hello, max_batch, UINT32_MAX), U32(struct cua_rep_hello, max_args, UINT32_MAX),
        U32(struct cua_rep_hello, devices, CUA_MAX_DEVICES));
 SCHEMA(s_ping, "PING", U64(struct cua_req_ping, nonce));
-SCHEMA(s_device_info, "device", U32(cua_device_info, index, CUA_MAX_DEVICES), STR(cua_device_info, name, 256),
-       U32(cua_device_info, sm_major, 255), U32(cua_device_info, sm_minor, 255), U64(cua_device_info, total_mem),
-       U32(cua_device_info, multiprocessors, UINT32_MAX), I32(cua_device_info, prio_least),
-       I32(cua_device_info, prio_greatest), STR(cua_device_info, backend, CUA_MAX_IDENT),
-       U32(cua_device_info, generation, UINT32_MAX));
+SCHEMA(s_device_info, "device", U32(cua_wire_device, index, CUA_MAX_DEVICES), STR(cua_wire_device, name, 256),
+       U32(cua_wire_device, sm_major, 255), U32(cua_wire_device, sm_minor, 255), U64(cua_wire_device, total_mem),
+       U32(cua_wire_device, multiprocessors, UINT32_MAX), I32(cua_wire_device, prio_least),
+       I32(cua_wire_device, prio_greatest), STR(cua_wire_device, backend, CUA_MAX_IDENT),
+       U32(cua_wire_device, generation, UINT32_MAX));
 SCHEMA(s_rep_devices, "DEVICES reply",
-       ARR(struct cua_rep_devices, devices, ndevices, CUA_MAX_DEVICES, s_device_info, cua_device_info));
+       ARR(struct cua_rep_devices, devices, ndevices, CUA_MAX_DEVICES, s_device_info, cua_wire_device));
 SCHEMA(s_req_module_load, "MODULE_LOAD", U32(struct cua_req_module_load, device, CUA_MAX_DEVICES - 1),
        U32(struct cua_req_module_load, format, CUA_IMAGE_EMU), BIN(struct cua_req_module_load, image, BYTES_MAX));
 SCHEMA(s_rep_module_load, "MODULE_LOAD reply", U64(struct cua_rep_module_load, module));
@@ -247,15 +247,15 @@ SCHEMA(s_item_result, "result", U32(cua_item_result, status, UINT32_MAX),
        BIN(cua_item_result, data, BYTES_MAX));
 SCHEMA(s_rep_batch, "BATCH reply",
        ARR(struct cua_rep_batch, results, nresults, CUA_MAX_BATCH, s_item_result, cua_item_result));
-SCHEMA(s_dev_status, "device status", U32(cua_dev_status, index, CUA_MAX_DEVICES),
-       U32(cua_dev_status, generation, UINT32_MAX), U32(cua_dev_status, restarts, UINT32_MAX),
-       U32(cua_dev_status, in_flight, UINT32_MAX), U64(cua_dev_status, allocations), U64(cua_dev_status, alloc_bytes));
-SCHEMA(s_counts, "counts", U64(cua_counts, allocations), U64(cua_counts, alloc_bytes), U64(cua_counts, modules),
-       U64(cua_counts, functions), U64(cua_counts, streams), U64(cua_counts, in_flight));
+SCHEMA(s_dev_status, "device status", U32(cua_wire_dev_status, index, CUA_MAX_DEVICES),
+       U32(cua_wire_dev_status, generation, UINT32_MAX), U32(cua_wire_dev_status, restarts, UINT32_MAX),
+       U32(cua_wire_dev_status, in_flight, UINT32_MAX), U64(cua_wire_dev_status, allocations), U64(cua_wire_dev_status, alloc_bytes));
+SCHEMA(s_counts, "counts", U64(cua_wire_counts, allocations), U64(cua_wire_counts, alloc_bytes), U64(cua_wire_counts, modules),
+       U64(cua_wire_counts, functions), U64(cua_wire_counts, streams), U64(cua_wire_counts, in_flight));
 SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
        U32(struct cua_rep_status, sessions, UINT32_MAX), U64(struct cua_rep_status, requests),
        U64(struct cua_rep_status, errors),
-       ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_dev_status),
+       ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_wire_dev_status),
        NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts));
 
 /* One row per op: request body schema, reply body schema. */

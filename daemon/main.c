@@ -1,1 +1,367 @@
-int main(void){return 0;}
+/*
+ * main.c — cuasyncd: options, start-up (workers first, then listeners), readiness notification, signals.
+ * The same executable runs the GPU workers (`--worker`, spawned by the front-end with fork+exec).
+ */
+#include "config.h"
+
+#include "cua_log.h"
+#include "daemon.h"
+#include "worker/worker.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static char default_url[PATH_MAX + 16];
+
+/* Options: one row each (name, argument, what it sets, help). */
+enum {
+	O_LISTEN = 1, O_BACKEND, O_EMU_SM, O_EMU_DEVICES, O_EMU_MEM, O_DEVICES, O_POOL, O_CONTEXTS, O_MAX_MESSAGE,
+	O_STAGING, O_RING, O_SESSION_MEM, O_SESSION_HANDLES, O_SESSION_INFLIGHT, O_TLS_CERT, O_TLS_KEY, O_READY_FD,
+	O_LOG_LEVEL, O_HELP, O_VERSION,
+	/* worker mode (internal) */
+	O_WORKER, O_WORKER_DEVICE, O_WORKER_GEN, O_LOG_LEVEL_NUM,
+};
+
+static const struct opt_row {
+	const char *name;
+	int has_arg;
+	int id;
+	const char *arg, *help;
+} opt_rows[] = {
+	{"listen", 1, O_LISTEN, "URL", "listen on URL (ipc://, tcp://, tls+tcp://); repeatable"},
+	{"backend", 1, O_BACKEND, "auto|cuda|emu", "device backend (auto: cuda when a GPU is present, else emu)"},
+	{"emu-sm", 1, O_EMU_SM, "NN", "compute capability the emulated device reports (default 90)"},
+	{"emu-devices", 1, O_EMU_DEVICES, "N", "number of emulated devices (default 1)"},
+	{"emu-mem", 1, O_EMU_MEM, "BYTES", "memory of each emulated device (default 1G)"},
+	{"devices", 1, O_DEVICES, "LIST", "comma-separated device ordinals to serve (default all)"},
+	{"pool-streams", 1, O_POOL, "N", "streams per device for launches that name none (default 4)"},
+	{"contexts", 1, O_CONTEXTS, "N", "NNG contexts, i.e. requests received concurrently (default 512)"},
+	{"max-message", 1, O_MAX_MESSAGE, "BYTES", "largest request accepted (default 65M)"},
+	{"staging", 1, O_STAGING, "BYTES", "shared staging area per device for copies and modules (default 256M)"},
+	{"ring", 1, O_RING, "BYTES", "command/completion ring size per device, a power of two (default 16M)"},
+	{"session-mem", 1, O_SESSION_MEM, "BYTES", "device memory quota per session (default 0: none)"},
+	{"session-handles", 1, O_SESSION_HANDLES, "N", "modules+functions+streams per session (default 65536)"},
+	{"session-inflight", 1, O_SESSION_INFLIGHT, "N", "requests queued or running per session (default 65536)"},
+	{"tls-cert", 1, O_TLS_CERT, "FILE", "PEM certificate and key for tls+tcp:// listeners"},
+	{"tls-key", 1, O_TLS_KEY, "FILE", "PEM key when not in --tls-cert"},
+	{"ready-fd", 1, O_READY_FD, "FD", "write 'ready <url>' to FD once serving, then close it"},
+	{"log-level", 1, O_LOG_LEVEL, "LEVEL", "error, warn, info (default) or debug"},
+	{"help", 0, O_HELP, NULL, "this help"},
+	{"version", 0, O_VERSION, NULL, "print the version"},
+	{"worker", 1, O_WORKER, NULL, NULL},
+	{"worker-device", 1, O_WORKER_DEVICE, NULL, NULL},
+	{"worker-generation", 1, O_WORKER_GEN, NULL, NULL},
+	{"log-level-num", 1, O_LOG_LEVEL_NUM, NULL, NULL},
+};
+#define NOPTS (sizeof(opt_rows) / sizeof(opt_rows[0]))
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: cuasyncd [options]\n\nShares the GPUs of this host among client processes (see cuasyncd(8)).\n\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (opt_rows[i].help == NULL)
+			continue;
+		char left[64];
+		snprintf(left, sizeof(left), "--%s%s%s", opt_rows[i].name, opt_rows[i].arg ? " " : "",
+			 opt_rows[i].arg ? opt_rows[i].arg : "");
+		fprintf(f, "  %-28s %s\n", left, opt_rows[i].help);
+	}
+	fprintf(f, "\nDefault listen URL: ipc:///run/cuasyncd/cuasyncd.sock as root, else under $XDG_RUNTIME_DIR or /tmp.\n"
+		   "Environment: CUASYNC_URL is what clients connect to.\n");
+}
+
+/* "64M", "1G", "4096": bytes. Returns -1 on a malformed value. */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	uint64_t mul = 1;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	default: return -1;
+	}
+	if (*end != '\0' || (v && mul > UINT64_MAX / v))
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static int
+parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < (long)lo || v > (long)hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static const char *
+default_listen(void)
+{
+	if (geteuid() == 0) {
+		mkdir("/run/cuasyncd", 0755);
+		snprintf(default_url, sizeof(default_url), "ipc:///run/cuasyncd/cuasyncd.sock");
+	} else {
+		const char *dir = getenv("XDG_RUNTIME_DIR");
+		snprintf(default_url, sizeof(default_url), "ipc://%s/cuasyncd.sock", dir && *dir ? dir : "/tmp");
+	}
+	return default_url;
+}
+
+/* systemd readiness (Type=notify) without libsystemd: one datagram to $NOTIFY_SOCKET. */
+static void
+sd_notify_ready(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	if (path == NULL || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	memcpy(sa.sun_path, path, strlen(path));
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0';
+	const char msg[] = "READY=1\nSTATUS=serving";
+	sendto(fd, msg, sizeof(msg) - 1, 0, (struct sockaddr *)&sa,
+	       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)));
+	close(fd);
+}
+
+static int
+choose_backend(struct fe *fe)
+{
+	const char *b = fe->cfg.backend;
+	if (strcmp(b, "emu") == 0) {
+		fe->backend = "emu";
+		return 0;
+	}
+#ifdef HAVE_CUDA_H
+	cua_err e;
+	cua_err_clear(&e);
+	int ok = cuda_probe(&e);
+	if (ok) {
+		fe->backend = "cuda";
+		return 0;
+	}
+	if (strcmp(b, "cuda") == 0) {
+		log_error("--backend cuda: no usable GPU: %s", e.detail);
+		return -1;
+	}
+	log_info("no usable GPU (%s); serving the emulated device", e.detail);
+#else
+	if (strcmp(b, "cuda") == 0) {
+		log_error("--backend cuda: this cuasyncd was built without CUDA support (configure --with-cuda)");
+		return -1;
+	}
+#endif
+	fe->backend = "emu";
+	return 0;
+}
+
+static int
+count_devices(struct fe *fe, int *ordinals, int max)
+{
+	int n = 0;
+	if (fe->cfg.devices) {
+		char *copy = strdup(fe->cfg.devices), *save = NULL;
+		for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) {
+			unsigned v;
+			if (parse_uint(t, 0, CUA_MAX_DEVICES - 1, &v) != 0) {
+				log_error("--devices: '%s' is not a device ordinal", t);
+				free(copy);
+				return -1;
+			}
+			ordinals[n++] = (int)v;
+		}
+		free(copy);
+		return n;
+	}
+	int total = fe->cfg.emu_devices;
+#ifdef HAVE_CUDA_H
+	if (strcmp(fe->backend, "cuda") == 0) {
+		extern int cuda_device_count(void);
+		total = cuda_device_count();
+	}
+#endif
+	for (int i = 0; i < total && n < max; i++)
+		ordinals[n++] = i;
+	return n;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct fe fe;
+	memset(&fe, 0, sizeof(fe));
+	struct config *c = &fe.cfg;
+	c->backend = "auto";
+	c->emu_sm = 90;
+	c->emu_devices = 1;
+	c->emu_mem = 1ull << 30;
+	c->pool_streams = 4;
+	c->contexts = 512;
+	c->max_message = (64u << 20) + (1u << 20);
+	c->staging_bytes = 256ull << 20;
+	c->ring_bytes = 16u << 20;
+	c->session_handles = 65536;
+	c->session_inflight = 65536;
+	c->ready_fd = -1;
+	struct worker_opts wo = {.shm_fd = -1};
+
+	struct option longopts[NOPTS + 1];
+	for (size_t i = 0; i < NOPTS; i++)
+		longopts[i] = (struct option){opt_rows[i].name, opt_rows[i].has_arg, NULL, opt_rows[i].id};
+	longopts[NOPTS] = (struct option){NULL, 0, NULL, 0};
+	int ch;
+	uint64_t sz;
+	unsigned u;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		int bad = 0;
+		switch (ch) {
+		case O_LISTEN:
+			if (c->nlisten == CUAD_MAX_LISTEN)
+				bad = 1;
+			else
+				c->listen[c->nlisten++] = optarg;
+			break;
+		case O_BACKEND:
+			bad = strcmp(optarg, "auto") && strcmp(optarg, "cuda") && strcmp(optarg, "emu");
+			c->backend = optarg;
+			break;
+		case O_EMU_SM: bad = parse_uint(optarg, 10, 199, &u); c->emu_sm = (int)u; break;
+		case O_EMU_DEVICES: bad = parse_uint(optarg, 1, CUA_MAX_DEVICES, &u); c->emu_devices = (int)u; break;
+		case O_EMU_MEM: bad = parse_size(optarg, &c->emu_mem) || c->emu_mem == 0; break;
+		case O_DEVICES: c->devices = optarg; break;
+		case O_POOL: bad = parse_uint(optarg, 1, 64, &c->pool_streams); break;
+		case O_CONTEXTS: bad = parse_uint(optarg, 1, 65536, &c->contexts); break;
+		case O_MAX_MESSAGE:
+			bad = parse_size(optarg, &sz) || sz < 65536 || sz > CUA_WIRE_MAX_MESSAGE;
+			c->max_message = (size_t)sz;
+			break;
+		case O_STAGING: bad = parse_size(optarg, &c->staging_bytes) || c->staging_bytes < 65536; break;
+		case O_RING:
+			bad = parse_size(optarg, &c->ring_bytes) || c->ring_bytes < 65536 ||
+			      (c->ring_bytes & (c->ring_bytes - 1));
+			break;
+		case O_SESSION_MEM: bad = parse_size(optarg, &c->session_mem); break;
+		case O_SESSION_HANDLES: bad = parse_uint(optarg, 1, 0xffffff, &c->session_handles); break;
+		case O_SESSION_INFLIGHT: bad = parse_uint(optarg, 1, 1u << 24, &c->session_inflight); break;
+		case O_TLS_CERT: c->tls_cert = optarg; break;
+		case O_TLS_KEY: c->tls_key = optarg; break;
+		case O_READY_FD: bad = parse_uint(optarg, 0, 65535, &u); c->ready_fd = (int)u; break;
+		case O_LOG_LEVEL: {
+			int l = cua_log_parse_level(optarg);
+			bad = l < 0;
+			cua_log_set_level(l);
+			break;
+		}
+		case O_LOG_LEVEL_NUM: bad = parse_uint(optarg, 0, 3, &u); cua_log_set_level((int)u); break;
+		case O_WORKER: bad = parse_uint(optarg, 0, 65535, &u); wo.shm_fd = (int)u; break;
+		case O_WORKER_DEVICE: bad = parse_uint(optarg, 0, CUA_MAX_DEVICES, &u); wo.device = (int)u; break;
+		case O_WORKER_GEN: bad = parse_uint(optarg, 0, UINT32_MAX >> 1, &u); wo.generation = u; break;
+		case O_HELP: usage(stdout); return 0;
+		case O_VERSION: printf("%s %s (protocol %u)\n", PACKAGE_NAME, PACKAGE_VERSION, CUA_PROTO_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (bad) {
+			const char *name = "?";
+			for (size_t i = 0; i < NOPTS; i++)
+				if (opt_rows[i].id == ch)
+					name = opt_rows[i].name;
+			fprintf(stderr, "cuasyncd: invalid value '%s' for --%s (see --help)\n", optarg ? optarg : "", name);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cuasyncd: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (wo.shm_fd >= 0) {
+		wo.backend = c->backend;
+		wo.emu_sm = c->emu_sm;
+		wo.emu_mem = c->emu_mem;
+		wo.pool_streams = c->pool_streams;
+		return worker_main(&wo);
+	}
+
+	cua_log_set_ident("cuasyncd");
+	static char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		log_error("cannot find my own executable (/proc/self/exe) to start workers");
+		return 1;
+	}
+	self[n] = '\0';
+	c->self_exe = self;
+	if (c->nlisten == 0)
+		c->listen[c->nlisten++] = default_listen();
+	if (c->staging_bytes > c->max_message * 4 + (256ull << 20))
+		log_warn("staging area (%llu bytes) is much larger than the largest message", (unsigned long long)c->staging_bytes);
+
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t block;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	/* Threads inherit the mask; main waits for the signals below. */
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
+
+	if (choose_backend(&fe) != 0)
+		return 1;
+	int ordinals[CUA_MAX_DEVICES];
+	int ndev = count_devices(&fe, ordinals, CUA_MAX_DEVICES);
+	if (ndev <= 0) {
+		log_error("no devices to serve");
+		return 1;
+	}
+	fe.devs = calloc((size_t)ndev, sizeof(*fe.devs));
+	fe.ndevs = ndev;
+	int usable = 0;
+	for (int i = 0; i < ndev; i++) {
+		fe.devs[i].fe = &fe;
+		fe.devs[i].index = i;
+		fe.devs[i].ordinal = ordinals[i];
+		fe.devs[i].shm_fd = -1;
+		if (dev_start(&fe, &fe.devs[i]) == 0)
+			usable++;
+	}
+	if (usable == 0) {
+		log_error("no usable device: %s", fe.devs[0].why);
+		return 1;
+	}
+	if (fe_start(&fe) != 0)
+		return 1;
+	log_info("serving %d device(s) with the %s backend", usable, fe.backend);
+	if (c->ready_fd >= 0) {
+		dprintf(c->ready_fd, "ready %s\n", c->listen[0]);
+		close(c->ready_fd);
+	}
+	sd_notify_ready();
+
+	int sig = 0;
+	sigwait(&block, &sig);
+	log_info("signal %d: shutting down", sig);
+	fe_stop(&fe);
+	return 0;
+}

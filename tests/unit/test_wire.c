@@ -47,7 +47,7 @@ static cua_batch_item batch_items[4];
 static struct cua_req_batch s_batch = {CUA_FLAG_NO_WAIT, batch_items, 4};
 
 static const struct cua_rep_hello r_hello = {1, 7, BYTES("cuasyncd 0.1.0"), 64u << 20, CUA_MAX_BATCH, CUA_MAX_ARGS, 1};
-static cua_device_info r_dev[] = {
+static cua_wire_device r_dev[] = {
 	{0, BYTES("NVIDIA H200"), 9, 0, 150754820096ull, 132, 0, -5, BYTES("cuda"), 1},
 	{1, BYTES("emulated device"), 8, 0, 1u << 30, 4, 0, -1, BYTES("emu"), 3},
 };
@@ -64,7 +64,7 @@ static cua_item_result r_results[] = {
 	{CUA_OK, BYTES("OK"), BYTES("success"), BYTES("\x01\x02\x03\x04")},
 };
 static const struct cua_rep_batch r_batch = {r_results, 3};
-static cua_dev_status r_devstat[] = {{0, 2, 1, 5, 3, 3u << 20}};
+static cua_wire_dev_status r_devstat[] = {{0, 2, 1, 5, 3, 3u << 20}};
 static const struct cua_rep_status r_status = {123456, 3, 1000, 7, r_devstat, 1, {1, 4096, 1, 2, 1, 0},
 					       {3, 3u << 20, 2, 4, 2, 5}};
 

@@ -1,0 +1,219 @@
+/*
+ * cuasync.h — libcuasync, the client library of cuasyncd (the whole public API).
+ *
+ * Every function returns a status code: CUA_OK (0) or one of the codes below, whose stable name
+ * cua_strerror_name() gives and whose advice cua_strerror() gives; cua_last_error() returns the daemon's
+ * message for the calling thread's last failure (what exactly was wrong).
+ *
+ * Thread safety: one cua_client may be used by many threads at once. A cua_launch or cua_batch belongs to
+ * the thread building it until it is submitted. A cua_future may be waited on from any one thread.
+ *
+ * Launches are asynchronous: cua_launch_submit returns at once with a future that completes when the kernel
+ * has finished on the GPU. Launches submitted while earlier ones are in flight are coalesced into one
+ * message, so many small launches reach GPU launch rates despite the transport's round trip.
+ */
+#ifndef CUASYNC_H
+#define CUASYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(code, NAME, value, advice). Values are wire values (proto/PROTOCOL.md) and never change. */
+#define CUA_ERROR_TABLE(X)                                                                                   \
+	X(CUA_OK, "OK", 0, "success")                                                                        \
+	X(CUA_EINTERNAL, "INTERNAL", 1, "internal error in cuasyncd; please report it with the daemon log")  \
+	X(CUA_EPROTOCOL, "PROTOCOL", 2, "malformed message: the request does not follow PROTOCOL.md")      \
+	X(CUA_EVERSION, "VERSION", 3, "unsupported protocol version: upgrade the client or the daemon")     \
+	X(CUA_EUNKNOWN_OP, "UNKNOWN_OP", 4, "unknown request kind: the daemon is older than the client")    \
+	X(CUA_EBAD_ARGUMENT, "BAD_ARGUMENT", 5, "invalid argument: check the values passed to the call")    \
+	X(CUA_ENOT_FOUND, "NOT_FOUND", 6, "no such object in this session: the handle is unknown or was freed") \
+	X(CUA_ECONTEXT_LOST, "CONTEXT_LOST", 7,                                                              \
+	  "the GPU context was lost (a fault or worker restart); recreate modules, memory and streams")      \
+	X(CUA_EQUOTA, "QUOTA", 8, "session quota exceeded: free objects or raise the daemon's limits")       \
+	X(CUA_EPDL_UNSUPPORTED, "PDL_UNSUPPORTED", 9,                                                        \
+	  "programmatic dependent launch is not supported by the target device")                            \
+	X(CUA_ENOMEM, "NO_MEMORY", 10, "out of memory: free memory or ask for less")                         \
+	X(CUA_EDEVICE, "DEVICE", 11, "the device reported an error; the message names the CUDA error")     \
+	X(CUA_ETOO_LARGE, "TOO_LARGE", 12, "message or value exceeds a protocol limit: split the request")  \
+	X(CUA_ETIMEOUT, "TIMEOUT", 13, "timed out waiting for the daemon: is cuasyncd running and responsive?") \
+	X(CUA_ETRANSPORT, "TRANSPORT", 14, "cannot talk to cuasyncd: check the URL ($CUASYNC_URL) and that the daemon runs") \
+	X(CUA_ECLOSED, "CLOSED", 15, "the connection or object is closed")                                    \
+	X(CUA_ENO_SESSION, "NO_SESSION", 16, "no session on this connection: send hello first")              \
+	X(CUA_EBUSY, "BUSY", 17, "the object is in use by work in flight: synchronize first")                \
+	X(CUA_ENO_DEVICE, "NO_DEVICE", 18, "no usable device: see the daemon log for why")                   \
+	X(CUA_EUNSUPPORTED, "UNSUPPORTED", 19, "not supported by this backend or build")                     \
+	X(CUA_EMODULE, "MODULE", 20, "the module image was rejected; the message holds the JIT/loader log")
+
+enum cua_status {
+#define CUA_X_ENUM(code, name, value, msg) code = value,
+	CUA_ERROR_TABLE(CUA_X_ENUM)
+#undef CUA_X_ENUM
+	CUA_ERROR_COUNT
+};
+
+/* Stable upper-case name of a status ("CONTEXT_LOST"), "UNKNOWN" for others. Never NULL. */
+const char *cua_strerror_name(int status);
+/* What the status means and what to do. Never NULL. */
+const char *cua_strerror(int status);
+/* The detailed message of the calling thread's last failed call (the daemon's words), "" if none. */
+const char *cua_last_error(void);
+
+/* ---- objects ---- */
+typedef struct cua_client cua_client;
+typedef struct cua_launch cua_launch;
+typedef struct cua_batch cua_batch;
+typedef struct cua_future cua_future;
+/* Typed handles: the compiler refuses a module where a stream is wanted. {0} is "none". */
+typedef struct cua_module { uint64_t id; } cua_module;
+typedef struct cua_function { uint64_t id; } cua_function;
+typedef struct cua_stream { uint64_t id; } cua_stream; /* {0}: the daemon's stream pool */
+typedef uint64_t cua_deviceptr;
+
+#define CUA_STREAM_DEFAULT ((cua_stream){0})
+
+typedef struct cua_device_info {
+	int index;
+	char name[257];
+	int sm_major, sm_minor;
+	uint64_t total_mem;
+	int multiprocessors;
+	int priority_least, priority_greatest; /* stream priorities: lower number = higher priority */
+	char backend[17];                      /* "cuda" or "emu" */
+	uint32_t generation;                   /* worker generation: changes when the context was lost */
+} cua_device_info;
+
+typedef struct cua_status_counts {
+	uint64_t allocations, alloc_bytes, modules, functions, streams, in_flight;
+} cua_status_counts;
+
+typedef struct cua_daemon_status {
+	uint64_t uptime_ms;
+	uint32_t sessions;
+	uint64_t requests, errors;
+	uint32_t ndevices;
+	struct {
+		uint32_t generation, restarts, in_flight;
+		uint64_t allocations, alloc_bytes;
+	} devices[64];
+	cua_status_counts session; /* this connection */
+	cua_status_counts total;   /* every connection */
+} cua_daemon_status;
+
+/* ---- connection ---- */
+
+/* Connects to url (NULL: $CUASYNC_URL, else the default socket: ipc:///run/cuasyncd/cuasyncd.sock for root,
+ * else $XDG_RUNTIME_DIR/cuasyncd.sock or /tmp/cuasyncd.sock) and opens a session. For tls+tcp:// URLs,
+ * $CUASYNC_TLS_CA names the CA file that must have signed the daemon's certificate. */
+int cua_connect(const char *url, cua_client **out);
+/* Waits for launches still queued in the client, closes the session (the daemon frees everything it
+ * holds) and frees c. Futures must have been freed before. */
+void cua_disconnect(cua_client *c);
+/* Timeout of synchronous calls in milliseconds (default 120000; -1: none). */
+void cua_set_timeout(cua_client *c, int timeout_ms);
+int cua_ping(cua_client *c);
+int cua_status(cua_client *c, cua_daemon_status *out);
+
+/* ---- devices ---- */
+int cua_device_count(cua_client *c, int *n);
+int cua_device_get_info(cua_client *c, int dev, cua_device_info *out);
+
+/* ---- modules and functions ---- */
+/* image: cubin, fatbin or PTX (detected), copied by the call. */
+int cua_module_load(cua_client *c, int dev, const void *image, size_t len, cua_module *out);
+int cua_module_load_file(cua_client *c, int dev, const char *path, cua_module *out);
+int cua_module_unload(cua_client *c, cua_module m);
+int cua_module_get_function(cua_client *c, cua_module m, const char *name, cua_function *out);
+/* The kernel's parameter layout as the daemon checks launches against it: count, and per parameter its
+ * offset and size (arrays of at least *n entries, or NULL to ask for the count). */
+int cua_function_get_params(cua_client *c, cua_function f, uint32_t *n, uint32_t *offsets, uint32_t *sizes);
+
+/* ---- memory ---- */
+int cua_mem_alloc(cua_client *c, int dev, size_t bytes, cua_deviceptr *out);
+int cua_mem_free(cua_client *c, cua_deviceptr p);
+int cua_memcpy_htod(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes);
+int cua_memcpy_dtoh(cua_client *c, void *dst, cua_deviceptr src, size_t bytes);
+int cua_memcpy_dtod(cua_client *c, cua_deviceptr dst, cua_deviceptr src, size_t bytes);
+/* count elements of width 1, 2 or 4 bytes set to value. */
+int cua_memset(cua_client *c, cua_deviceptr dst, uint32_t value, unsigned width, size_t count);
+/* The same on a stream (ordered with the stream's launches). */
+int cua_memcpy_htod_on(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes, cua_stream s);
+int cua_memcpy_dtoh_on(cua_client *c, void *dst, cua_deviceptr src, size_t bytes, cua_stream s);
+
+/* ---- streams and synchronization ---- */
+/* priority is clamped to the device's range (cua_device_info). */
+int cua_stream_create(cua_client *c, int dev, int priority, cua_stream *out);
+int cua_stream_destroy(cua_client *c, cua_stream s);
+int cua_stream_synchronize(cua_client *c, cua_stream s);
+/* Waits for all work of this client; returns the first error of fire-and-forget work since the last call. */
+int cua_synchronize(cua_client *c);
+
+/* ---- launches (the builder mirrors cuda-async's AsyncKernelLaunch) ---- */
+typedef struct cua_launch_config {
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t shared_mem_bytes;
+} cua_launch_config;
+
+/* NULL when out of memory. */
+cua_launch *cua_launch_new(cua_client *c, cua_function f);
+/* Copies size bytes (1..4096) as the next by-value argument, with the exact size of the kernel's parameter. */
+int cua_launch_push_arg(cua_launch *l, const void *value, size_t size);
+int cua_launch_push_u8(cua_launch *l, uint8_t v);
+int cua_launch_push_u16(cua_launch *l, uint16_t v);
+int cua_launch_push_u32(cua_launch *l, uint32_t v);
+int cua_launch_push_u64(cua_launch *l, uint64_t v);
+int cua_launch_push_i32(cua_launch *l, int32_t v);
+int cua_launch_push_i64(cua_launch *l, int64_t v);
+int cua_launch_push_f32(cua_launch *l, float v);
+int cua_launch_push_f64(cua_launch *l, double v);
+/* A device pointer argument: must lie inside an allocation of this client (or be 0). */
+int cua_launch_push_device_ptr(cua_launch *l, cua_deviceptr p);
+int cua_launch_set_config(cua_launch *l, cua_launch_config cfg);
+int cua_launch_set_stream(cua_launch *l, cua_stream s);
+/* Programmatic dependent launch (sm_90+; refused with CUA_EPDL_UNSUPPORTED below). The kernel must wait
+ * (griddepcontrol.wait) before touching its predecessor's results. */
+int cua_launch_programmatic_dependent_launch(cua_launch *l);
+/* Submits and consumes l (also on failure). *out receives a future that completes when the kernel has
+ * run; out == NULL makes it fire-and-forget (errors surface at cua_synchronize). */
+int cua_launch_submit(cua_launch *l, cua_future **out);
+/* Frees an unsubmitted launch. */
+void cua_launch_free(cua_launch *l);
+
+/* ---- explicit batches: many launches and copies in one message, one status per item ---- */
+cua_batch *cua_batch_new(cua_client *c);
+/* Consumes l. */
+int cua_batch_add_launch(cua_batch *b, cua_launch *l);
+/* src is read by cua_batch_submit. */
+int cua_batch_add_memcpy_htod(cua_batch *b, cua_deviceptr dst, const void *src, size_t bytes, cua_stream s);
+/* dst is written when the batch's future completes; it must stay valid until then. */
+int cua_batch_add_memcpy_dtoh(cua_batch *b, void *dst, cua_deviceptr src, size_t bytes, cua_stream s);
+int cua_batch_add_memcpy_dtod(cua_batch *b, cua_deviceptr dst, cua_deviceptr src, size_t bytes, cua_stream s);
+int cua_batch_add_memset(cua_batch *b, cua_deviceptr dst, uint32_t value, unsigned width, size_t count, cua_stream s);
+size_t cua_batch_count(const cua_batch *b);
+/* Submits and consumes b. The future's status is that of the first failed item; see cua_future_item. */
+int cua_batch_submit(cua_batch *b, cua_future **out);
+void cua_batch_free(cua_batch *b);
+
+/* ---- futures ---- */
+/* Waits up to timeout_ms (-1: forever). Returns the work's status, or CUA_ETIMEOUT (the future stays valid). */
+int cua_future_wait(cua_future *f, int timeout_ms);
+/* 1 when complete, 0 when not yet. */
+int cua_future_poll(cua_future *f);
+/* The status once complete (CUA_OK or the first failure). */
+int cua_future_status(cua_future *f);
+/* Message of the (first) failure, "" when none. Valid until cua_future_free. */
+const char *cua_future_error(cua_future *f);
+/* Items of a batch future: their count, and item i's status and message. */
+size_t cua_future_items(cua_future *f);
+int cua_future_item(cua_future *f, size_t i, const char **message);
+/* Frees f; a future still in flight is released when its work completes. */
+void cua_future_free(cua_future *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

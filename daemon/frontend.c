@@ -1,0 +1,479 @@
+/*
+ * frontend.c — the NNG side of cuasyncd: one REP socket with many contexts (each with its own aio), sessions
+ * bound to pipes, the dispatcher that feeds workers round-robin across sessions, and the reply path.
+ */
+#include "config.h"
+
+#include "cua_log.h"
+#include "daemon.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/tls/tls.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void do_complete_request(struct fe *fe, struct request *r);
+
+uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void
+do_wake_dispatcher(struct fe *fe)
+{
+	pthread_cond_signal(&fe->cond);
+}
+
+/* msgpack writer straight into an nng_msg body. */
+static int
+msg_write(void *data, const char *buf, size_t len)
+{
+	return nng_msg_append((nng_msg *)data, buf, len) == 0 ? 0 : -1;
+}
+
+static void
+ctx_send(struct fectx *c, nng_msg *m)
+{
+	c->sending = 1;
+	nng_aio_set_msg(c->aio, m);
+	nng_ctx_send(c->ctx, c->aio);
+}
+
+/* Packs r's reply and sends it on ctx. Caller holds fe->lock (the packers read session state). */
+static void
+do_reply(struct fe *fe, struct request *r, struct fectx *c)
+{
+	nng_msg *m;
+	if (nng_msg_alloc(&m, 0) != 0) {
+		log_error("out of memory for a reply; the client will time out");
+		c->sending = 1; /* restart receiving through the callback path */
+		nng_ctx_recv(c->ctx, c->aio);
+		c->sending = 0;
+		return;
+	}
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, m, msg_write);
+	int rc = do_pack_reply(fe, r, &pk);
+	if (rc != 0) {
+		nng_msg_clear(m);
+		msgpack_packer_init(&pk, m, msg_write);
+		cua_wire_pack_reply(&pk, r->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
+	}
+	ctx_send(c, m);
+}
+
+static uint32_t
+request_status(const struct request *r)
+{
+	if (r->status != CUA_OK)
+		return r->status;
+	for (uint32_t i = 0; i < r->nitems; i++)
+		if (r->items[i].status != CUA_OK)
+			return r->items[i].status;
+	return CUA_OK;
+}
+
+void
+do_finish(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	if (r->status == CUA_OK)
+		do_complete_request(fe, r);
+	uint32_t st = request_status(r);
+	if (st != CUA_OK)
+		fe->errors++;
+	if (r->internal) {
+		s->cleanup_pending--;
+	} else if (r->ctx != NULL) {
+		do_reply(fe, r, r->ctx);
+	} else if (st != CUA_OK && s->deferred_status == CUA_OK) {
+		/* fire-and-forget: keep the first error for the next SYNCHRONIZE */
+		const char *msg = r->status_msg;
+		for (uint32_t i = 0; msg == NULL && i < r->nitems; i++)
+			if (r->items[i].status != CUA_OK)
+				msg = r->items[i].msg;
+		s->deferred_status = st;
+		snprintf(s->deferred_msg, sizeof(s->deferred_msg), "%s (request %s)", msg ? msg : cua_strerror((int)st),
+			 cua_op_name(r->op));
+	}
+	if (r->dev >= 0 && r->dev < fe->ndevs) {
+		struct device *d = &fe->devs[r->dev];
+		for (uint32_t i = 0; i < r->nstages; i++)
+			if (r->stages[i].placed)
+				extent_put(&d->staging_alloc, r->stages[i].off, r->stages[i].len);
+	}
+	request_free(r);
+	do_session_maybe_free(fe, s);
+	do_wake_dispatcher(fe);
+}
+
+/* ------------------------------------------------------------------ dispatcher */
+
+static void
+ready_add(struct fe *fe, struct session *s)
+{
+	if (s->in_ready)
+		return;
+	s->in_ready = true;
+	if (fe->ready == NULL) {
+		s->rnext = s->rprev = s;
+		fe->ready = s;
+	} else {
+		s->rnext = fe->ready;
+		s->rprev = fe->ready->rprev;
+		fe->ready->rprev->rnext = s;
+		fe->ready->rprev = s;
+	}
+}
+
+static void
+ready_drop(struct fe *fe, struct session *s)
+{
+	if (s->rnext == s) {
+		fe->ready = NULL;
+	} else {
+		s->rprev->rnext = s->rnext;
+		s->rnext->rprev = s->rprev;
+		if (fe->ready == s)
+			fe->ready = s->rnext;
+	}
+	s->in_ready = false;
+}
+
+static void
+do_enqueue(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	if (s->qtail)
+		s->qtail->qnext = r;
+	else
+		s->qhead = r;
+	s->qtail = r;
+	s->queued++;
+	ready_add(fe, s);
+	do_wake_dispatcher(fe);
+}
+
+static struct request *
+queue_pop(struct session *s)
+{
+	struct request *r = s->qhead;
+	s->qhead = r->qnext;
+	if (s->qhead == NULL)
+		s->qtail = NULL;
+	r->qnext = NULL;
+	s->queued--;
+	return r;
+}
+
+/* Tries to move the head request of s along. Returns 1 on progress. */
+static int
+do_dispatch_one(struct fe *fe, struct session *s, int *blocked_on_space)
+{
+	struct request *r = s->qhead;
+	if (r->barrier && s->in_flight > 0)
+		return 0;
+	if (r->ncmds == 0) { /* a barrier with nothing to run (SYNCHRONIZE) */
+		queue_pop(s);
+		do_finish(fe, r);
+		return 1;
+	}
+	struct device *d = &fe->devs[r->dev];
+	if (d->state == DEV_STARTING || d->state == DEV_RESTARTING)
+		return 0;
+	if (d->state == DEV_FAILED || (r->dep_gen != 0 && r->dep_gen != d->gen)) {
+		queue_pop(s);
+		if (r->internal) { /* nothing left to release on a lost context */
+			do_finish(fe, r);
+			return 1;
+		}
+		r->status = d->state == DEV_FAILED ? CUA_ENO_DEVICE : CUA_ECONTEXT_LOST;
+		r->status_msg = strdup(d->state == DEV_FAILED ? d->why
+				       : "the GPU context this request refers to was lost; recreate modules, memory and streams");
+		do_finish(fe, r);
+		return 1;
+	}
+	int rc = do_dev_dispatch(fe, d, r);
+	if (rc < 0) {
+		*blocked_on_space = 1;
+		return 0;
+	}
+	queue_pop(s);
+	if (rc > 0) /* refused for good */
+		do_finish(fe, r);
+	return 1;
+}
+
+static void *
+dispatcher_main(void *arg)
+{
+	struct fe *fe = arg;
+	pthread_mutex_lock(&fe->lock);
+	while (!atomic_load(&fe->stopping)) {
+		int progress = 0, blocked = 0;
+		/* One request per session per round: a flooding client cannot starve the others. */
+		struct session *start = fe->ready;
+		if (start != NULL) {
+			struct session *s = start;
+			do {
+				struct session *next = s->rnext;
+				if (s->qhead != NULL)
+					progress |= do_dispatch_one(fe, s, &blocked);
+				if (s->qhead == NULL && s->in_ready) {
+					int was_start = s == start;
+					ready_drop(fe, s);
+					if (was_start)
+						start = fe->ready;
+					if (fe->ready == NULL)
+						break;
+				}
+				s = next;
+			} while (s != start && fe->ready != NULL);
+			if (fe->ready)
+				fe->ready = fe->ready->rnext;
+		}
+		if (progress)
+			continue;
+		if (blocked) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&fe->cond, &fe->lock, &ts);
+		} else {
+			pthread_cond_wait(&fe->cond, &fe->lock);
+		}
+	}
+	pthread_mutex_unlock(&fe->lock);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ receiving */
+
+static void
+reply_error(struct fectx *c, uint32_t op, int status, const char *msg)
+{
+	nng_msg *m;
+	if (nng_msg_alloc(&m, 0) != 0) {
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, m, msg_write);
+	cua_wire_pack_reply(&pk, op, (uint32_t)status, msg, NULL);
+	ctx_send(c, m);
+}
+
+static void
+handle_msg(struct fe *fe, struct fectx *c, nng_msg *msg)
+{
+	struct request *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		nng_msg_free(msg);
+		reply_error(c, 0, CUA_ENOMEM, "daemon out of memory");
+		return;
+	}
+	r->fe = fe;
+	r->msg = msg;
+	r->ctx = c;
+	r->dev = -1;
+	cua_err e;
+	cua_err_clear(&e);
+	int rc = cua_wire_decode_request(nng_msg_body(msg), nng_msg_len(msg), &r->w, &e);
+	r->decoded = true;
+	uint32_t pipe = nng_pipe_id(nng_msg_get_pipe(msg));
+	pthread_mutex_lock(&fe->lock);
+	fe->requests++;
+	if (rc != 0) {
+		fe->errors++;
+		log_debug("pipe %u: undecodable request: %s: %s", pipe, cua_strerror_name(rc), e.detail);
+		pthread_mutex_unlock(&fe->lock);
+		reply_error(c, r->w.op, rc, e.detail); /* op is 0 when it could not be read */
+		request_free(r);
+		return;
+	}
+	r->op = r->w.op;
+	r->s = do_session_by_pipe(fe, pipe);
+	if (r->s == NULL) {
+		fe->errors++;
+		pthread_mutex_unlock(&fe->lock);
+		reply_error(c, r->op, CUA_ECLOSED, "the connection is closing");
+		request_free(r);
+		return;
+	}
+	r->id = ++fe->next_req;
+	if (do_handle_request(fe, r) == H_REPLY) {
+		do_finish(fe, r);
+	} else {
+		if (r->no_wait) { /* accepted: answer now, errors surface at SYNCHRONIZE */
+			do_reply(fe, r, c);
+			r->ctx = NULL;
+		}
+		do_enqueue(fe, r);
+	}
+	pthread_mutex_unlock(&fe->lock);
+}
+
+static void
+ctx_cb(void *arg)
+{
+	struct fectx *c = arg;
+	struct fe *fe = c->fe;
+	int rv = nng_aio_result(c->aio);
+	if (c->sending) {
+		c->sending = 0;
+		if (rv != 0) {
+			nng_msg *m = nng_aio_get_msg(c->aio);
+			if (m)
+				nng_msg_free(m);
+		}
+		if (rv == NNG_ECLOSED)
+			return;
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	if (rv != 0) {
+		if (rv == NNG_ECLOSED || atomic_load(&fe->stopping))
+			return;
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	handle_msg(fe, c, nng_aio_get_msg(c->aio));
+}
+
+static void
+pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct fe *fe = arg;
+	uint32_t id = nng_pipe_id(p);
+	pthread_mutex_lock(&fe->lock);
+	if (ev == NNG_PIPE_EV_ADD_POST) {
+		struct session *s = do_session_new(fe, id);
+		if (s == NULL)
+			log_error("out of memory for a session");
+		else
+			log_debug("pipe %u: session %llu", id, (unsigned long long)s->id);
+	} else if (ev == NNG_PIPE_EV_REM_POST) {
+		struct session *s = do_session_by_pipe(fe, id);
+		if (s)
+			do_session_close(fe, s);
+	}
+	pthread_mutex_unlock(&fe->lock);
+}
+
+/* ------------------------------------------------------------------ start / stop */
+
+static int
+listen_one(struct fe *fe, const char *url)
+{
+	nng_listener l;
+	int rv = nng_listener_create(&l, fe->sock, url);
+	if (rv != 0) {
+		log_error("listen %s: %s", url, nng_strerror(rv));
+		return -1;
+	}
+	nng_listener_set_size(l, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
+	if (strncmp(url, "tls+", 4) == 0) {
+		if (fe->cfg.tls_cert == NULL) {
+			log_error("listen %s: a tls+tcp:// listener needs --tls-cert (and --tls-key)", url);
+			return -1;
+		}
+		nng_tls_config *tls;
+		if ((rv = nng_tls_config_alloc(&tls, NNG_TLS_MODE_SERVER)) != 0 ||
+		    (rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_cert, NULL)) != 0 ||
+		    (fe->cfg.tls_key && (rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_key, NULL)) != 0) ||
+		    (rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, tls)) != 0) {
+			log_error("listen %s: TLS set-up: %s", url, nng_strerror(rv));
+			return -1;
+		}
+		nng_tls_config_free(tls); /* the listener holds its own reference */
+	}
+	if ((rv = nng_listener_start(l, 0)) != 0) {
+		log_error("listen %s: %s", url, nng_strerror(rv));
+		return -1;
+	}
+	log_info("listening on %s", url);
+	return 0;
+}
+
+int
+fe_start(struct fe *fe)
+{
+	int rv;
+	pthread_mutex_init(&fe->lock, NULL);
+	pthread_cond_init(&fe->cond, NULL);
+	fe->start_ms = now_ms();
+	if ((rv = nng_rep0_open(&fe->sock)) != 0) {
+		log_error("cannot open the REP socket: %s", nng_strerror(rv));
+		return -1;
+	}
+	nng_socket_set_size(fe->sock, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
+	nng_pipe_notify(fe->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, fe);
+	nng_pipe_notify(fe->sock, NNG_PIPE_EV_REM_POST, pipe_cb, fe);
+	if (pthread_create(&fe->dispatcher, NULL, dispatcher_main, fe) != 0)
+		return -1;
+	fe->ctxs = calloc(fe->cfg.contexts, sizeof(*fe->ctxs));
+	if (fe->ctxs == NULL)
+		return -1;
+	for (unsigned i = 0; i < fe->cfg.contexts; i++) {
+		struct fectx *c = &fe->ctxs[i];
+		c->fe = fe;
+		if ((rv = nng_aio_alloc(&c->aio, ctx_cb, c)) != 0 || (rv = nng_ctx_open(&c->ctx, fe->sock)) != 0) {
+			log_error("cannot open context %u: %s", i, nng_strerror(rv));
+			return -1;
+		}
+		fe->nctxs++;
+	}
+	for (int i = 0; i < fe->cfg.nlisten; i++)
+		if (listen_one(fe, fe->cfg.listen[i]) != 0)
+			return -1;
+	for (unsigned i = 0; i < fe->nctxs; i++)
+		nng_ctx_recv(fe->ctxs[i].ctx, fe->ctxs[i].aio);
+	return 0;
+}
+
+void
+fe_stop(struct fe *fe)
+{
+	atomic_store(&fe->stopping, 1);
+	nng_close(fe->sock);
+	for (unsigned i = 0; i < fe->nctxs; i++)
+		nng_aio_stop(fe->ctxs[i].aio);
+	pthread_mutex_lock(&fe->lock);
+	pthread_cond_broadcast(&fe->cond);
+	pthread_mutex_unlock(&fe->lock);
+	pthread_join(fe->dispatcher, NULL);
+	for (int i = 0; i < fe->ndevs; i++) {
+		struct device *d = &fe->devs[i];
+		dev_stop(d);
+		for (size_t b = 0; d->inflight && b < d->inflight_buckets; b++)
+			while (d->inflight[b]) {
+				struct request *r = d->inflight[b];
+				d->inflight[b] = r->hnext;
+				request_free(r);
+			}
+		free(d->inflight);
+	}
+	for (unsigned i = 0; i < fe->nctxs; i++)
+		nng_aio_free(fe->ctxs[i].aio);
+	free(fe->ctxs);
+	/* requests still queued or in flight are freed with their sessions */
+	while (fe->sessions) {
+		struct session *s = fe->sessions;
+		while (s->qhead)
+			request_free(queue_pop(s));
+		s->closing = true;
+		s->in_flight = 0;
+		s->cleanup_pending = 0;
+		do_session_maybe_free(fe, s);
+	}
+	free(fe->devs);
+}

@@ -1,0 +1,114 @@
+#include "config.h"
+
+#include "emu_kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define ILLEGAL(fault, len, addr)                                                                            \
+	(snprintf((fault), (len), "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered at 0x%llx", \
+		  (unsigned long long)(addr)),                                                                \
+	 -1)
+
+static uint64_t
+u64_at(void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int
+k_empty(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+{
+	return 0;
+}
+
+/* y[i] = a * x[i] + y[i] for i < n (grid-stride in the CUDA version; the whole range here). */
+static int
+k_axpy(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+{
+	float a;
+	memcpy(&a, params[0], sizeof(a));
+	uint64_t xa = u64_at(params[1]), ya = u64_at(params[2]), n = u64_at(params[3]);
+	if (n == 0)
+		return 0;
+	if (n > UINT64_MAX / 4)
+		return ILLEGAL(fault, len, xa);
+	const float *x = emu_ptr(E, xa, n * 4);
+	float *y = emu_ptr(E, ya, n * 4);
+	if (x == NULL)
+		return ILLEGAL(fault, len, xa);
+	if (y == NULL)
+		return ILLEGAL(fault, len, ya);
+	for (uint64_t i = 0; i < n; i++)
+		y[i] = a * x[i] + y[i];
+	return 0;
+}
+
+static int
+k_fill_u32(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t pa = u64_at(params[0]), n = u64_at(params[2]);
+	uint32_t v;
+	memcpy(&v, params[1], sizeof(v));
+	if (n == 0)
+		return 0;
+	uint32_t *p = n <= UINT64_MAX / 4 ? emu_ptr(E, pa, n * 4) : NULL;
+	if (p == NULL)
+		return ILLEGAL(fault, len, pa);
+	for (uint64_t i = 0; i < n; i++)
+		p[i] = v;
+	return 0;
+}
+
+/* Busy-waits `cycles` clock cycles in CUDA; here it sleeps cycles nanoseconds (a 1 GHz clock), capped at 10 s. */
+static int
+k_spin(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+{
+	int64_t cycles;
+	memcpy(&cycles, params[0], sizeof(cycles));
+	if (cycles <= 0)
+		return 0;
+	if (cycles > 10000000000LL)
+		cycles = 10000000000LL;
+	struct timespec ts = {cycles / 1000000000LL, cycles % 1000000000LL};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+	return 0;
+}
+
+/* One thread of the grid increments *counter after waiting for its predecessor (griddepcontrol.wait). */
+static int
+k_pdl_count(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t pa = u64_at(params[0]);
+	int *c = emu_ptr(E, pa, sizeof(int));
+	if (c == NULL)
+		return ILLEGAL(fault, len, pa);
+	(*c)++;
+	return 0;
+}
+
+/* Writes through p + 2^40 bytes: never mapped, so the device faults (sticky) as the CUDA kernel does. */
+static int
+k_bad_write(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t pa = u64_at(params[0]) + (1ull << 40);
+	int *p = emu_ptr(E, pa, sizeof(int));
+	if (p == NULL)
+		return ILLEGAL(fault, len, pa);
+	*p = 1;
+	return 0;
+}
+
+const struct emu_kernel emu_kernels[] = {
+	{"empty_kernel", 0, {{0, 0}}, k_empty},
+	{"axpy", 4, {{0, 4}, {8, 8}, {16, 8}, {24, 8}}, k_axpy},
+	{"fill_u32", 3, {{0, 8}, {8, 4}, {16, 8}}, k_fill_u32},
+	{"spin", 1, {{0, 8}}, k_spin},
+	{"pdl_count", 1, {{0, 8}}, k_pdl_count},
+	{"bad_write", 1, {{0, 8}}, k_bad_write},
+};
+const size_t emu_nkernels = sizeof(emu_kernels) / sizeof(emu_kernels[0]);

@@ -1,0 +1,107 @@
+/*
+ * worker.h — the GPU worker process: one per device, spawned by the front-end with fork+exec before anything
+ * touches CUDA. It reads command records from the shared-memory ring, runs them through its backend, and
+ * writes one completion record per request once all of the request's work has finished.
+ */
+#ifndef CUAD_WORKER_H
+#define CUAD_WORKER_H
+
+#include "cua_error.h"
+#include "cua_proto.h"
+#include "wproto.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct worker_opts {
+	int shm_fd;
+	int device;
+	uint32_t generation;
+	const char *backend; /* "emu" or "cuda" */
+	int emu_sm;          /* e.g. 90 */
+	uint64_t emu_mem;
+	unsigned pool_streams;
+};
+
+/* Per-request completion tracker: pending counts the outstanding asynchronous parts plus one hold by the
+ * thread that issues the request. The one that drops it to zero writes the completion record. */
+struct titem {
+	uint32_t status;
+	uint64_t value;
+	char *detail; /* malloc'd or NULL */
+	void *data;   /* malloc'd or NULL */
+	uint32_t data_len;
+};
+struct tracker {
+	uint64_t req;
+	uint32_t ncmds;
+	atomic_int pending;
+	struct titem items[];
+};
+
+struct wk;
+
+/* A stream operation handed to the backend: a private copy of its command. */
+struct wop {
+	struct wcmd *cmd; /* malloc'd copy, payload included */
+	struct tracker *t;
+	uint32_t idx;
+	struct wop *next;
+};
+
+struct backend {
+	const char *name;
+	int (*init)(struct wk *w, struct wdev_info *info, cua_err *e);
+	int (*module_load)(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t *id, cua_err *e);
+	int (*module_unload)(struct wk *w, uint64_t id, cua_err *e);
+	/* *params is malloc'd and owned by the caller. */
+	int (*function_get)(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_param_info **params,
+			    uint32_t *nparams, cua_err *e);
+	int (*mem_alloc)(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e);
+	int (*mem_free)(struct wk *w, uint64_t addr, cua_err *e);
+	int (*stream_create)(struct wk *w, int priority, uint32_t *sid, cua_err *e);
+	int (*stream_destroy)(struct wk *w, uint32_t sid, cua_err *e);
+	/* Stream work (HTOD, DTOH, DTOD, MEMSET, LAUNCH, STREAM_SYNC). The backend owns op from here and
+	 * reports through tracker_set/tracker_put (taking tracker_hold for work that completes later). */
+	void (*submit)(struct wk *w, struct wop *op);
+	/* After all commands of a request were submitted: arrange completion notices for the streams it used. */
+	void (*flush)(struct wk *w, struct tracker *t);
+	void (*fini)(struct wk *w);
+};
+
+struct wk {
+	struct worker_opts opts;
+	const struct backend *be;
+	void *be_state;
+	unsigned char *shm;
+	struct shm_hdr *hdr;
+	struct ring *cmd, *cpl;
+	unsigned char *staging;
+	uint64_t staging_size;
+	pthread_mutex_t cpl_lock; /* serialises producers of the completion ring */
+	struct wdev_info info;
+};
+
+void tracker_hold(struct tracker *t);
+/* Records item idx's outcome; detail may be NULL. Thread-safe for distinct idx. */
+void tracker_set(struct tracker *t, uint32_t idx, uint32_t status, uint64_t value, const char *detail);
+void tracker_put(struct wk *w, struct tracker *t);
+
+/* A sticky device fault while running item idx of t: writes t's completion (idx gets CUA_EDEVICE with detail,
+ * unfinished items CONTEXT_LOST) flagged fatal, and exits the process. Never returns. */
+_Noreturn void wk_fatal(struct wk *w, struct tracker *t, uint32_t idx, const char *detail);
+
+/* Bounds-checked view of the staging area; NULL when [off, off+len) is outside it. */
+void *wk_staging(struct wk *w, uint64_t off, uint64_t len);
+
+extern const struct backend backend_emu;
+#ifdef HAVE_CUDA_H
+extern const struct backend backend_cuda;
+/* 1 when a CUDA driver with at least one device is present (used to pick the backend); why not in e. */
+int cuda_probe(cua_err *e);
+#endif
+
+int worker_main(const struct worker_opts *o);
+
+#endif

@@ -1,0 +1,428 @@
+/*
+ * workerlink.c — the front-end's side of a GPU worker: the shared-memory region, spawning (fork+exec, so the
+ * child starts clean before any CUDA initialisation), dispatching requests into the command ring, the
+ * completion thread, and restarting a worker that died or reported a sticky fault.
+ */
+#include "config.h"
+
+#include "cua_log.h"
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define INFLIGHT_BUCKETS 4096u
+#define HELLO_TIMEOUT_MS 60000
+
+struct wcmd *request_cmd(struct request *r, uint32_t idx);
+void do_complete_request(struct fe *fe, struct request *r);
+
+static void
+inflight_add(struct device *d, struct request *r)
+{
+	size_t b = r->id % d->inflight_buckets;
+	r->hnext = d->inflight[b];
+	d->inflight[b] = r;
+	d->in_flight++;
+}
+
+static struct request *
+inflight_take(struct device *d, uint64_t id)
+{
+	for (struct request **pp = &d->inflight[id % d->inflight_buckets]; *pp; pp = &(*pp)->hnext)
+		if ((*pp)->id == id) {
+			struct request *r = *pp;
+			*pp = r->hnext;
+			d->in_flight--;
+			return r;
+		}
+	return NULL;
+}
+
+static int
+shm_create(struct fe *fe, struct device *d)
+{
+	size_t ring = fe->cfg.ring_bytes;
+	struct shm_hdr h = {SHM_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0};
+	size_t off = 4096;
+	h.cmd_off = off;
+	h.cmd_size = ring;
+	off += (ring_footprint(ring) + 4095) & ~(size_t)4095;
+	h.cpl_off = off;
+	h.cpl_size = ring;
+	off += (ring_footprint(ring) + 4095) & ~(size_t)4095;
+	h.staging_off = off;
+	h.staging_size = fe->cfg.staging_bytes;
+	off += (fe->cfg.staging_bytes + 4095) & ~(size_t)4095;
+	h.total = off;
+	char name[32];
+	snprintf(name, sizeof(name), "cuasyncd-dev%d", d->index);
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)h.total) != 0) {
+		log_error("shared memory of %zu bytes for device %d: %s", (size_t)h.total, d->index, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	unsigned char *p = mmap(NULL, h.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	memcpy(p, &h, sizeof(h));
+	d->cmd = (struct ring *)(p + h.cmd_off);
+	d->cpl = (struct ring *)(p + h.cpl_off);
+	ring_init(d->cmd, ring);
+	ring_init(d->cpl, ring);
+	d->staging = p + h.staging_off;
+	d->shm = p;
+	d->shm_len = h.total;
+	d->shm_fd = fd;
+	return extent_init(&d->staging_alloc, fe->cfg.staging_bytes, 256);
+}
+
+static void
+shm_destroy(struct device *d)
+{
+	if (d->shm) {
+		munmap(d->shm, d->shm_len);
+		d->shm = NULL;
+	}
+	if (d->shm_fd >= 0) {
+		close(d->shm_fd);
+		d->shm_fd = -1;
+	}
+	extent_fini(&d->staging_alloc);
+}
+
+static pid_t
+spawn(struct fe *fe, struct device *d)
+{
+	char fd_s[16], dev_s[16], gen_s[16], sm_s[16], mem_s[32], pool_s[16], lvl_s[16];
+	snprintf(fd_s, sizeof(fd_s), "%d", d->shm_fd);
+	snprintf(dev_s, sizeof(dev_s), "%d", d->ordinal);
+	snprintf(gen_s, sizeof(gen_s), "%u", d->gen);
+	snprintf(sm_s, sizeof(sm_s), "%d", fe->cfg.emu_sm);
+	snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)fe->cfg.emu_mem);
+	snprintf(pool_s, sizeof(pool_s), "%u", fe->cfg.pool_streams);
+	snprintf(lvl_s, sizeof(lvl_s), "%d", cua_log_get_level());
+	const char *argv[] = {fe->cfg.self_exe, "--worker", fd_s, "--worker-device", dev_s, "--worker-generation", gen_s,
+			"--backend", fe->backend, "--emu-sm", sm_s, "--emu-mem", mem_s, "--pool-streams", pool_s,
+			"--log-level-num", lvl_s, NULL};
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* The child: keep only the shared-memory fd, then exec (no NNG, no locks, no CUDA in this image). */
+		int flags = fcntl(d->shm_fd, F_GETFD);
+		fcntl(d->shm_fd, F_SETFD, flags & ~FD_CLOEXEC);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(fe->cfg.self_exe, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits for the worker's first record (its device info). Returns 0 or an error code with why filled. */
+static int
+await_hello(struct device *d, char *why, size_t whylen)
+{
+	for (int waited = 0; waited < HELLO_TIMEOUT_MS; waited += 100) {
+		size_t len;
+		const unsigned char *rec = ring_peek(d->cpl, &len);
+		if (rec != NULL) {
+			struct wcpl_req h;
+			struct wcpl c;
+			int rc = CUA_EINTERNAL;
+			if (len >= sizeof(h) + sizeof(c)) {
+				memcpy(&h, rec, sizeof(h));
+				memcpy(&c, rec + sizeof(h), sizeof(c));
+				const unsigned char *detail = rec + sizeof(h) + sizeof(c);
+				rc = (int)c.status;
+				if (rc == 0 && c.data_len == sizeof(d->info))
+					memcpy(&d->info, detail + c.detail_len, sizeof(d->info));
+				else
+					snprintf(why, whylen, "%.*s", (int)c.detail_len, detail);
+			}
+			ring_release(d->cpl);
+			return rc;
+		}
+		int st;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = 0;
+			snprintf(why, whylen, "worker exited during start-up (status %d)", st);
+			return CUA_ENO_DEVICE;
+		}
+		ring_wait_data(d->cpl, 100);
+	}
+	snprintf(why, whylen, "worker did not report its device within %d s", HELLO_TIMEOUT_MS / 1000);
+	return CUA_ENO_DEVICE;
+}
+
+static void *completion_main(void *arg);
+
+/* Starts (or restarts) d's worker. Called without fe->lock (it waits for the worker). */
+static int
+dev_launch(struct fe *fe, struct device *d)
+{
+	if (shm_create(fe, d) != 0) {
+		snprintf(d->why, sizeof(d->why), "cannot create the shared-memory region");
+		return CUA_ENOMEM;
+	}
+	atomic_store(&d->worker_dead, 0);
+	d->pid = spawn(fe, d);
+	if (d->pid < 0) {
+		snprintf(d->why, sizeof(d->why), "fork: %s", strerror(errno));
+		shm_destroy(d);
+		return CUA_EINTERNAL;
+	}
+	int rc = await_hello(d, d->why, sizeof(d->why));
+	if (rc != 0) {
+		if (d->pid > 0) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, NULL, 0);
+			d->pid = 0;
+		}
+		shm_destroy(d);
+		return rc;
+	}
+	return 0;
+}
+
+int
+dev_start(struct fe *fe, struct device *d)
+{
+	d->shm_fd = -1;
+	d->gen = 1;
+	d->inflight_buckets = INFLIGHT_BUCKETS;
+	d->inflight = calloc(INFLIGHT_BUCKETS, sizeof(*d->inflight));
+	if (d->inflight == NULL)
+		return CUA_ENOMEM;
+	int rc = dev_launch(fe, d);
+	if (rc != 0) {
+		d->state = DEV_FAILED;
+		log_error("device %d unusable: %s", d->index, d->why);
+		return rc;
+	}
+	d->state = DEV_READY;
+	if (pthread_create(&d->cpl_thread, NULL, completion_main, d) != 0) {
+		d->state = DEV_FAILED;
+		return CUA_EINTERNAL;
+	}
+	d->cpl_thread_started = true;
+	return 0;
+}
+
+void
+dev_stop(struct device *d)
+{
+	atomic_store(&d->stop, 1);
+	if (d->shm && d->pid > 0) {
+		/* a zero-length record asks the worker to finish */
+		void *p = ring_reserve(d->cmd, 0);
+		if (p)
+			ring_commit(d->cmd, 0);
+	}
+	if (d->cpl_thread_started) {
+		if (d->cpl)
+			ring_kick(d->cpl);
+		pthread_join(d->cpl_thread, NULL);
+	}
+	if (d->pid > 0) {
+		kill(d->pid, SIGTERM);
+		waitpid(d->pid, NULL, 0);
+	}
+	shm_destroy(d);
+}
+
+int
+do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
+{
+	/* staging first: every stage of the request or none */
+	for (uint32_t i = 0; i < r->nstages; i++) {
+		struct stage *st = &r->stages[i];
+		if (st->placed)
+			continue;
+		if (extent_get(&d->staging_alloc, st->len, &st->off) != 0) {
+			for (uint32_t k = 0; k < i; k++)
+				if (r->stages[k].placed) {
+					extent_put(&d->staging_alloc, r->stages[k].off, r->stages[k].len);
+					r->stages[k].placed = false;
+				}
+			return -1;
+		}
+		st->placed = true;
+	}
+	size_t len = sizeof(struct wcmd_req) + r->cmds_len;
+	if (len > ring_max_record(d->cmd)) {
+		/* cannot ever fit: fail it rather than wait forever */
+		for (uint32_t i = 0; i < r->nstages; i++)
+			extent_put(&d->staging_alloc, r->stages[i].off, r->stages[i].len);
+		r->nstages = 0;
+		r->status = CUA_ETOO_LARGE;
+		r->status_msg = strdup("request too large for the worker ring; split the batch");
+		return 1;
+	}
+	unsigned char *p = ring_reserve(d->cmd, len);
+	if (p == NULL) {
+		for (uint32_t i = 0; i < r->nstages; i++) {
+			extent_put(&d->staging_alloc, r->stages[i].off, r->stages[i].len);
+			r->stages[i].placed = false;
+		}
+		return -1;
+	}
+	for (uint32_t i = 0; i < r->nstages; i++) {
+		struct stage *st = &r->stages[i];
+		struct wcmd *c = request_cmd(r, st->cmd);
+		if (c->op == W_MODULE_LOAD)
+			c->a = st->off;
+		else
+			c->b = st->off;
+		if (st->src)
+			memcpy(d->staging + st->off, st->src, st->len);
+	}
+	struct wcmd_req h = {r->id, r->ncmds, 0};
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + sizeof(h), r->cmds, r->cmds_len);
+	ring_commit(d->cmd, len);
+	inflight_add(d, r);
+	r->s->in_flight++;
+	return 0;
+}
+
+/* Applies one completion record to its request. Caller holds fe->lock. */
+static void
+do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
+{
+	struct wcpl_req h;
+	if (len < sizeof(h)) {
+		log_error("device %d: short completion record", d->index);
+		return;
+	}
+	memcpy(&h, rec, sizeof(h));
+	struct request *r = inflight_take(d, h.req);
+	if (r == NULL) {
+		log_error("device %d: completion for unknown request %llu", d->index, (unsigned long long)h.req);
+		return;
+	}
+	if (h.fatal)
+		log_error("device %d: sticky fault in request %llu of session %llu", d->index, (unsigned long long)h.req,
+			  (unsigned long long)r->s->id);
+	size_t off = sizeof(h);
+	/* map command index -> item */
+	for (uint32_t ci = 0; ci < h.ncmds && off + sizeof(struct wcpl) <= len; ci++) {
+		struct wcpl c;
+		memcpy(&c, rec + off, sizeof(c));
+		off += sizeof(c);
+		const unsigned char *detail = rec + off;
+		if ((size_t)c.detail_len + c.data_len > len - off)
+			break;
+		off += w_align8(c.detail_len + c.data_len);
+		for (uint32_t i = 0; i < r->nitems; i++) {
+			struct ritem *it = &r->items[i];
+			if (it->cmd != (int32_t)ci)
+				continue;
+			it->status = c.status;
+			it->value = c.value;
+			if (c.status != CUA_OK) {
+				free(it->msg);
+				it->msg = strndup((const char *)detail, c.detail_len);
+			}
+			if (c.data_len) {
+				it->data = malloc(c.data_len);
+				if (it->data) {
+					memcpy(it->data, detail + c.detail_len, c.data_len);
+					it->data_len = c.data_len;
+				}
+			}
+		}
+	}
+	r->s->in_flight--;
+	do_finish(fe, r);
+}
+
+/* The worker is gone: answer everything in flight on it, then start a new generation. Caller holds lock. */
+static void
+do_fail_inflight(struct fe *fe, struct device *d)
+{
+	for (size_t b = 0; b < d->inflight_buckets; b++) {
+		while (d->inflight[b]) {
+			struct request *r = d->inflight[b];
+			d->inflight[b] = r->hnext;
+			d->in_flight--;
+			for (uint32_t i = 0; i < r->nitems; i++) {
+				struct ritem *it = &r->items[i];
+				if (it->cmd >= 0 && it->status == CUA_OK) {
+					it->status = CUA_ECONTEXT_LOST;
+					free(it->msg);
+					it->msg = strdup("the GPU context was lost (another request faulted or the worker died) "
+							 "before this work completed; recreate modules, memory and streams");
+				}
+			}
+			r->s->in_flight--;
+			do_finish(fe, r);
+		}
+	}
+}
+
+static void *
+completion_main(void *arg)
+{
+	struct device *d = arg;
+	struct fe *fe = d->fe;
+	for (;;) {
+		size_t len;
+		const unsigned char *rec = ring_peek(d->cpl, &len);
+		if (rec != NULL) {
+			pthread_mutex_lock(&fe->lock);
+			do_apply(fe, d, rec, len);
+			pthread_mutex_unlock(&fe->lock);
+			ring_release(d->cpl);
+			continue;
+		}
+		if (atomic_load(&d->stop))
+			return NULL;
+		int st;
+		pid_t w = d->pid > 0 ? waitpid(d->pid, &st, WNOHANG) : 0;
+		if (w != d->pid) {
+			ring_wait_data(d->cpl, 50);
+			continue;
+		}
+		/* The worker died. Its last records were read above (the ring is empty now). */
+		if (WIFEXITED(st))
+			log_error("device %d: worker %d exited with status %d; restarting", d->index, d->pid, WEXITSTATUS(st));
+		else
+			log_error("device %d: worker %d killed by signal %d; restarting", d->index, d->pid, WTERMSIG(st));
+		pthread_mutex_lock(&fe->lock);
+		uint32_t old = d->gen;
+		d->pid = 0;
+		d->state = DEV_RESTARTING;
+		do_fail_inflight(fe, d);
+		d->gen++;
+		d->restarts++;
+		do_sessions_mark_stale(fe, d, old);
+		pthread_mutex_unlock(&fe->lock);
+
+		shm_destroy(d);
+		int rc = dev_launch(fe, d);
+		pthread_mutex_lock(&fe->lock);
+		if (rc == 0) {
+			d->state = DEV_READY;
+			log_info("device %d: worker generation %u ready", d->index, d->gen);
+		} else {
+			d->state = DEV_FAILED;
+			log_error("device %d: restart failed: %s", d->index, d->why);
+		}
+		do_wake_dispatcher(fe);
+		pthread_mutex_unlock(&fe->lock);
+		if (rc != 0)
+			return NULL;
+	}
+}
