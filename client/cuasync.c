@@ -535,7 +535,8 @@ cua_module_get_function(cua_client *c, cua_module m, const char *name, cua_funct
 			free(p);
 			r = fail(CUA_ENOMEM, "out of memory");
 		} else {
-			memcpy(p, g->params, g->nparams * sizeof(*p));
+			if (g->nparams)
+				memcpy(p, g->params, g->nparams * sizeof(*p));
 			*fl = (struct fn_layout){g->function, g->nparams, p, NULL};
 			out->id = g->function;
 			pthread_mutex_lock(&c->lock);

@@ -194,6 +194,10 @@ struct fe {
 	pthread_t dispatcher;
 	atomic_int stopping;
 	const char *backend; /* chosen backend */
+	/* Pipes that left before sending anything: a message NNG still delivers from one must not create a
+	 * session (ADD_POST and the first message race on different threads). */
+	uint32_t tombs[256];
+	unsigned ntombs;
 };
 
 /* frontend.c */

@@ -272,6 +272,15 @@ reply_error(struct fectx *c, uint32_t op, int status, const char *msg)
 	ctx_send(c, m);
 }
 
+static bool
+do_pipe_gone(struct fe *fe, uint32_t pipe)
+{
+	for (unsigned i = 0; i < sizeof(fe->tombs) / sizeof(fe->tombs[0]); i++)
+		if (fe->tombs[i] == pipe)
+			return true;
+	return false;
+}
+
 static void
 handle_msg(struct fe *fe, struct fectx *c, nng_msg *msg)
 {
@@ -302,6 +311,8 @@ handle_msg(struct fe *fe, struct fectx *c, nng_msg *msg)
 	}
 	r->op = r->w.op;
 	r->s = do_session_by_pipe(fe, pipe);
+	if (r->s == NULL && !do_pipe_gone(fe, pipe))
+		r->s = do_session_new(fe, pipe); /* the message beat NNG_PIPE_EV_ADD_POST */
 	if (r->s == NULL) {
 		fe->errors++;
 		pthread_mutex_unlock(&fe->lock);
@@ -356,7 +367,9 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	uint32_t id = nng_pipe_id(p);
 	pthread_mutex_lock(&fe->lock);
 	if (ev == NNG_PIPE_EV_ADD_POST) {
-		struct session *s = do_session_new(fe, id);
+		struct session *s = do_session_by_pipe(fe, id);
+		if (s == NULL)
+			s = do_session_new(fe, id);
 		if (s == NULL)
 			log_error("out of memory for a session");
 		else
@@ -365,6 +378,7 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		struct session *s = do_session_by_pipe(fe, id);
 		if (s)
 			do_session_close(fe, s);
+		fe->tombs[fe->ntombs++ % (sizeof(fe->tombs) / sizeof(fe->tombs[0]))] = id;
 	}
 	pthread_mutex_unlock(&fe->lock);
 }

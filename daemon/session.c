@@ -213,7 +213,7 @@ do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *d
 	}
 	for (int64_t k = i; k >= 0 && k > i - 4; k--) {
 		struct alloc_rec *a = &s->allocs[k];
-		if (p - a->addr < a->len)
+		if (p - a->addr < a->len && (a->stale || a->gen != fe->devs[a->dev].gen))
 			return cua_err_set(e, CUA_ECONTEXT_LOST,
 					   "device pointer 0x%llx is in memory of a GPU context that was lost; allocate again",
 					   (unsigned long long)p);

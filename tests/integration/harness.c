@@ -1,0 +1,187 @@
+#include "config.h"
+
+#include "harness.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char emu_image[] = "cuasync-emu-module\naxpy\nfill_u32\nempty_kernel\nspin\npdl_count\nbad_write\n";
+
+const char *
+test_backend(void)
+{
+	const char *b = getenv("CUA_TEST_BACKEND");
+	return b && *b ? b : "emu";
+}
+
+void
+daemon_start(struct daemon *d, const char *const *extra)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "/tmp/cuasync-test.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(d->dir));
+	snprintf(d->url, sizeof(d->url), "ipc://%s/d.sock", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	const char *argv[64];
+	int n = 0;
+	char fdarg[16];
+	snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
+	argv[n++] = CUA_BUILDDIR "/daemon/cuasyncd";
+	argv[n++] = "--listen";
+	argv[n++] = d->url;
+	argv[n++] = "--ready-fd";
+	argv[n++] = fdarg;
+	argv[n++] = "--backend";
+	argv[n++] = test_backend();
+	argv[n++] = "--emu-mem";
+	argv[n++] = "256M";
+	argv[n++] = "--staging";
+	argv[n++] = "96M";
+	argv[n++] = "--ring";
+	argv[n++] = "4M";
+	for (int i = 0; extra && extra[i] && n < 62; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	d->pid = fork();
+	ck_assert_int_ge(d->pid, 0);
+	if (d->pid == 0) {
+		/* a failed test exits without its teardown: take the daemon along */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		close(ready[0]);
+		int log = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (log >= 0) {
+			dup2(log, STDERR_FILENO);
+			close(log);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(ready[1]);
+	/* Blocks until the daemon writes "ready ..." (or exits, closing the pipe). */
+	char buf[512] = "";
+	ssize_t got = read(ready[0], buf, sizeof(buf) - 1);
+	close(ready[0]);
+	ck_assert_msg(got > 0 && strncmp(buf, "ready ", 6) == 0, "cuasyncd did not start; see %s", d->log);
+}
+
+void
+daemon_stop(struct daemon *d)
+{
+	if (d->pid <= 0)
+		return;
+	kill(d->pid, SIGTERM);
+	int st;
+	ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
+	d->pid = 0;
+	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "tail -n 60 %s >&2", d->log);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no daemon log)\n");
+	}
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cuasyncd exited uncleanly (status 0x%x)", st);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", d->dir);
+}
+
+pid_t
+daemon_worker_pid(const struct daemon *d)
+{
+	/* The workers are the daemon's children: scan /proc for a process whose parent is the daemon. */
+	DIR *dir = opendir("/proc");
+	pid_t found = -1;
+	struct dirent *e;
+	while (dir && (e = readdir(dir)) != NULL) {
+		char path[300], buf[512];
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		char *rp = strrchr(buf, ')');
+		int ppid = 0;
+		char state;
+		if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == d->pid && state != 'Z')
+			found = atoi(e->d_name);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+cua_client *
+connect_to(const struct daemon *d)
+{
+	cua_client *c = NULL;
+	CK(cua_connect(d->url, &c));
+	cua_set_timeout(c, 60000);
+	return c;
+}
+
+cua_module
+load_kernels(cua_client *c)
+{
+	cua_module m;
+	const char *fatbin = CUA_BUILDDIR "/tests/kernels/test_kernels.fatbin";
+	if (access(fatbin, R_OK) == 0)
+		CK(cua_module_load_file(c, 0, fatbin, &m));
+	else
+		CK(cua_module_load(c, 0, emu_image, sizeof(emu_image) - 1, &m));
+	return m;
+}
+
+cua_function
+get_fn(cua_client *c, cua_module m, const char *name)
+{
+	cua_function f;
+	CK(cua_module_get_function(c, m, name, &f));
+	return f;
+}
+
+cua_launch *
+launch_1d(cua_client *c, cua_function f, unsigned grid, unsigned block)
+{
+	cua_launch *l = cua_launch_new(c, f);
+	ck_assert_ptr_nonnull(l);
+	cua_launch_set_config(l, (cua_launch_config){{grid, 1, 1}, {block, 1, 1}, 0});
+	return l;
+}
+
+bool
+wait_status(cua_client *c, bool (*pred)(const cua_daemon_status *s, void *ud), void *ud, cua_daemon_status *out)
+{
+	for (int i = 0; i < 2000; i++) {
+		CK(cua_status(c, out));
+		if (pred(out, ud))
+			return true;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+long long
+spin_cycles(unsigned ms)
+{
+	/* emu: 1 cycle = 1 ns; an H200 runs near 1.98 GHz under load */
+	return strcmp(test_backend(), "emu") == 0 ? (long long)ms * 1000000LL : (long long)ms * 1980000LL;
+}

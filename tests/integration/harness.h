@@ -1,0 +1,47 @@
+/*
+ * harness.h — integration-test helpers: start the real cuasyncd on a private ipc socket and stop it,
+ * checking it exits cleanly (under ASan a leak makes that exit status non-zero).
+ */
+#ifndef CUA_HARNESS_H
+#define CUA_HARNESS_H
+
+#include "cuasync.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct daemon {
+	pid_t pid;
+	char dir[256];
+	char url[320];
+	char log[320];
+};
+
+/* Starts cuasyncd with the emulated backend and extra arguments (NULL-terminated). Returns when it serves. */
+void daemon_start(struct daemon *d, const char *const *extra);
+/* SIGTERM, wait, assert a clean exit; removes the private directory. */
+void daemon_stop(struct daemon *d);
+/* The pid of a worker of the daemon (its only child), or -1. */
+pid_t daemon_worker_pid(const struct daemon *d);
+/* Backend name the tests run against: $CUA_TEST_BACKEND (cuda on the GPU machine) or emu. */
+const char *test_backend(void);
+
+/* Connects to d, failing the test on error. */
+cua_client *connect_to(const struct daemon *d);
+/* Loads the test kernels (fatbin from the build, or the emulated device's kernel list). */
+cua_module load_kernels(cua_client *c);
+cua_function get_fn(cua_client *c, cua_module m, const char *name);
+/* A launch of f with the given config (1-D). */
+cua_launch *launch_1d(cua_client *c, cua_function f, unsigned grid, unsigned block);
+/* Waits until the daemon's status satisfies pred (polling STATUS; bounded by 20 s). */
+bool wait_status(cua_client *c, bool (*pred)(const cua_daemon_status *s, void *ud), void *ud, cua_daemon_status *out);
+/* Spin argument that runs about ms milliseconds on the backend. */
+long long spin_cycles(unsigned ms);
+
+#define CK(call)                                                                                             \
+	do {                                                                                                 \
+		int rc_ = (call);                                                                            \
+		ck_assert_msg(rc_ == CUA_OK, "%s: %s: %s", #call, cua_strerror_name(rc_), cua_last_error()); \
+	} while (0)
+
+#endif

@@ -1,0 +1,608 @@
+/* End-to-end tests of every request kind against the real daemon (emulated device on CI, the GPU on the
+ * H200 with CUA_TEST_BACKEND=cuda). */
+#include "config.h"
+
+#include "harness.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct daemon D;
+
+static void
+up(void)
+{
+	daemon_start(&D, NULL);
+}
+
+static void
+down(void)
+{
+	daemon_stop(&D);
+}
+
+START_TEST(every_request_kind)
+{
+	cua_client *c = connect_to(&D);
+	CK(cua_ping(c));
+	int n;
+	CK(cua_device_count(c, &n));
+	ck_assert_int_ge(n, 1);
+	cua_device_info info;
+	CK(cua_device_get_info(c, 0, &info));
+	ck_assert_str_eq(info.backend, test_backend());
+	ck_assert_int_ge(info.sm_major, 1);
+	ck_assert_int_le(info.priority_greatest, info.priority_least);
+
+	cua_module m = load_kernels(c);
+	cua_function axpy = get_fn(c, m, "axpy"), fill = get_fn(c, m, "fill_u32");
+	uint32_t np, offs[8], sizes[8];
+	CK(cua_function_get_params(c, axpy, &np, offs, sizes));
+	ck_assert_uint_eq(np, 4);
+	ck_assert_uint_eq(sizes[0], 4);
+	ck_assert_uint_eq(sizes[1], 8);
+	ck_assert_uint_eq(offs[3], 24);
+	cua_function nope;
+	ck_assert_int_eq(cua_module_get_function(c, m, "no_such_kernel", &nope), CUA_ENOT_FOUND);
+
+	const size_t N = 4096;
+	cua_deviceptr a, b;
+	CK(cua_mem_alloc(c, 0, N * 4, &a));
+	CK(cua_mem_alloc(c, 0, N * 4, &b));
+	uint32_t *host = malloc(N * 4), *back = malloc(N * 4);
+	for (size_t i = 0; i < N; i++)
+		host[i] = (uint32_t)(i * 2654435761u);
+	CK(cua_memcpy_htod(c, a, host, N * 4));
+	CK(cua_memcpy_dtod(c, b, a, N * 4));
+	CK(cua_memcpy_dtoh(c, back, b, N * 4));
+	ck_assert_mem_eq(back, host, N * 4);
+	CK(cua_memset(c, b + 16, 0xab, 1, 8));
+	CK(cua_memset(c, b + 64, 0xdeadbeef, 4, 4));
+	CK(cua_memcpy_dtoh(c, back, b, 128));
+	ck_assert_uint_eq(back[4], 0xabababab);
+	ck_assert_uint_eq(back[5], 0xabababab);
+	ck_assert_uint_eq(back[6], host[6]);
+	ck_assert_uint_eq(back[16], 0xdeadbeef);
+	ck_assert_uint_eq(back[19], 0xdeadbeef);
+	ck_assert_int_eq(cua_memset(c, b, 0x1ff, 1, 1), CUA_EBAD_ARGUMENT);
+
+	cua_stream s;
+	CK(cua_stream_create(c, 0, -1000, &s)); /* clamped to the device's range */
+	cua_launch *l = launch_1d(c, fill, 16, 256);
+	cua_launch_push_device_ptr(l, a);
+	cua_launch_push_u32(l, 77);
+	cua_launch_push_u64(l, N);
+	cua_launch_set_stream(l, s);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	CK(cua_future_wait(f, -1));
+	ck_assert(cua_future_poll(f));
+	cua_future_free(f);
+	CK(cua_stream_synchronize(c, s));
+	CK(cua_memcpy_dtoh(c, back, a, N * 4));
+	for (size_t i = 0; i < N; i++)
+		ck_assert_uint_eq(back[i], 77);
+
+	/* fire-and-forget then synchronize */
+	l = launch_1d(c, fill, 1, 64);
+	cua_launch_push_device_ptr(l, a);
+	cua_launch_push_u32(l, 5);
+	cua_launch_push_u64(l, 1);
+	CK(cua_launch_submit(l, NULL));
+	CK(cua_synchronize(c));
+	CK(cua_memcpy_dtoh(c, back, a, 8));
+	ck_assert_uint_eq(back[0], 5);
+	ck_assert_uint_eq(back[1], 77);
+
+	/* an explicit batch: launch, htod, dtoh, memset, dtod */
+	cua_batch *bt = cua_batch_new(c);
+	l = launch_1d(c, fill, 4, 64);
+	cua_launch_push_device_ptr(l, b);
+	cua_launch_push_u32(l, 9);
+	cua_launch_push_u64(l, 256);
+	cua_launch_set_stream(l, s); /* one stream: the items run in order */
+	CK(cua_batch_add_launch(bt, l));
+	uint32_t word = 0x12345678, got[4] = {0};
+	CK(cua_batch_add_memcpy_htod(bt, b + 4, &word, 4, s));
+	CK(cua_batch_add_memcpy_dtoh(bt, got, b, 16, s));
+	ck_assert_uint_eq(cua_batch_count(bt), 3);
+	CK(cua_batch_submit(bt, &f));
+	CK(cua_future_wait(f, -1));
+	ck_assert_uint_eq(cua_future_items(f), 3);
+	cua_future_free(f);
+	ck_assert_uint_eq(got[0], 9);
+	ck_assert_uint_eq(got[1], 0x12345678);
+	ck_assert_uint_eq(got[2], 9);
+
+	cua_daemon_status st;
+	CK(cua_status(c, &st));
+	ck_assert_uint_eq(st.sessions, 1);
+	ck_assert_uint_eq(st.session.allocations, 2);
+	ck_assert_uint_eq(st.session.alloc_bytes, 2 * N * 4);
+	ck_assert_uint_eq(st.session.modules, 1);
+	ck_assert_uint_eq(st.session.functions, 2);
+	ck_assert_uint_eq(st.session.streams, 1);
+	ck_assert_uint_eq(st.ndevices, 1);
+	ck_assert_uint_eq(st.devices[0].generation, 1);
+
+	CK(cua_stream_destroy(c, s));
+	ck_assert_int_eq(cua_stream_destroy(c, s), CUA_ENOT_FOUND);
+	CK(cua_mem_free(c, a));
+	ck_assert_int_eq(cua_mem_free(c, a), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_mem_free(c, b + 4), CUA_EBAD_ARGUMENT);
+	CK(cua_mem_free(c, b));
+	CK(cua_module_unload(c, m));
+	/* the module's functions went with it */
+	l = launch_1d(c, fill, 1, 1);
+	cua_launch_push_device_ptr(l, 0);
+	cua_launch_push_u32(l, 0);
+	cua_launch_push_u64(l, 0);
+	ck_assert_int_eq(cua_launch_submit(l, &f), CUA_OK);
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_ENOT_FOUND);
+	cua_future_free(f);
+	CK(cua_status(c, &st));
+	ck_assert_uint_eq(st.session.allocations, 0);
+	ck_assert_uint_eq(st.session.modules, 0);
+	ck_assert_uint_eq(st.session.functions, 0);
+	free(host);
+	free(back);
+	cua_disconnect(c);
+}
+END_TEST
+
+START_TEST(axpy_matches_host)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function axpy = get_fn(c, m, "axpy");
+	const size_t N = 1 << 18;
+	float *x = malloc(N * 4), *y = malloc(N * 4), *out = malloc(N * 4);
+	for (size_t i = 0; i < N; i++) {
+		x[i] = (float)(rand() % 1000) / 7.0f;
+		y[i] = (float)(rand() % 1000) / 3.0f;
+	}
+	cua_deviceptr dx, dy;
+	CK(cua_mem_alloc(c, 0, N * 4, &dx));
+	CK(cua_mem_alloc(c, 0, N * 4, &dy));
+	CK(cua_memcpy_htod(c, dx, x, N * 4));
+	CK(cua_memcpy_htod(c, dy, y, N * 4));
+	cua_launch *l = launch_1d(c, axpy, 1024, 256);
+	cua_launch_push_f32(l, 1.5f);
+	cua_launch_push_device_ptr(l, dx);
+	cua_launch_push_device_ptr(l, dy);
+	cua_launch_push_u64(l, N);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	CK(cua_future_wait(f, -1));
+	cua_future_free(f);
+	CK(cua_memcpy_dtoh(c, out, dy, N * 4));
+	for (size_t i = 0; i < N; i++) {
+		volatile float want = 1.5f * x[i];
+		want = want + y[i];
+		ck_assert_msg(out[i] == want, "element %zu: %f != %f", i, out[i], want);
+	}
+	free(x);
+	free(y);
+	free(out);
+	cua_disconnect(c);
+}
+END_TEST
+
+/* Futures complete in the order the GPU finishes, not the order of submission. */
+START_TEST(futures_complete_out_of_order)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function spin = get_fn(c, m, "spin"), fill = get_fn(c, m, "fill_u32");
+	cua_stream s1, s2;
+	CK(cua_stream_create(c, 0, 0, &s1));
+	CK(cua_stream_create(c, 0, 0, &s2));
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 64, &p));
+	cua_launch *l = launch_1d(c, spin, 1, 1);
+	cua_launch_push_i64(l, spin_cycles(3000));
+	cua_launch_set_stream(l, s1);
+	cua_future *slow, *fast;
+	CK(cua_launch_submit(l, &slow));
+	l = launch_1d(c, fill, 1, 32);
+	cua_launch_push_device_ptr(l, p);
+	cua_launch_push_u32(l, 1);
+	cua_launch_push_u64(l, 16);
+	cua_launch_set_stream(l, s2);
+	CK(cua_launch_submit(l, &fast));
+	CK(cua_future_wait(fast, -1));
+	ck_assert_msg(!cua_future_poll(slow), "the 3 s kernel completed before the short one");
+	CK(cua_future_wait(slow, -1));
+	cua_future_free(slow);
+	cua_future_free(fast);
+	cua_disconnect(c);
+}
+END_TEST
+
+/* Work on one client stream runs in order: a fill queued behind a long kernel completes after it. */
+START_TEST(client_stream_is_ordered)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function spin = get_fn(c, m, "spin"), fill = get_fn(c, m, "fill_u32");
+	cua_stream s;
+	CK(cua_stream_create(c, 0, 0, &s));
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 4096, &p));
+	cua_future *fs[8];
+	cua_launch *l = launch_1d(c, spin, 1, 1);
+	cua_launch_push_i64(l, spin_cycles(500));
+	cua_launch_set_stream(l, s);
+	CK(cua_launch_submit(l, &fs[0]));
+	for (uint32_t i = 1; i < 8; i++) {
+		l = launch_1d(c, fill, 1, 64);
+		cua_launch_push_device_ptr(l, p);
+		cua_launch_push_u32(l, i);
+		cua_launch_push_u64(l, 1024);
+		cua_launch_set_stream(l, s);
+		CK(cua_launch_submit(l, &fs[i]));
+	}
+	CK(cua_future_wait(fs[1], -1));
+	ck_assert_msg(cua_future_poll(fs[0]), "a launch completed before the one ahead of it on its stream");
+	for (int i = 0; i < 8; i++) {
+		CK(cua_future_wait(fs[i], -1));
+		cua_future_free(fs[i]);
+	}
+	uint32_t v[1024];
+	CK(cua_memcpy_dtoh_on(c, v, p, sizeof(v), s));
+	for (int i = 0; i < 1024; i++)
+		ck_assert_uint_eq(v[i], 7);
+	cua_disconnect(c);
+}
+END_TEST
+
+START_TEST(batch_with_one_bad_item)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function fill = get_fn(c, m, "fill_u32");
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 1024, &p));
+	cua_stream s;
+	CK(cua_stream_create(c, 0, 0, &s));
+	cua_batch *b = cua_batch_new(c);
+	cua_launch *l = launch_1d(c, fill, 1, 64);
+	cua_launch_push_device_ptr(l, p);
+	cua_launch_push_u32(l, 3);
+	cua_launch_push_u64(l, 128);
+	cua_launch_set_stream(l, s);
+	CK(cua_batch_add_launch(b, l));
+	l = launch_1d(c, fill, 1, 64); /* bad: two arguments for three parameters */
+	cua_launch_push_device_ptr(l, p);
+	cua_launch_push_u32(l, 4);
+	cua_launch_set_stream(l, s);
+	CK(cua_batch_add_launch(b, l));
+	CK(cua_batch_add_memset(b, p + 512, 0x11, 1, 512, s));
+	uint32_t out[256];
+	CK(cua_batch_add_memcpy_dtoh(b, out, p, sizeof(out), s));
+	cua_future *f;
+	CK(cua_batch_submit(b, &f));
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EBAD_ARGUMENT);
+	ck_assert_uint_eq(cua_future_items(f), 4);
+	const char *msg;
+	ck_assert_int_eq(cua_future_item(f, 0, &msg), CUA_OK);
+	ck_assert_int_eq(cua_future_item(f, 1, &msg), CUA_EBAD_ARGUMENT);
+	ck_assert_msg(strstr(msg, "takes 3 arguments, the launch has 2") != NULL, "message: %s", msg);
+	ck_assert_int_eq(cua_future_item(f, 2, NULL), CUA_OK);
+	ck_assert_int_eq(cua_future_item(f, 3, NULL), CUA_OK);
+	for (int i = 0; i < 128; i++)
+		ck_assert_uint_eq(out[i], 3);
+	for (int i = 128; i < 256; i++)
+		ck_assert_uint_eq(out[i], 0x11111111);
+	cua_future_free(f);
+	cua_disconnect(c);
+}
+END_TEST
+
+START_TEST(argument_mismatches_are_refused)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function axpy = get_fn(c, m, "axpy");
+	cua_deviceptr x;
+	CK(cua_mem_alloc(c, 0, 4096, &x));
+	struct {
+		int nargs;
+		int wrong_size_at;
+		const char *msg;
+	} cases[] = {
+		{3, -1, "the kernel takes 4 arguments, the launch has 3"},
+		{5, -1, "the kernel takes 4 arguments, the launch has 5"},
+		{4, 0, "argument 0 is 8 bytes, the kernel's parameter 0 is 4 bytes"},
+		{4, 3, "argument 3 is 4 bytes, the kernel's parameter 3 is 8 bytes"},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		cua_launch *l = launch_1d(c, axpy, 1, 32);
+		for (int i = 0; i < cases[k].nargs; i++) {
+			if (i == cases[k].wrong_size_at)
+				i == 0 ? cua_launch_push_f64(l, 1.0) : cua_launch_push_u32(l, 16);
+			else if (i == 0)
+				cua_launch_push_f32(l, 1.0f);
+			else if (i == 3 || i == 4)
+				cua_launch_push_u64(l, 16);
+			else
+				cua_launch_push_device_ptr(l, x);
+		}
+		cua_future *f;
+		CK(cua_launch_submit(l, &f));
+		ck_assert_int_eq(cua_future_wait(f, -1), CUA_EBAD_ARGUMENT);
+		ck_assert_msg(strstr(cua_future_error(f), cases[k].msg), "case %zu: %s", k, cua_future_error(f));
+		cua_future_free(f);
+	}
+	/* zero grid */
+	cua_launch *l = cua_launch_new(c, axpy);
+	cua_launch_set_config(l, (cua_launch_config){{0, 1, 1}, {1, 1, 1}, 0});
+	cua_launch_push_f32(l, 1);
+	cua_launch_push_device_ptr(l, x);
+	cua_launch_push_device_ptr(l, x);
+	cua_launch_push_u64(l, 1);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EBAD_ARGUMENT);
+	cua_future_free(f);
+	/* no configuration */
+	l = cua_launch_new(c, axpy);
+	ck_assert_int_eq(cua_launch_submit(l, &f), CUA_EBAD_ARGUMENT);
+	cua_disconnect(c);
+}
+END_TEST
+
+/* A device pointer must be inside one of this session's allocations. */
+START_TEST(foreign_and_outside_pointers_are_refused)
+{
+	cua_client *a = connect_to(&D), *b = connect_to(&D);
+	cua_module ma = load_kernels(a), mb = load_kernels(b);
+	cua_function fa = get_fn(a, ma, "fill_u32"), fb = get_fn(b, mb, "fill_u32");
+	cua_deviceptr pa, pb;
+	CK(cua_mem_alloc(a, 0, 4096, &pa));
+	CK(cua_mem_alloc(b, 0, 4096, &pb));
+	/* b launches on a's memory */
+	cua_launch *l = launch_1d(b, fb, 1, 32);
+	cua_launch_push_device_ptr(l, pa);
+	cua_launch_push_u32(l, 1);
+	cua_launch_push_u64(l, 1);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EBAD_ARGUMENT);
+	ck_assert_msg(strstr(cua_future_error(f), "not inside an allocation of this session"), "%s", cua_future_error(f));
+	cua_future_free(f);
+	/* copies outside, past the end, and into the other session's memory */
+	char buf[64] = {0};
+	ck_assert_int_eq(cua_memcpy_htod(b, pa, buf, 8), CUA_EBAD_ARGUMENT);
+	ck_assert_int_eq(cua_memcpy_htod(b, pb + 4090, buf, 8), CUA_EBAD_ARGUMENT);
+	ck_assert_int_eq(cua_memcpy_dtoh(b, buf, 0x1234, 8), CUA_EBAD_ARGUMENT);
+	ck_assert_int_eq(cua_mem_free(b, pa), CUA_ENOT_FOUND);
+	/* a's own use still works, and a's data is untouched */
+	l = launch_1d(a, fa, 1, 32);
+	cua_launch_push_device_ptr(l, pa);
+	cua_launch_push_u32(l, 42);
+	cua_launch_push_u64(l, 4);
+	CK(cua_launch_submit(l, &f));
+	CK(cua_future_wait(f, -1));
+	cua_future_free(f);
+	uint32_t v[4];
+	CK(cua_memcpy_dtoh(a, v, pa, sizeof(v)));
+	ck_assert_uint_eq(v[3], 42);
+	cua_disconnect(a);
+	cua_disconnect(b);
+}
+END_TEST
+
+START_TEST(unknown_and_foreign_handles)
+{
+	cua_client *a = connect_to(&D), *b = connect_to(&D);
+	cua_module ma = load_kernels(a);
+	cua_function fa = get_fn(a, ma, "empty_kernel");
+	cua_stream sa;
+	CK(cua_stream_create(a, 0, 0, &sa));
+	/* b uses a's handles */
+	cua_launch *l = launch_1d(b, fa, 1, 1);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_ENOT_FOUND);
+	cua_future_free(f);
+	cua_function x;
+	ck_assert_int_eq(cua_module_get_function(b, ma, "empty_kernel", &x), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_stream_synchronize(b, sa), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_module_unload(b, ma), CUA_ENOT_FOUND);
+	/* made-up handles, and a module handle used as a stream */
+	ck_assert_int_eq(cua_stream_synchronize(b, (cua_stream){0x3000000000000001ull}), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_stream_synchronize(a, (cua_stream){ma.id}), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_module_unload(a, (cua_module){~0ull}), CUA_ENOT_FOUND);
+	/* a freed handle is not reused silently */
+	CK(cua_stream_destroy(a, sa));
+	cua_stream sa2;
+	CK(cua_stream_create(a, 0, 0, &sa2));
+	ck_assert_uint_ne(sa2.id, sa.id);
+	ck_assert_int_eq(cua_stream_synchronize(a, sa), CUA_ENOT_FOUND);
+	CK(cua_stream_synchronize(a, sa2));
+	cua_disconnect(a);
+	cua_disconnect(b);
+}
+END_TEST
+
+START_TEST(session_quota)
+{
+	cua_client *c = connect_to(&D);
+	cua_deviceptr p, q;
+	CK(cua_mem_alloc(c, 0, 3 << 20, &p));
+	ck_assert_int_eq(cua_mem_alloc(c, 0, 2 << 20, &q), CUA_EQUOTA);
+	ck_assert_msg(strstr(cua_last_error(), "quota"), "%s", cua_last_error());
+	CK(cua_mem_alloc(c, 0, 1 << 20, &q));
+	CK(cua_mem_free(c, p));
+	CK(cua_mem_alloc(c, 0, 2 << 20, &p));
+	cua_disconnect(c);
+}
+END_TEST
+
+static void
+up_quota(void)
+{
+	static const char *const args[] = {"--session-mem", "4M", NULL};
+	daemon_start(&D, args);
+}
+
+/* 16 client processes × 1000 launches each, every result checked. */
+START_TEST(sixteen_clients_thousand_launches_each)
+{
+	enum { CLIENTS = 16, LAUNCHES = 1000 };
+	pid_t pids[CLIENTS];
+	for (int k = 0; k < CLIENTS; k++) {
+		pids[k] = fork();
+		ck_assert_int_ge(pids[k], 0);
+		if (pids[k] != 0)
+			continue;
+		/* child: a fresh process, NNG not yet initialised in it */
+		cua_client *c;
+		if (cua_connect(D.url, &c) != 0)
+			_exit(10);
+		cua_module m;
+		const char *fatbin = CUA_BUILDDIR "/tests/kernels/test_kernels.fatbin";
+		static const char img[] = "fill_u32";
+		if ((access(fatbin, R_OK) == 0 ? cua_module_load_file(c, 0, fatbin, &m)
+					      : cua_module_load(c, 0, img, sizeof(img) - 1, &m)) != 0)
+			_exit(11);
+		cua_function fill;
+		cua_deviceptr p;
+		if (cua_module_get_function(c, m, "fill_u32", &fill) || cua_mem_alloc(c, 0, LAUNCHES * 4, &p))
+			_exit(12);
+		static cua_future *fs[LAUNCHES];
+		for (uint32_t i = 0; i < LAUNCHES; i++) {
+			cua_launch *l = cua_launch_new(c, fill);
+			cua_launch_set_config(l, (cua_launch_config){{1, 1, 1}, {32, 1, 1}, 0});
+			cua_launch_push_device_ptr(l, p + 4 * i);
+			cua_launch_push_u32(l, i * 31u + (uint32_t)k);
+			cua_launch_push_u64(l, 1);
+			if (cua_launch_submit(l, &fs[i]) != 0)
+				_exit(13);
+		}
+		for (uint32_t i = 0; i < LAUNCHES; i++) {
+			if (cua_future_wait(fs[i], -1) != 0)
+				_exit(14);
+			cua_future_free(fs[i]);
+		}
+		static uint32_t v[LAUNCHES];
+		if (cua_memcpy_dtoh(c, v, p, sizeof(v)) != 0)
+			_exit(15);
+		for (uint32_t i = 0; i < LAUNCHES; i++)
+			if (v[i] != i * 31u + (uint32_t)k)
+				_exit(16);
+		cua_disconnect(c);
+		_exit(0);
+	}
+	for (int k = 0; k < CLIENTS; k++) {
+		int st;
+		ck_assert_int_eq(waitpid(pids[k], &st, 0), pids[k]);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d failed with status 0x%x", k, st);
+	}
+}
+END_TEST
+
+static bool
+no_sessions_left(const cua_daemon_status *s, void *ud)
+{
+	return s->sessions == 1 && s->total.allocations == 0 && s->total.modules == 0 && s->devices[0].allocations == 0;
+}
+
+/* A client killed mid-flight: everything it held is freed, visibly in STATUS. */
+START_TEST(killed_client_is_cleaned_up)
+{
+	int sync[2];
+	ck_assert_int_eq(pipe(sync), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(sync[0]);
+		cua_client *c;
+		if (cua_connect(D.url, &c) != 0)
+			_exit(1);
+		cua_module m;
+		static const char img[] = "spin fill_u32";
+		const char *fatbin = CUA_BUILDDIR "/tests/kernels/test_kernels.fatbin";
+		if ((access(fatbin, R_OK) == 0 ? cua_module_load_file(c, 0, fatbin, &m)
+					      : cua_module_load(c, 0, img, sizeof(img) - 1, &m)) != 0)
+			_exit(2);
+		cua_function spin;
+		cua_deviceptr p;
+		cua_stream s;
+		for (int i = 0; i < 3; i++)
+			if (cua_mem_alloc(c, 0, 1 << 20, &p) != 0)
+				_exit(3);
+		if (cua_module_get_function(c, m, "spin", &spin) || cua_stream_create(c, 0, 0, &s))
+			_exit(4);
+		cua_launch *l = cua_launch_new(c, spin);
+		cua_launch_set_config(l, (cua_launch_config){{1, 1, 1}, {1, 1, 1}, 0});
+		cua_launch_push_i64(l, spin_cycles(1000));
+		cua_launch_set_stream(l, s);
+		cua_future *f;
+		if (cua_launch_submit(l, &f) != 0)
+			_exit(5);
+		cua_daemon_status st;
+		if (cua_status(c, &st) != 0 || st.session.allocations != 3)
+			_exit(6);
+		if (write(sync[1], "x", 1) != 1)
+			_exit(7);
+		pause(); /* killed here, with the spin in flight */
+		_exit(8);
+	}
+	close(sync[1]);
+	char x;
+	ck_assert_int_eq(read(sync[0], &x, 1), 1);
+	kill(pid, SIGKILL);
+	int st;
+	waitpid(pid, &st, 0);
+	ck_assert(WIFSIGNALED(st));
+	cua_client *c = connect_to(&D);
+	cua_daemon_status s;
+	ck_assert_msg(wait_status(c, no_sessions_left, NULL, &s),
+		      "after the kill: %u sessions, %llu allocations, %llu modules", s.sessions,
+		      (unsigned long long)s.total.allocations, (unsigned long long)s.total.modules);
+	cua_disconnect(c);
+}
+END_TEST
+
+static Suite *
+requests_suite(void)
+{
+	Suite *s = suite_create("requests");
+	TCase *tc = tcase_create("requests");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, up, down);
+	tcase_add_test(tc, every_request_kind);
+	tcase_add_test(tc, axpy_matches_host);
+	tcase_add_test(tc, futures_complete_out_of_order);
+	tcase_add_test(tc, client_stream_is_ordered);
+	tcase_add_test(tc, batch_with_one_bad_item);
+	tcase_add_test(tc, argument_mismatches_are_refused);
+	tcase_add_test(tc, foreign_and_outside_pointers_are_refused);
+	tcase_add_test(tc, unknown_and_foreign_handles);
+	tcase_add_test(tc, sixteen_clients_thousand_launches_each);
+	tcase_add_test(tc, killed_client_is_cleaned_up);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("quota");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_quota, down);
+	tcase_add_test(tc, session_quota);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(requests_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
