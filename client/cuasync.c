@@ -367,12 +367,19 @@ cua_connect(const char *url, cua_client **out)
 	struct cua_req_hello h = {CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION, {"libcuasync", 10}, (uint32_t)getpid()};
 	cua_wire_reply rep;
 	nng_msg *keep;
-	int r = rpc(c, CUA_OP_HELLO, &h, &rep, &keep);
-	if (r == 0)
-		c->session = rep.body.hello.session;
-	cua_wire_reply_free(&rep);
-	if (keep)
-		nng_msg_free(keep);
+	int r;
+	/* HELLO is safe to repeat: a connection reset before the daemon's socket took the pipe (a listener
+	 * being restarted) loses nothing, and the dialer reconnects by itself. */
+	for (int attempt = 0;; attempt++) {
+		r = rpc(c, CUA_OP_HELLO, &h, &rep, &keep);
+		if (r == 0)
+			c->session = rep.body.hello.session;
+		cua_wire_reply_free(&rep);
+		if (keep)
+			nng_msg_free(keep);
+		if (r != CUA_ETRANSPORT || attempt == 4)
+			break;
+	}
 	if (r == 0)
 		r = load_devices(c);
 	if (r != 0) {

@@ -532,16 +532,17 @@ cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err 
 	if (r != 0)
 		return r;
 	const msgpack_object *root = &out->unp.data;
-	if ((r = dec_header(root, 6, &out->version, &out->op, err)) != 0) {
-		/* A daemon answers an undecodable request with op 0; accept that one. */
-		if (r != CUA_EUNKNOWN_OP || out->op != 0)
-			return r;
-	}
+	/* An error reply may echo an op this side does not know (or 0): its body is [] anyway. */
+	int hr = dec_header(root, 6, &out->version, &out->op, err);
+	if (hr != 0 && hr != CUA_EUNKNOWN_OP)
+		return hr;
 	const msgpack_object *f = root->via.array.ptr;
 	uint64_t v;
 	if (dec_u64(&f[2], UINT32_MAX, &v) != 0)
 		return cua_err_set(err, CUA_EPROTOCOL, "reply.status: expected uint32, got %s", type_name(&f[2]));
 	out->status = (uint32_t)v;
+	if (hr != 0 && out->status == CUA_OK)
+		return hr;
 	if (f[3].type != MSGPACK_OBJECT_STR || f[3].via.str.size > CUA_MAX_IDENT)
 		return cua_err_set(err, CUA_EPROTOCOL, "reply.name: expected str of <= %u bytes", CUA_MAX_IDENT);
 	if (f[4].type != MSGPACK_OBJECT_STR || f[4].via.str.size > CUA_MAX_MESSAGE_TEXT)
@@ -550,7 +551,7 @@ cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err 
 	out->name.len = f[3].via.str.size;
 	out->message.ptr = f[4].via.str.ptr;
 	out->message.len = f[4].via.str.size;
-	const struct schema *s = out->status == CUA_OK && out->op != 0 ? op_schemas[out->op].rep : &empty_schema;
+	const struct schema *s = out->status == CUA_OK ? op_schemas[out->op].rep : &empty_schema;
 	return dec_struct(s, &f[5], (char *)&out->body, out->unp.zone, err);
 }
 

@@ -176,8 +176,24 @@ struct request {
 	char *status_msg;
 };
 
+enum { FL_IPC, FL_TCP, FL_OTHER };
+struct flistener {
+	const char *url;
+	nng_listener l;
+	int kind;
+	nng_sockaddr_in tcp; /* bound address of a tcp listener */
+};
+
 struct fe {
 	struct config cfg;
+	struct flistener listeners[CUAD_MAX_LISTEN];
+	int nlisteners;
+	uint64_t listener_restarts;
+	pthread_t watchdog;
+	pthread_mutex_t wd_lock;
+	pthread_cond_t wd_cond;
+	atomic_ushort probe_port;
+	atomic_uint_fast64_t probe_adds; /* probe pipes the socket has seen */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* dispatcher: work may be ready */
 	nng_socket sock;
@@ -207,6 +223,12 @@ uint64_t now_ms(void);
 /* Sends the reply of r (status, items) and frees r. Caller holds fe->lock. */
 void do_finish(struct fe *fe, struct request *r);
 void do_wake_dispatcher(struct fe *fe);
+
+/* listener.c */
+int listener_open(struct fe *fe, struct flistener *fl);
+bool listener_is_probe(struct fe *fe, nng_pipe p);
+int listener_watchdog_start(struct fe *fe);
+void listener_watchdog_stop(struct fe *fe);
 
 /* session.c */
 struct session *do_session_new(struct fe *fe, uint32_t pipe);

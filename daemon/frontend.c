@@ -8,7 +8,6 @@
 #include "daemon.h"
 
 #include <nng/protocol/reqrep0/rep.h>
-#include <nng/supplemental/tls/tls.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -366,7 +365,10 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	struct fe *fe = arg;
 	uint32_t id = nng_pipe_id(p);
 	pthread_mutex_lock(&fe->lock);
-	if (ev == NNG_PIPE_EV_ADD_POST) {
+	if (ev == NNG_PIPE_EV_ADD_POST && listener_is_probe(fe, p)) {
+		/* the listener watchdog's probe: not a client */
+		atomic_fetch_add(&fe->probe_adds, 1);
+	} else if (ev == NNG_PIPE_EV_ADD_POST) {
 		struct session *s = do_session_by_pipe(fe, id);
 		if (s == NULL)
 			s = do_session_new(fe, id);
@@ -384,39 +386,6 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 }
 
 /* ------------------------------------------------------------------ start / stop */
-
-static int
-listen_one(struct fe *fe, const char *url)
-{
-	nng_listener l;
-	int rv = nng_listener_create(&l, fe->sock, url);
-	if (rv != 0) {
-		log_error("listen %s: %s", url, nng_strerror(rv));
-		return -1;
-	}
-	nng_listener_set_size(l, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
-	if (strncmp(url, "tls+", 4) == 0) {
-		if (fe->cfg.tls_cert == NULL) {
-			log_error("listen %s: a tls+tcp:// listener needs --tls-cert (and --tls-key)", url);
-			return -1;
-		}
-		nng_tls_config *tls;
-		if ((rv = nng_tls_config_alloc(&tls, NNG_TLS_MODE_SERVER)) != 0 ||
-		    (rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_cert, NULL)) != 0 ||
-		    (fe->cfg.tls_key && (rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_key, NULL)) != 0) ||
-		    (rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, tls)) != 0) {
-			log_error("listen %s: TLS set-up: %s", url, nng_strerror(rv));
-			return -1;
-		}
-		nng_tls_config_free(tls); /* the listener holds its own reference */
-	}
-	if ((rv = nng_listener_start(l, 0)) != 0) {
-		log_error("listen %s: %s", url, nng_strerror(rv));
-		return -1;
-	}
-	log_info("listening on %s", url);
-	return 0;
-}
 
 int
 fe_start(struct fe *fe)
@@ -446,9 +415,15 @@ fe_start(struct fe *fe)
 		}
 		fe->nctxs++;
 	}
-	for (int i = 0; i < fe->cfg.nlisten; i++)
-		if (listen_one(fe, fe->cfg.listen[i]) != 0)
+	for (int i = 0; i < fe->cfg.nlisten; i++) {
+		fe->listeners[i].url = fe->cfg.listen[i];
+		if (listener_open(fe, &fe->listeners[i]) != 0)
 			return -1;
+		fe->nlisteners++;
+		log_info("listening on %s", fe->cfg.listen[i]);
+	}
+	if (listener_watchdog_start(fe) != 0)
+		return -1;
 	for (unsigned i = 0; i < fe->nctxs; i++)
 		nng_ctx_recv(fe->ctxs[i].ctx, fe->ctxs[i].aio);
 	return 0;
@@ -458,6 +433,7 @@ void
 fe_stop(struct fe *fe)
 {
 	atomic_store(&fe->stopping, 1);
+	listener_watchdog_stop(fe);
 	nng_close(fe->sock);
 	for (unsigned i = 0; i < fe->nctxs; i++)
 		nng_aio_stop(fe->ctxs[i].aio);
@@ -490,4 +466,7 @@ fe_stop(struct fe *fe)
 		do_session_maybe_free(fe, s);
 	}
 	free(fe->devs);
+	/* Reclaims what NNG still holds, e.g. a listener that the watchdog replaced (its accept loop is dead
+	 * and its socket's close cannot reach it). */
+	nng_fini();
 }

@@ -66,6 +66,8 @@ daemon_start(struct daemon *d, const char *const *extra)
 			dup2(log, STDERR_FILENO);
 			close(log);
 		}
+		/* see tests/lsan.supp (no effect without ASan) */
+		setenv("LSAN_OPTIONS", "suppressions=" CUA_SRCDIR "/tests/lsan.supp:print_suppressions=0", 1);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

@@ -1,0 +1,194 @@
+/*
+ * listener.c — the daemon's NNG listeners, and a watchdog that keeps them accepting.
+ *
+ * NNG 1.5.2 has a bug (upstream #1518, fixed after 1.5.2): a peer that disconnects while the SP handshake
+ * is in progress can leave a listener that never accepts again. Debian 12 ships 1.5.2, so every
+ * LISTENER_PROBE_MS the watchdog connects to each ipc:// and tcp:// listener like a client would, completes
+ * the 8-byte SP handshake and waits for the socket to report the new pipe (the broken listener still
+ * negotiates, it just never hands the pipe over); a listener that fails within LISTENER_PROBE_TIMEOUT_MS is
+ * closed and started again on the same URL. Probe connections are recognised (by peer pid for ipc, by
+ * source port for tcp) and never become sessions. tls+tcp:// listeners are not probed.
+ */
+#include "config.h"
+
+#include "cua_log.h"
+#include "daemon.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <nng/supplemental/tls/tls.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LISTENER_PROBE_MS 500
+#define LISTENER_PROBE_TIMEOUT_MS 3000
+
+int
+listener_open(struct fe *fe, struct flistener *fl)
+{
+	int rv = nng_listener_create(&fl->l, fe->sock, fl->url);
+	if (rv != 0) {
+		log_error("listen %s: %s", fl->url, nng_strerror(rv));
+		return -1;
+	}
+	nng_listener_set_size(fl->l, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
+	if (strncmp(fl->url, "tls+", 4) == 0) {
+		if (fe->cfg.tls_cert == NULL) {
+			log_error("listen %s: a tls+tcp:// listener needs --tls-cert (and --tls-key)", fl->url);
+			return -1;
+		}
+		nng_tls_config *tls;
+		if ((rv = nng_tls_config_alloc(&tls, NNG_TLS_MODE_SERVER)) != 0)
+			goto tls_fail;
+		rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_cert, NULL);
+		if (rv == 0 && fe->cfg.tls_key)
+			rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_key, NULL);
+		if (rv == 0)
+			rv = nng_listener_set_ptr(fl->l, NNG_OPT_TLS_CONFIG, tls);
+		nng_tls_config_free(tls); /* the listener holds its own reference */
+		if (rv != 0)
+			goto tls_fail;
+	}
+	if ((rv = nng_listener_start(fl->l, 0)) != 0) {
+		log_error("listen %s: %s", fl->url, nng_strerror(rv));
+		nng_listener_close(fl->l);
+		return -1;
+	}
+	nng_sockaddr sa;
+	fl->kind = strncmp(fl->url, "ipc://", 6) == 0 ? FL_IPC : strncmp(fl->url, "tcp", 3) == 0 ? FL_TCP : FL_OTHER;
+	if (fl->kind == FL_TCP && nng_listener_get_addr(fl->l, NNG_OPT_LOCADDR, &sa) == 0 && sa.s_family == NNG_AF_INET)
+		fl->tcp = sa.s_in;
+	else if (fl->kind == FL_TCP)
+		fl->kind = FL_OTHER; /* IPv6: not probed */
+	return 0;
+tls_fail:
+	log_error("listen %s: TLS set-up with %s: %s", fl->url, fe->cfg.tls_cert, nng_strerror(rv));
+	nng_listener_close(fl->l);
+	return -1;
+}
+
+/* One probe: 0 when the listener completed the SP handshake, -1 otherwise. */
+static int
+probe(struct fe *fe, struct flistener *fl)
+{
+	int fd = -1, r = -1;
+	uint64_t adds_before = atomic_load(&fe->probe_adds);
+	if (fl->kind == FL_IPC) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		if (strlen(fl->url + 6) >= sizeof(sa.sun_path))
+			return 0;
+		memcpy(sa.sun_path, fl->url + 6, strlen(fl->url + 6));
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+			goto out;
+	} else {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = fl->tcp.sa_port, .sin_addr.s_addr = fl->tcp.sa_addr};
+		if (sa.sin_addr.s_addr == 0)
+			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+			goto out;
+		struct sockaddr_in me;
+		socklen_t len = sizeof(me);
+		if (getsockname(fd, (struct sockaddr *)&me, &len) == 0)
+			atomic_store(&fe->probe_port, me.sin_port);
+	}
+	/* SP header of a REQ peer: 0x00 'S' 'P' 0x00, protocol 48 (req0) big-endian, reserved */
+	static const unsigned char hdr[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
+	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
+		goto out;
+	unsigned char got[8];
+	size_t have = 0;
+	while (have < sizeof(got)) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, LISTENER_PROBE_TIMEOUT_MS) != 1)
+			goto out;
+		ssize_t n = read(fd, got + have, sizeof(got) - have);
+		if (n <= 0)
+			goto out;
+		have += (size_t)n;
+	}
+	if (got[0] != 0 || got[1] != 'S' || got[2] != 'P')
+		goto out;
+	/* The handshake alone is not enough: the broken listener still negotiates but never hands the pipe to
+	 * the socket. Wait for the socket to see it (NNG_PIPE_EV_ADD_POST). */
+	for (int waited = 0; waited < LISTENER_PROBE_TIMEOUT_MS; waited++) {
+		if (atomic_load(&fe->probe_adds) != adds_before) {
+			r = 0;
+			break;
+		}
+		struct timespec ts = {0, 1000000L};
+		nanosleep(&ts, NULL);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+bool
+listener_is_probe(struct fe *fe, nng_pipe p)
+{
+	uint64_t pid;
+	if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0)
+		return pid == (uint64_t)getpid();
+	nng_sockaddr sa;
+	if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) == 0 && sa.s_family == NNG_AF_INET)
+		return sa.s_in.sa_port == atomic_load(&fe->probe_port) && sa.s_in.sa_addr == htonl(INADDR_LOOPBACK);
+	return false;
+}
+
+static void *
+watchdog_main(void *arg)
+{
+	struct fe *fe = arg;
+	pthread_mutex_lock(&fe->wd_lock);
+	while (!atomic_load(&fe->stopping)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += LISTENER_PROBE_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&fe->wd_cond, &fe->wd_lock, &ts);
+		if (atomic_load(&fe->stopping))
+			break;
+		for (int i = 0; i < fe->nlisteners; i++) {
+			struct flistener *fl = &fe->listeners[i];
+			if (fl->kind == FL_OTHER || probe(fe, fl) == 0)
+				continue;
+			if (atomic_load(&fe->stopping))
+				break;
+			log_warn("listener %s stopped accepting (NNG 1.5.2 bug #1518); restarting it", fl->url);
+			nng_listener_close(fl->l);
+			if (fl->kind == FL_IPC)
+				unlink(fl->url + 6);
+			if (listener_open(fe, fl) != 0)
+				log_error("listener %s could not be restarted; clients cannot connect there", fl->url);
+			fe->listener_restarts++;
+		}
+	}
+	pthread_mutex_unlock(&fe->wd_lock);
+	return NULL;
+}
+
+int
+listener_watchdog_start(struct fe *fe)
+{
+	pthread_mutex_init(&fe->wd_lock, NULL);
+	pthread_cond_init(&fe->wd_cond, NULL);
+	return pthread_create(&fe->watchdog, NULL, watchdog_main, fe) == 0 ? 0 : -1;
+}
+
+void
+listener_watchdog_stop(struct fe *fe)
+{
+	pthread_mutex_lock(&fe->wd_lock);
+	pthread_cond_broadcast(&fe->wd_cond);
+	pthread_mutex_unlock(&fe->wd_lock);
+	pthread_join(fe->watchdog, NULL);
+}

@@ -1,0 +1,412 @@
+/* Faults and hostile peers: PDL gating, sticky device faults, a killed worker, stale handles, garbage on the
+ * socket, peers that drop during the handshake. The daemon must keep serving everyone else. */
+#include "config.h"
+
+#include "cua_proto.h"
+#include "cua_wire.h"
+#include "harness.h"
+
+#include <check.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct daemon D;
+
+static void up(void) { daemon_start(&D, NULL); }
+static void down(void) { daemon_stop(&D); }
+static void
+up_sm80(void)
+{
+	static const char *const args[] = {"--emu-sm", "80", NULL};
+	daemon_start(&D, args);
+}
+static void
+up_small(void)
+{
+	static const char *const args[] = {"--max-message", "64K", "--listen", "tcp://127.0.0.1:0", NULL};
+	daemon_start(&D, args);
+}
+
+static cua_future *
+submit_pdl_count(cua_client *c, cua_function f, cua_deviceptr counter, cua_stream s)
+{
+	cua_launch *l = launch_1d(c, f, 1, 32);
+	cua_launch_push_device_ptr(l, counter);
+	cua_launch_set_stream(l, s);
+	cua_launch_programmatic_dependent_launch(l);
+	cua_future *fut;
+	CK(cua_launch_submit(l, &fut));
+	return fut;
+}
+
+START_TEST(pdl_refused_below_sm90)
+{
+	cua_client *c = connect_to(&D);
+	cua_device_info info;
+	CK(cua_device_get_info(c, 0, &info));
+	ck_assert_int_eq(info.sm_major, 8);
+	cua_module m = load_kernels(c);
+	cua_function f = get_fn(c, m, "pdl_count");
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 4, &p));
+	cua_future *fut = submit_pdl_count(c, f, p, CUA_STREAM_DEFAULT);
+	ck_assert_int_eq(cua_future_wait(fut, -1), CUA_EPDL_UNSUPPORTED);
+	ck_assert_str_eq(cua_future_error(fut), "programmatic dependent launch requires sm_90 or newer; target sm_80");
+	cua_future_free(fut);
+	/* the same launch without PDL runs */
+	cua_launch *l = launch_1d(c, f, 1, 32);
+	cua_launch_push_device_ptr(l, p);
+	CK(cua_launch_submit(l, &fut));
+	CK(cua_future_wait(fut, -1));
+	cua_future_free(fut);
+	cua_disconnect(c);
+}
+END_TEST
+
+START_TEST(pdl_accepted_at_sm90)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function f = get_fn(c, m, "pdl_count");
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 4, &p));
+	CK(cua_memset(c, p, 0, 4, 1));
+	cua_stream s;
+	CK(cua_stream_create(c, 0, 0, &s));
+	enum { N = 200 };
+	cua_future *fs[N];
+	for (int i = 0; i < N; i++)
+		fs[i] = submit_pdl_count(c, f, p, s);
+	for (int i = 0; i < N; i++) {
+		CK(cua_future_wait(fs[i], -1));
+		cua_future_free(fs[i]);
+	}
+	int32_t count;
+	CK(cua_memcpy_dtoh_on(c, &count, p, 4, s));
+	ck_assert_int_eq(count, N);
+	cua_disconnect(c);
+}
+END_TEST
+
+static cua_future *
+submit_spin(cua_client *c, cua_function spin, unsigned ms, cua_stream s)
+{
+	cua_launch *l = launch_1d(c, spin, 1, 1);
+	cua_launch_push_i64(l, spin_cycles(ms));
+	cua_launch_set_stream(l, s);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	return f;
+}
+
+static bool
+restarted(const cua_daemon_status *s, void *ud)
+{
+	return s->devices[0].restarts >= *(uint32_t *)ud;
+}
+
+/* bad_write: the faulting session gets the CUDA error; another session's work in flight gets CONTEXT_LOST
+ * and its old handles stay CONTEXT_LOST; a fresh session works at once. */
+START_TEST(sticky_fault_is_contained)
+{
+	cua_client *a = connect_to(&D), *b = connect_to(&D);
+	cua_module ma = load_kernels(a), mb = load_kernels(b);
+	cua_function bad = get_fn(a, ma, "bad_write"), spin = get_fn(b, mb, "spin"), fill = get_fn(b, mb, "fill_u32");
+	cua_deviceptr pa, pb;
+	CK(cua_mem_alloc(a, 0, 64, &pa));
+	CK(cua_mem_alloc(b, 0, 64, &pb));
+	cua_stream sb;
+	CK(cua_stream_create(b, 0, 0, &sb));
+	cua_future *slow = submit_spin(b, spin, 20000, sb); /* in flight when the fault hits */
+	cua_launch *l = launch_1d(a, bad, 1, 1);
+	cua_launch_push_device_ptr(l, pa);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EDEVICE);
+	ck_assert_msg(strstr(cua_future_error(f), "CUDA_ERROR_ILLEGAL_ADDRESS") || strstr(cua_future_error(f), "CUDA_ERROR_"),
+		      "%s", cua_future_error(f));
+	cua_future_free(f);
+	ck_assert_int_eq(cua_future_wait(slow, -1), CUA_ECONTEXT_LOST);
+	cua_future_free(slow);
+
+	/* a fresh session: module, memory and a launch succeed */
+	cua_client *n = connect_to(&D);
+	cua_module mn = load_kernels(n);
+	cua_function fn = get_fn(n, mn, "fill_u32");
+	cua_deviceptr pn;
+	CK(cua_mem_alloc(n, 0, 64, &pn));
+	l = launch_1d(n, fn, 1, 32);
+	cua_launch_push_device_ptr(l, pn);
+	cua_launch_push_u32(l, 3);
+	cua_launch_push_u64(l, 16);
+	CK(cua_launch_submit(l, &f));
+	CK(cua_future_wait(f, -1));
+	cua_future_free(f);
+	uint32_t v[16];
+	CK(cua_memcpy_dtoh(n, v, pn, sizeof(v)));
+	ck_assert_uint_eq(v[15], 3);
+
+	/* b's handles and memory are of the lost context */
+	l = launch_1d(b, fill, 1, 32);
+	cua_launch_push_device_ptr(l, pb);
+	cua_launch_push_u32(l, 1);
+	cua_launch_push_u64(l, 1);
+	CK(cua_launch_submit(l, &f));
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_ECONTEXT_LOST);
+	cua_future_free(f);
+	ck_assert_int_eq(cua_stream_synchronize(b, sb), CUA_ECONTEXT_LOST);
+	ck_assert_int_eq(cua_memcpy_dtoh(b, v, pb, 4), CUA_ECONTEXT_LOST);
+	ck_assert_int_eq(cua_mem_free(b, pb), CUA_ECONTEXT_LOST);
+	cua_function again;
+	ck_assert_int_eq(cua_module_get_function(b, mb, "spin", &again), CUA_ECONTEXT_LOST);
+	/* b recovers by recreating */
+	cua_module mb2 = load_kernels(b);
+	get_fn(b, mb2, "spin");
+	cua_device_info info;
+	CK(cua_device_get_info(b, 0, &info));
+	ck_assert_uint_eq(info.generation, 2);
+	cua_daemon_status st;
+	CK(cua_status(n, &st));
+	ck_assert_uint_eq(st.devices[0].restarts, 1);
+	cua_disconnect(a);
+	cua_disconnect(b);
+	cua_disconnect(n);
+}
+END_TEST
+
+START_TEST(killed_worker_is_replaced)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function spin = get_fn(c, m, "spin");
+	cua_stream s;
+	CK(cua_stream_create(c, 0, 0, &s));
+	cua_future *fs[3];
+	for (int i = 0; i < 3; i++)
+		fs[i] = submit_spin(c, spin, 20000, s);
+	cua_daemon_status st;
+	CK(cua_status(c, &st)); /* the launches have reached the daemon */
+	pid_t w = daemon_worker_pid(&D);
+	ck_assert_int_gt(w, 0);
+	ck_assert_int_eq(kill(w, SIGKILL), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cua_future_wait(fs[i], -1), CUA_ECONTEXT_LOST);
+		cua_future_free(fs[i]);
+	}
+	uint32_t one = 1;
+	ck_assert(wait_status(c, restarted, &one, &st));
+	cua_client *n = connect_to(&D);
+	cua_module mn = load_kernels(n);
+	cua_function fn = get_fn(n, mn, "empty_kernel");
+	cua_launch *l = launch_1d(n, fn, 1, 1);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	CK(cua_future_wait(f, -1));
+	cua_future_free(f);
+	ck_assert_int_eq(cua_stream_synchronize(c, s), CUA_ECONTEXT_LOST);
+	ck_assert_int_ne(daemon_worker_pid(&D), w);
+	cua_disconnect(c);
+	cua_disconnect(n);
+}
+END_TEST
+
+/* ---- raw NNG peers ---- */
+
+static nng_socket
+raw_open(const char *url)
+{
+	nng_socket s;
+	ck_assert_int_eq(nng_req0_open(&s), 0);
+	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
+	ck_assert_int_eq(nng_dial(s, url, NULL, 0), 0);
+	return s;
+}
+
+/* Sends raw bytes, returns the decoded reply's status (or -1 when no reply came) and its message. */
+static int
+raw_call(nng_socket s, const void *buf, size_t len, char *msg, size_t msglen)
+{
+	if (nng_send(s, (void *)buf, len, 0) != 0)
+		return -1;
+	char *rep = NULL;
+	size_t rlen = 0;
+	if (nng_recv(s, &rep, &rlen, NNG_FLAG_ALLOC) != 0)
+		return -1;
+	cua_wire_reply r;
+	cua_err e;
+	int rc = cua_wire_decode_reply(rep, rlen, &r, &e);
+	int status = rc == 0 ? (int)r.status : -2;
+	if (rc == 0 && msg)
+		snprintf(msg, msglen, "%.*s", (int)r.message.len, (const char *)r.message.ptr);
+	cua_wire_reply_free(&r);
+	nng_free(rep, rlen);
+	return status;
+}
+
+static size_t
+pack_req(uint32_t op, const void *body, char *out, size_t cap)
+{
+	cua_wbuf b = {0};
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &b, cua_wbuf_write);
+	ck_assert_int_eq(cua_wire_pack_request(&pk, op, body), 0);
+	ck_assert_uint_le(b.len, cap);
+	memcpy(out, b.data, b.len);
+	size_t n = b.len;
+	cua_wbuf_free(&b);
+	return n;
+}
+
+START_TEST(garbage_truncated_and_oversized_messages)
+{
+	cua_client *good = connect_to(&D);
+	nng_socket s = raw_open(D.url);
+	char msg[512], buf[4096];
+	/* before HELLO */
+	size_t n = pack_req(CUA_OP_DEVICES, NULL, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENO_SESSION);
+	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
+	n = pack_req(CUA_OP_HELLO, &h, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_OK);
+	/* garbage */
+	unsigned seed = 12345;
+	for (int k = 0; k < 50; k++) {
+		size_t len = 1 + (size_t)(rand_r(&seed) % 200);
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (char)rand_r(&seed);
+		int st = raw_call(s, buf, len, msg, sizeof(msg));
+		ck_assert_msg(st == CUA_EPROTOCOL || st == CUA_ETOO_LARGE || st == CUA_EVERSION || st == CUA_EUNKNOWN_OP,
+			      "garbage %d: status %d", k, st);
+	}
+	ck_assert_int_eq(raw_call(s, "\xdd\xff\x00\x00\x00", 5, msg, sizeof(msg)), CUA_EPROTOCOL);
+	ck_assert_msg(strstr(msg, "exceeds"), "%s", msg);
+	/* every truncation of a valid launch */
+	cua_wire_arg args[1] = {{CUA_ARG_DEVPTR, 0x1000, {NULL, 0}}};
+	struct cua_req_launch L = {0x2000000000000001ull, {1, 1, 1}, {1, 1, 1}, 0, 0, 0, args, 1};
+	n = pack_req(CUA_OP_LAUNCH, &L, buf, sizeof(buf));
+	for (size_t cut = 1; cut < n; cut++)
+		ck_assert_int_eq(raw_call(s, buf, cut, msg, sizeof(msg)), CUA_EPROTOCOL);
+	/* the complete one is well-formed but names a handle this session does not have */
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENOT_FOUND);
+	/* unknown op, wrong version */
+	ck_assert_int_eq(raw_call(s, "\x93\x01\x63\x90", 4, msg, sizeof(msg)), CUA_EUNKNOWN_OP);
+	ck_assert_int_eq(raw_call(s, "\x93\x07\x02\x91\x01", 5, msg, sizeof(msg)), CUA_EVERSION);
+	/* a value over a field limit: TOO_LARGE */
+	char name[CUA_MAX_NAME + 1];
+	memset(name, 'k', sizeof(name));
+	struct cua_req_function_get g = {1, {name, sizeof(name)}};
+	n = pack_req(CUA_OP_FUNCTION_GET, &g, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ETOO_LARGE);
+	/* over the listener's 64 KiB limit: NNG drops the connection, no reply */
+	char *big = calloc(1, 100000);
+	big[0] = (char)0x93;
+	ck_assert_int_eq(raw_call(s, big, 100000, msg, sizeof(msg)), -1);
+	free(big);
+	nng_close(s);
+	/* everyone else is unaffected */
+	CK(cua_ping(good));
+	cua_module m = load_kernels(good);
+	cua_function f = get_fn(good, m, "empty_kernel");
+	cua_launch *l = launch_1d(good, f, 1, 1);
+	cua_future *fut;
+	CK(cua_launch_submit(l, &fut));
+	CK(cua_future_wait(fut, -1));
+	cua_future_free(fut);
+	cua_disconnect(good);
+	nng_fini(); /* the raw socket's pipe dropped for EMSGSIZE is only reclaimed here (NNG 1.5.2) */
+}
+END_TEST
+
+/* Peers that connect and go away mid-handshake (upstream NNG #1518) must not break the listener. */
+START_TEST(handshake_drops_do_not_break_the_listener)
+{
+	const char *path = D.url + strlen("ipc://");
+	for (int k = 0; k < 200; k++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		ck_assert_int_ge(fd, 0);
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+		memcpy(sa.sun_path, path, strlen(path));
+		ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		/* a partial SP header (or none), then gone */
+		static const unsigned char hdr[] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
+		if (k % 3 != 0 && write(fd, hdr, (size_t)(k % 8)) < 0)
+			ck_abort_msg("write failed");
+		if (k % 5 == 0)
+			shutdown(fd, SHUT_WR);
+		close(fd);
+	}
+	for (int k = 0; k < 3; k++) {
+		cua_client *c = connect_to(&D);
+		CK(cua_ping(c));
+		cua_disconnect(c);
+	}
+}
+END_TEST
+
+static bool
+one_session(const cua_daemon_status *s, void *ud)
+{
+	return s->sessions == 1 && s->total.allocations == 0;
+}
+
+START_TEST(many_sessions_come_and_go)
+{
+	for (int k = 0; k < 40; k++) {
+		cua_client *c = connect_to(&D);
+		cua_deviceptr p;
+		CK(cua_mem_alloc(c, 0, 4096, &p));
+		cua_disconnect(c); /* without freeing: the daemon frees it */
+	}
+	cua_client *c = connect_to(&D);
+	cua_daemon_status st;
+	ck_assert(wait_status(c, one_session, NULL, &st));
+	cua_disconnect(c);
+}
+END_TEST
+
+static Suite *
+faults_suite(void)
+{
+	Suite *s = suite_create("faults");
+	TCase *tc = tcase_create("sm80");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_sm80, down);
+	if (strcmp(test_backend(), "emu") == 0)
+		tcase_add_test(tc, pdl_refused_below_sm90);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("faults");
+	tcase_set_timeout(tc, 180);
+	tcase_add_checked_fixture(tc, up, down);
+	tcase_add_test(tc, pdl_accepted_at_sm90);
+	tcase_add_test(tc, sticky_fault_is_contained);
+	tcase_add_test(tc, killed_worker_is_replaced);
+	tcase_add_test(tc, handshake_drops_do_not_break_the_listener);
+	tcase_add_test(tc, many_sessions_come_and_go);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("hostile");
+	tcase_set_timeout(tc, 180);
+	tcase_add_checked_fixture(tc, up_small, down);
+	tcase_add_test(tc, garbage_truncated_and_oversized_messages);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(faults_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
