@@ -42,6 +42,7 @@ struct config {
 	unsigned session_inflight;
 	const char *tls_cert, *tls_key;
 	int ready_fd;
+	int ipc_mode; /* -1: umask */
 	const char *self_exe;
 };
 

@@ -37,6 +37,9 @@ listener_open(struct fe *fe, struct flistener *fl)
 		return -1;
 	}
 	nng_listener_set_size(fl->l, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
+	if (fe->cfg.ipc_mode >= 0 && strncmp(fl->url, "ipc://", 6) == 0 &&
+	    (rv = nng_listener_set_int(fl->l, NNG_OPT_IPC_PERMISSIONS, fe->cfg.ipc_mode)) != 0)
+		log_warn("listen %s: cannot set permissions %o: %s", fl->url, fe->cfg.ipc_mode, nng_strerror(rv));
 	if (strncmp(fl->url, "tls+", 4) == 0) {
 		if (fe->cfg.tls_cert == NULL) {
 			log_error("listen %s: a tls+tcp:// listener needs --tls-cert (and --tls-key)", fl->url);

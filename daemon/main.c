@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char default_url[PATH_MAX + 16];
@@ -26,9 +27,9 @@ static char default_url[PATH_MAX + 16];
 enum {
 	O_LISTEN = 1, O_BACKEND, O_EMU_SM, O_EMU_DEVICES, O_EMU_MEM, O_DEVICES, O_POOL, O_CONTEXTS, O_MAX_MESSAGE,
 	O_STAGING, O_RING, O_SESSION_MEM, O_SESSION_HANDLES, O_SESSION_INFLIGHT, O_TLS_CERT, O_TLS_KEY, O_READY_FD,
-	O_LOG_LEVEL, O_HELP, O_VERSION,
+	O_LOG_LEVEL, O_IPC_MODE, O_HELP, O_VERSION,
 	/* worker mode (internal) */
-	O_WORKER, O_WORKER_DEVICE, O_WORKER_GEN, O_LOG_LEVEL_NUM,
+	O_WORKER, O_WORKER_DEVICE, O_WORKER_GEN, O_LOG_LEVEL_NUM, O_CUDA_PROBE,
 };
 
 static const struct opt_row {
@@ -55,12 +56,14 @@ static const struct opt_row {
 	{"tls-key", 1, O_TLS_KEY, "FILE", "PEM key when not in --tls-cert"},
 	{"ready-fd", 1, O_READY_FD, "FD", "write 'ready <url>' to FD once serving, then close it"},
 	{"log-level", 1, O_LOG_LEVEL, "LEVEL", "error, warn, info (default) or debug"},
+	{"ipc-mode", 1, O_IPC_MODE, "OCTAL", "permissions of ipc:// sockets (default: by umask), e.g. 0660"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
 	{"worker-device", 1, O_WORKER_DEVICE, NULL, NULL},
 	{"worker-generation", 1, O_WORKER_GEN, NULL, NULL},
 	{"log-level-num", 1, O_LOG_LEVEL_NUM, NULL, NULL},
+	{"cuda-probe", 0, O_CUDA_PROBE, NULL, NULL},
 };
 #define NOPTS (sizeof(opt_rows) / sizeof(opt_rows[0]))
 
@@ -148,6 +151,60 @@ sd_notify_ready(void)
 	close(fd);
 }
 
+/* `cuasyncd --cuda-probe`: prints "ok COUNT" or "no REASON" (run as a child: CUDA stays out of the front-end). */
+static int
+cuda_probe_main(void)
+{
+#ifdef HAVE_CUDA_H
+	cua_err e;
+	cua_err_clear(&e);
+	int n = 0;
+	if (cuda_probe(&n, &e) == 0)
+		printf("ok %d\n", n);
+	else
+		printf("no %s\n", e.detail);
+#else
+	printf("no this cuasyncd was built without CUDA support (configure --with-cuda)\n");
+#endif
+	return 0;
+}
+
+static int cuda_count;
+
+/* Runs the probe in a child process and reads its verdict. */
+static int
+probe_cuda(const char *self, char *why, size_t len)
+{
+	int fds[2];
+	if (pipe(fds) != 0) {
+		snprintf(why, len, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execl(self, self, "--cuda-probe", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	char buf[512] = "";
+	size_t have = 0;
+	ssize_t n;
+	while (pid > 0 && have < sizeof(buf) - 1 && (n = read(fds[0], buf + have, sizeof(buf) - 1 - have)) > 0)
+		have += (size_t)n;
+	close(fds[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	buf[have] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (strncmp(buf, "ok ", 3) == 0 && (cuda_count = atoi(buf + 3)) > 0)
+		return 0;
+	snprintf(why, len, "%s", strncmp(buf, "no ", 3) == 0 ? buf + 3 : "the CUDA probe failed");
+	return -1;
+}
+
 static int
 choose_backend(struct fe *fe)
 {
@@ -156,25 +213,16 @@ choose_backend(struct fe *fe)
 		fe->backend = "emu";
 		return 0;
 	}
-#ifdef HAVE_CUDA_H
-	cua_err e;
-	cua_err_clear(&e);
-	int ok = cuda_probe(&e);
-	if (ok) {
+	char why[512];
+	if (probe_cuda(fe->cfg.self_exe, why, sizeof(why)) == 0) {
 		fe->backend = "cuda";
 		return 0;
 	}
 	if (strcmp(b, "cuda") == 0) {
-		log_error("--backend cuda: no usable GPU: %s", e.detail);
+		log_error("--backend cuda: no usable GPU: %s", why);
 		return -1;
 	}
-	log_info("no usable GPU (%s); serving the emulated device", e.detail);
-#else
-	if (strcmp(b, "cuda") == 0) {
-		log_error("--backend cuda: this cuasyncd was built without CUDA support (configure --with-cuda)");
-		return -1;
-	}
-#endif
+	log_info("no usable GPU (%s); serving the emulated device", why);
 	fe->backend = "emu";
 	return 0;
 }
@@ -197,13 +245,7 @@ count_devices(struct fe *fe, int *ordinals, int max)
 		free(copy);
 		return n;
 	}
-	int total = fe->cfg.emu_devices;
-#ifdef HAVE_CUDA_H
-	if (strcmp(fe->backend, "cuda") == 0) {
-		extern int cuda_device_count(void);
-		total = cuda_device_count();
-	}
-#endif
+	int total = strcmp(fe->backend, "cuda") == 0 ? cuda_count : fe->cfg.emu_devices;
 	for (int i = 0; i < total && n < max; i++)
 		ordinals[n++] = i;
 	return n;
@@ -227,6 +269,7 @@ main(int argc, char **argv)
 	c->session_handles = 65536;
 	c->session_inflight = 65536;
 	c->ready_fd = -1;
+	c->ipc_mode = -1;
 	struct worker_opts wo = {.shm_fd = -1};
 
 	struct option longopts[NOPTS + 1];
@@ -276,10 +319,18 @@ main(int argc, char **argv)
 			cua_log_set_level(l);
 			break;
 		}
+		case O_IPC_MODE: {
+			char *end;
+			long mode = strtol(optarg, &end, 8);
+			bad = *end != '\0' || mode < 0 || mode > 0777;
+			c->ipc_mode = (int)mode;
+			break;
+		}
 		case O_LOG_LEVEL_NUM: bad = parse_uint(optarg, 0, 3, &u); cua_log_set_level((int)u); break;
 		case O_WORKER: bad = parse_uint(optarg, 0, 65535, &u); wo.shm_fd = (int)u; break;
 		case O_WORKER_DEVICE: bad = parse_uint(optarg, 0, CUA_MAX_DEVICES, &u); wo.device = (int)u; break;
 		case O_WORKER_GEN: bad = parse_uint(optarg, 0, UINT32_MAX >> 1, &u); wo.generation = u; break;
+		case O_CUDA_PROBE: return cuda_probe_main();
 		case O_HELP: usage(stdout); return 0;
 		case O_VERSION: printf("%s %s (protocol %u)\n", PACKAGE_NAME, PACKAGE_VERSION, CUA_PROTO_VERSION); return 0;
 		default: usage(stderr); return 2;

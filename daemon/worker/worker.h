@@ -98,8 +98,9 @@ void *wk_staging(struct wk *w, uint64_t off, uint64_t len);
 extern const struct backend backend_emu;
 #ifdef HAVE_CUDA_H
 extern const struct backend backend_cuda;
-/* 1 when a CUDA driver with at least one device is present (used to pick the backend); why not in e. */
-int cuda_probe(cua_err *e);
+/* Loads the driver and counts devices: 0 and *count >= 1, or an error saying why no GPU is usable.
+ * Initialises CUDA in the calling process: the front-end runs it in a child (`cuasyncd --cuda-probe`). */
+int cuda_probe(int *count, cua_err *e);
 #endif
 
 int worker_main(const struct worker_opts *o);
