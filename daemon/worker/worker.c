@@ -231,6 +231,8 @@ static void
 hello(struct wk *w, int status, const char *detail)
 {
 	struct tracker *t = tracker_new(0, 1);
+	if (t == NULL)
+		_exit(1);
 	tracker_set(t, 0, (uint32_t)status, 0, detail);
 	if (status == 0) {
 		t->items[0].data = malloc(sizeof(w->info));

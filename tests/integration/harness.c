@@ -19,6 +19,13 @@
 static const char emu_image[] = "cuasync-emu-module\naxpy\nfill_u32\nempty_kernel\nspin\npdl_count\nbad_write\n";
 
 const char *
+builddir(void)
+{
+	const char *b = getenv("CUA_TEST_BUILDDIR"); /* a build carried to another machine */
+	return b && *b ? b : CUA_BUILDDIR;
+}
+
+const char *
 test_backend(void)
 {
 	const char *b = getenv("CUA_TEST_BACKEND");
@@ -39,7 +46,9 @@ daemon_start(struct daemon *d, const char *const *extra)
 	int n = 0;
 	char fdarg[16];
 	snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
-	argv[n++] = CUA_BUILDDIR "/daemon/cuasyncd";
+	static char exe[512];
+	snprintf(exe, sizeof(exe), "%s/daemon/cuasyncd", builddir());
+	argv[n++] = exe;
 	argv[n++] = "--listen";
 	argv[n++] = d->url;
 	argv[n++] = "--ready-fd";
@@ -143,7 +152,8 @@ cua_module
 load_kernels(cua_client *c)
 {
 	cua_module m;
-	const char *fatbin = CUA_BUILDDIR "/tests/kernels/test_kernels.fatbin";
+	char fatbin[512];
+	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
 	if (access(fatbin, R_OK) == 0)
 		CK(cua_module_load_file(c, 0, fatbin, &m));
 	else

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh [BUILD_DIR] — the whole test suite on a GPU machine, from a build made elsewhere with
+#   ../configure --enable-static-deps --disable-shared   (NNG, mbedTLS, msgpack-c, Check linked in)
+# and carried along (default BUILD_DIR: build-gpu). The daemon loads libcuda at run time. Prints the Check
+# summaries, then runs examples/vector_add through the daemon on the GPU.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+top=$PWD
+b=$top/${1:-build-gpu}
+export CUA_TEST_BUILDDIR=$b CUA_TEST_SRCDIR=$top CUA_TEST_BACKEND=cuda CK_VERBOSITY=normal CK_DEFAULT_TIMEOUT=600
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"
+"$b/daemon/cuasyncd" --cuda-probe
+rc=0
+summary=""
+for t in unit/test_arena unit/test_wire integration/test_requests integration/test_faults integration/test_gpu; do
+  echo "===== $t"
+  out=$("$b/tests/$t" 2>&1); r=$?
+  printf '%s\n' "$out"
+  summary+="$t: $(printf '%s\n' "$out" | grep -E '^[0-9]+%: Checks' | tail -n1)"$'\n'
+  [ $r -eq 0 ] || rc=1
+done
+
+echo "===== examples/vector_add through cuasyncd"
+dir=$(mktemp -d /tmp/cuasyncd-gpu.XXXXXX)
+mkfifo "$dir/ready"
+"$b/daemon/cuasyncd" --listen "ipc://$dir/d.sock" --ready-fd 3 3>"$dir/ready" 2>"$dir/daemon.log" &
+pid=$!
+if read -r line < "$dir/ready"; then
+  echo "cuasyncd: $line"
+  CUASYNC_URL="ipc://$dir/d.sock" "$b/examples/vector_add" "$b/tests/kernels/test_kernels.fatbin" $((1 << 24)) || rc=1
+else
+  echo "cuasyncd did not start"; cat "$dir/daemon.log"; rc=1
+fi
+kill -TERM $pid; wait $pid || { echo "cuasyncd exited uncleanly"; rc=1; }
+grep -E "warn|error" "$dir/daemon.log" | head -20
+rm -rf "$dir"
+
+echo "===== summary"
+printf '%s' "$summary"
+[ $rc -eq 0 ] && echo "GPU SUITE PASSED" || echo "GPU SUITE FAILED"
+exit $rc
