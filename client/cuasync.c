@@ -9,6 +9,7 @@
 
 #include "cua_arena.h"
 #include "cua_error.h"
+#include "cua_nngmsg.h"
 #include "cua_wire.h"
 #include "cuasync.h"
 
@@ -133,12 +134,6 @@ struct fn_layout {
 /* ------------------------------------------------------------------ synchronous calls */
 
 static int
-msg_write(void *data, const char *buf, size_t len)
-{
-	return nng_msg_append((nng_msg *)data, buf, len) == 0 ? 0 : -1;
-}
-
-static int
 nng_status(int rv)
 {
 	switch (rv) {
@@ -180,7 +175,7 @@ rpc(cua_client *c, uint32_t op, const void *body, cua_wire_reply *reply, nng_msg
 		goto out;
 	}
 	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, msg_write);
+	msgpack_packer_init(&pk, m, cua_nngmsg_write);
 	if ((r = cua_wire_pack_request(&pk, op, body)) != 0) {
 		r = fail(r, "cannot encode the request");
 		goto out;
@@ -1028,7 +1023,7 @@ encode_batch(struct pending *items, size_t n, bool no_wait, nng_msg *m)
 	}
 	struct cua_req_batch b = {no_wait ? CUA_FLAG_NO_WAIT : 0, bi, (uint32_t)n};
 	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, msg_write);
+	msgpack_packer_init(&pk, m, cua_nngmsg_write);
 	int r = cua_wire_pack_request(&pk, CUA_OP_BATCH, &b);
 	free(bi);
 	free(args);

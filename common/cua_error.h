@@ -16,7 +16,7 @@
 /* 1 when code is a known status code. */
 int cua_status_valid(int code);
 
-#define CUA_ERR_DETAIL_MAX 256
+#define CUA_ERR_DETAIL_MAX 2048 /* room for a JIT log excerpt */
 
 /* An error with its foreign detail ("CUDA_ERROR_ILLEGAL_ADDRESS", an NNG message, a JIT log excerpt). */
 typedef struct cua_err {

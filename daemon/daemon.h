@@ -142,7 +142,7 @@ struct ritem {
 };
 
 struct stage {
-	uint32_t cmd;
+	size_t cmd_off; /* byte offset of its command in request.cmds */
 	uint64_t len;
 	uint64_t off;
 	const void *src; /* HTOD / MODULE_LOAD: bytes to copy in; NULL: DTOH (copied out at completion) */
@@ -164,7 +164,7 @@ struct request {
 	bool no_wait;
 	bool internal;    /* session cleanup */
 	unsigned char *cmds;
-	size_t cmds_len, cmds_cap;
+	size_t cmds_len, cmds_cap, last_cmd_off;
 	uint32_t ncmds;
 	struct ritem *items;
 	uint32_t nitems;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cua_log.h"
+#include "cua_nngmsg.h"
 #include "daemon.h"
 
 #include <nng/protocol/reqrep0/rep.h>
@@ -28,13 +29,6 @@ do_wake_dispatcher(struct fe *fe)
 	pthread_cond_signal(&fe->cond);
 }
 
-/* msgpack writer straight into an nng_msg body. */
-static int
-msg_write(void *data, const char *buf, size_t len)
-{
-	return nng_msg_append((nng_msg *)data, buf, len) == 0 ? 0 : -1;
-}
-
 static void
 ctx_send(struct fectx *c, nng_msg *m)
 {
@@ -56,11 +50,11 @@ do_reply(struct fe *fe, struct request *r, struct fectx *c)
 		return;
 	}
 	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, msg_write);
+	msgpack_packer_init(&pk, m, cua_nngmsg_write);
 	int rc = do_pack_reply(fe, r, &pk);
 	if (rc != 0) {
 		nng_msg_clear(m);
-		msgpack_packer_init(&pk, m, msg_write);
+		msgpack_packer_init(&pk, m, cua_nngmsg_write);
 		cua_wire_pack_reply(&pk, r->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
 	}
 	ctx_send(c, m);
@@ -266,7 +260,7 @@ reply_error(struct fectx *c, uint32_t op, int status, const char *msg)
 		return;
 	}
 	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, msg_write);
+	msgpack_packer_init(&pk, m, cua_nngmsg_write);
 	cua_wire_pack_reply(&pk, op, (uint32_t)status, msg, NULL);
 	ctx_send(c, m);
 }

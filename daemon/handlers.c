@@ -69,6 +69,7 @@ cmd_add(struct request *r, uint32_t op, uint32_t stream, uint32_t format, uint64
 		r->cmds_cap = cap;
 	}
 	struct wcmd w = {op, size, stream, format, a, b, c, 0};
+	r->last_cmd_off = r->cmds_len;
 	memcpy(r->cmds + r->cmds_len, &w, sizeof(w));
 	if (plen)
 		memcpy(r->cmds + r->cmds_len + sizeof(w), payload, plen);
@@ -77,23 +78,15 @@ cmd_add(struct request *r, uint32_t op, uint32_t stream, uint32_t format, uint64
 	return (int)r->ncmds++;
 }
 
-static struct wcmd *
-cmd_at(struct request *r, uint32_t idx)
-{
-	size_t off = 0;
-	for (uint32_t i = 0; i < idx; i++)
-		off += ((struct wcmd *)(r->cmds + off))->size;
-	return (struct wcmd *)(r->cmds + off);
-}
-
+/* Staging for the command added last (its byte offset is kept, to patch the staging offset at dispatch). */
 static int
-stage_add(struct request *r, uint32_t cmd, uint64_t len, const void *src)
+stage_add(struct request *r, uint64_t len, const void *src)
 {
 	struct stage *n = realloc(r->stages, (r->nstages + 1) * sizeof(*n));
 	if (n == NULL)
 		return -1;
 	r->stages = n;
-	r->stages[r->nstages] = (struct stage){cmd, len, 0, src, false};
+	r->stages[r->nstages] = (struct stage){r->last_cmd_off, len, 0, src, false};
 	return (int)r->nstages++;
 }
 
@@ -180,7 +173,7 @@ plan_htod(struct fe *fe, struct request *r, const struct cua_req_memcpy_htod *q,
 	if (q->data.len > fe->cfg.staging_bytes)
 		return cua_err_set(e, CUA_ETOO_LARGE, "copy of %u bytes exceeds the staging area", q->data.len);
 	it->cmd = cmd_add(r, W_HTOD, sid, 0, q->dst, 0, q->data.len, NULL, 0);
-	it->stage = it->cmd < 0 ? -1 : stage_add(r, (uint32_t)it->cmd, q->data.len, q->data.ptr);
+	it->stage = it->cmd < 0 ? -1 : stage_add(r, q->data.len, q->data.ptr);
 	return it->stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -196,7 +189,7 @@ plan_dtoh(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtoh *q,
 	    (rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
 	it->cmd = cmd_add(r, W_DTOH, sid, 0, q->src, 0, q->bytes, NULL, 0);
-	it->stage = it->cmd < 0 ? -1 : stage_add(r, (uint32_t)it->cmd, q->bytes, NULL);
+	it->stage = it->cmd < 0 ? -1 : stage_add(r, q->bytes, NULL);
 	return it->stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -349,7 +342,7 @@ v_module_load(struct fe *fe, struct request *r, cua_err *e)
 	int c = cmd_add(r, W_MODULE_LOAD, 0, q->format, 0, q->image.len, 0, NULL, 0);
 	r->items[0].cmd = c;
 	/* MODULE_LOAD carries the staging offset in a (see wproto.h): swap b into place at dispatch. */
-	r->items[0].stage = c < 0 ? -1 : stage_add(r, (uint32_t)c, q->image.len, q->image.ptr);
+	r->items[0].stage = c < 0 ? -1 : stage_add(r, q->image.len, q->image.ptr);
 	return r->items[0].stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -949,12 +942,4 @@ request_free(struct request *r)
 	free(r->streams);
 	free(r->status_msg);
 	free(r);
-}
-
-/* Exposed for the dispatcher: the command with index idx (to patch staging offsets). */
-struct wcmd *request_cmd(struct request *r, uint32_t idx);
-struct wcmd *
-request_cmd(struct request *r, uint32_t idx)
-{
-	return cmd_at(r, idx);
 }

@@ -21,7 +21,6 @@
 #define INFLIGHT_BUCKETS 4096u
 #define HELLO_TIMEOUT_MS 60000
 
-struct wcmd *request_cmd(struct request *r, uint32_t idx);
 void do_complete_request(struct fe *fe, struct request *r);
 
 static void
@@ -280,11 +279,13 @@ do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
 	}
 	for (uint32_t i = 0; i < r->nstages; i++) {
 		struct stage *st = &r->stages[i];
-		struct wcmd *c = request_cmd(r, st->cmd);
-		if (c->op == W_MODULE_LOAD)
-			c->a = st->off;
+		struct wcmd c;
+		memcpy(&c, r->cmds + st->cmd_off, sizeof(c));
+		if (c.op == W_MODULE_LOAD)
+			c.a = st->off;
 		else
-			c->b = st->off;
+			c.b = st->off;
+		memcpy(r->cmds + st->cmd_off, &c, sizeof(c));
 		if (st->src)
 			memcpy(d->staging + st->off, st->src, st->len);
 	}
@@ -316,7 +317,8 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		log_error("device %d: sticky fault in request %llu of session %llu", d->index, (unsigned long long)h.req,
 			  (unsigned long long)r->s->id);
 	size_t off = sizeof(h);
-	/* map command index -> item */
+	/* Commands were planned in item order, so one cursor walks items and commands together. */
+	uint32_t cur = 0;
 	for (uint32_t ci = 0; ci < h.ncmds && off + sizeof(struct wcpl) <= len; ci++) {
 		struct wcpl c;
 		memcpy(&c, rec + off, sizeof(c));
@@ -325,22 +327,22 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		if ((size_t)c.detail_len + c.data_len > len - off)
 			break;
 		off += w_align8(c.detail_len + c.data_len);
-		for (uint32_t i = 0; i < r->nitems; i++) {
-			struct ritem *it = &r->items[i];
-			if (it->cmd != (int32_t)ci)
-				continue;
-			it->status = c.status;
-			it->value = c.value;
-			if (c.status != CUA_OK) {
-				free(it->msg);
-				it->msg = strndup((const char *)detail, c.detail_len);
-			}
-			if (c.data_len) {
-				it->data = malloc(c.data_len);
-				if (it->data) {
-					memcpy(it->data, detail + c.detail_len, c.data_len);
-					it->data_len = c.data_len;
-				}
+		while (cur < r->nitems && r->items[cur].cmd < (int32_t)ci)
+			cur++;
+		if (cur == r->nitems || r->items[cur].cmd != (int32_t)ci)
+			continue; /* a command without an item (session cleanup) */
+		struct ritem *it = &r->items[cur];
+		it->status = c.status;
+		it->value = c.value;
+		if (c.status != CUA_OK) {
+			free(it->msg);
+			it->msg = strndup((const char *)detail, c.detail_len);
+		}
+		if (c.data_len) {
+			it->data = malloc(c.data_len);
+			if (it->data) {
+				memcpy(it->data, detail + c.detail_len, c.data_len);
+				it->data_len = c.data_len;
 			}
 		}
 	}

@@ -1,0 +1,205 @@
+/*
+ * cuasync-bench — how fast cuasyncd is, measured the way clients use it. Speed targets live here, never in
+ * the tests. Start a daemon, point CUASYNC_URL at it, then:
+ *
+ *   cuasync-bench [--module FILE] [--launches N] [--clients K] [--bytes B]
+ *
+ * Prints one line per measurement: round-trip latency (PING), launch+complete latency of one kernel,
+ * launch throughput from one client with futures and fire-and-forget, aggregate throughput of K client
+ * processes, and host<->device copy bandwidth through the daemon.
+ */
+#include "cuasync.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char emu_image[] = "cuasync-emu-module\nempty_kernel\nfill_u32\n";
+static const char *module_path;
+static const char *url;
+
+static double
+now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+#define DIE(call)                                                                                            \
+	do {                                                                                                 \
+		int rc_ = (call);                                                                            \
+		if (rc_) {                                                                                   \
+			fprintf(stderr, "cuasync-bench: %s: %s: %s\n", #call, cua_strerror_name(rc_), cua_last_error()); \
+			exit(1);                                                                             \
+		}                                                                                            \
+	} while (0)
+
+static cua_function
+setup(cua_client *c, const char *kernel)
+{
+	cua_module m;
+	if (module_path && access(module_path, R_OK) == 0)
+		DIE(cua_module_load_file(c, 0, module_path, &m));
+	else
+		DIE(cua_module_load(c, 0, emu_image, sizeof(emu_image) - 1, &m));
+	cua_function f;
+	DIE(cua_module_get_function(c, m, kernel, &f));
+	return f;
+}
+
+static cua_launch *
+empty(cua_client *c, cua_function f)
+{
+	cua_launch *l = cua_launch_new(c, f);
+	cua_launch_set_config(l, (cua_launch_config){{1, 1, 1}, {32, 1, 1}, 0});
+	return l;
+}
+
+static void
+percentiles(const char *what, double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	printf("%-44s p50 %8.1f us   p99 %8.1f us   (n=%d)\n", what, v[n / 2] * 1e6, v[n * 99 / 100] * 1e6, n);
+}
+
+/* Launches n empty kernels as fast as one client can; returns launches per second. */
+static double
+throughput(cua_client *c, cua_function f, int n, int with_futures)
+{
+	cua_future **fs = with_futures ? malloc((size_t)n * sizeof(*fs)) : NULL;
+	double t0 = now();
+	for (int i = 0; i < n; i++)
+		DIE(cua_launch_submit(empty(c, f), with_futures ? &fs[i] : NULL));
+	if (with_futures)
+		for (int i = 0; i < n; i++) {
+			DIE(cua_future_wait(fs[i], -1));
+			cua_future_free(fs[i]);
+		}
+	else
+		DIE(cua_synchronize(c));
+	double dt = now() - t0;
+	free(fs);
+	return n / dt;
+}
+
+int
+main(int argc, char **argv)
+{
+	int launches = 100000, clients = 4;
+	size_t bytes = 256u << 20;
+	static const struct option opts[] = {{"module", 1, NULL, 'm'}, {"launches", 1, NULL, 'n'},
+					     {"clients", 1, NULL, 'k'}, {"bytes", 1, NULL, 'b'},
+					     {"url", 1, NULL, 'u'},    {NULL, 0, NULL, 0}};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'm': module_path = optarg; break;
+		case 'n': launches = atoi(optarg); break;
+		case 'k': clients = atoi(optarg); break;
+		case 'b': bytes = strtoull(optarg, NULL, 10); break;
+		case 'u': url = optarg; break;
+		default: fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] [--bytes B]\n"); return 2;
+		}
+	}
+	int start[2], ready[2], go[2];
+	if (pipe(start) || pipe(ready) || pipe(go))
+		return 1;
+	fflush(stdout);
+	pid_t *pids = calloc((size_t)clients, sizeof(*pids));
+	for (int k = 0; k < clients; k++) {
+		if ((pids[k] = fork()) != 0)
+			continue;
+		char x;
+		if (read(start[0], &x, 1) != 1)
+			_exit(1);
+		cua_client *cc;
+		DIE(cua_connect(url, &cc));
+		cua_function ff = setup(cc, "empty_kernel");
+		throughput(cc, ff, 1000, 1); /* warm-up */
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &x, 1) != 1)
+			_exit(1);
+		throughput(cc, ff, launches, 1);
+		cua_disconnect(cc);
+		_exit(0);
+	}
+	cua_client *c;
+	DIE(cua_connect(url, &c));
+	cua_device_info info;
+	DIE(cua_device_get_info(c, 0, &info));
+	printf("device 0: %s (sm_%d%d, %s backend)\n", info.name, info.sm_major, info.sm_minor, info.backend);
+	cua_function f = setup(c, "empty_kernel");
+
+	enum { REPS = 2000 };
+	static double v[REPS];
+	for (int i = 0; i < REPS; i++) {
+		double t0 = now();
+		DIE(cua_ping(c));
+		v[i] = now() - t0;
+	}
+	percentiles("PING round trip", v, REPS);
+	for (int i = 0; i < REPS; i++) {
+		double t0 = now();
+		cua_future *fu;
+		DIE(cua_launch_submit(empty(c, f), &fu));
+		DIE(cua_future_wait(fu, -1));
+		cua_future_free(fu);
+		v[i] = now() - t0;
+	}
+	percentiles("launch + completion of one empty kernel", v, REPS);
+
+	throughput(c, f, launches / 10, 1); /* warm-up */
+	printf("%-44s %10.0f launches/s\n", "one client, futures", throughput(c, f, launches, 1));
+	printf("%-44s %10.0f launches/s\n", "one client, fire-and-forget", throughput(c, f, launches, 0));
+
+	/* K client processes at once (forked at start-up, before this process touched NNG) */
+	for (int k = 0; k < clients; k++)
+		if (write(start[1], "s", 1) != 1)
+			return 1;
+	for (int k = 0; k < clients; k++) {
+		char x;
+		if (read(ready[0], &x, 1) != 1)
+			return 1;
+	}
+	double t0 = now();
+	for (int k = 0; k < clients; k++)
+		if (write(go[1], "g", 1) != 1)
+			return 1;
+	for (int k = 0; k < clients; k++)
+		waitpid(pids[k], NULL, 0);
+	double dt = now() - t0;
+	char label[64];
+	snprintf(label, sizeof(label), "%d client processes, futures, aggregate", clients);
+	printf("%-44s %10.0f launches/s\n", label, (double)clients * launches / dt);
+	free(pids);
+
+	/* copies through the daemon */
+	void *host = malloc(bytes);
+	memset(host, 0x5a, bytes);
+	cua_deviceptr d;
+	DIE(cua_mem_alloc(c, 0, bytes, &d));
+	DIE(cua_memcpy_htod(c, d, host, bytes));
+	t0 = now();
+	DIE(cua_memcpy_htod(c, d, host, bytes));
+	dt = now() - t0;
+	printf("%-44s %10.2f GB/s (%zu MiB)\n", "host to device through cuasyncd", bytes / dt / 1e9, bytes >> 20);
+	t0 = now();
+	DIE(cua_memcpy_dtoh(c, host, d, bytes));
+	dt = now() - t0;
+	printf("%-44s %10.2f GB/s (%zu MiB)\n", "device to host through cuasyncd", bytes / dt / 1e9, bytes >> 20);
+	DIE(cua_mem_free(c, d));
+	free(host);
+	cua_disconnect(c);
+	return 0;
+}
