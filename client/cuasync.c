@@ -119,6 +119,7 @@ struct cua_client {
 	struct pending *qhead, *qtail;
 	size_t queued;
 	unsigned inflight;
+	uint64_t seq; /* last sequence number sent: requests are handled by the daemon in this order */
 	int deferred_status;
 	char deferred_msg[256];
 	struct fn_layout *layouts; /* parameter layouts of the functions looked up, newest first */
@@ -156,10 +157,31 @@ open_ctx(cua_client *c, nng_ctx *ctx)
 	return 0;
 }
 
+static void send_in_order(cua_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *m);
+static int rpc_ordered(cua_client *c, uint32_t op, const void *body, cua_wire_reply *reply, nng_msg **keep,
+		       bool ordered);
+
 /* Sends a request and waits for its reply. On CUA_OK, *reply is decoded and *keep owns its bytes (free with
  * nng_msg_free after using the reply). On failure last_error says why. */
 static int
 rpc(cua_client *c, uint32_t op, const void *body, cua_wire_reply *reply, nng_msg **keep)
+{
+	return rpc_ordered(c, op, body, reply, keep, true);
+}
+
+/* Stamps m with the session's next sequence number and sends it; the daemon then handles requests in the
+ * order they were sent, whichever of its contexts receives them first. Caller holds c->lock. */
+static void
+send_in_order(cua_client *c, nng_ctx ctx, nng_aio *aio, nng_msg *m)
+{
+	cua_wire_patch_seq(nng_msg_body(m), nng_msg_len(m), ++c->seq);
+	nng_aio_set_msg(aio, m);
+	nng_ctx_send(ctx, aio);
+}
+
+/* rpc() with a choice: ordered requests carry the next sequence number, HELLO goes unordered (seq 0). */
+static int
+rpc_ordered(cua_client *c, uint32_t op, const void *body, cua_wire_reply *reply, nng_msg **keep, bool ordered)
 {
 	nng_ctx ctx;
 	nng_aio *aio = NULL;
@@ -176,13 +198,19 @@ rpc(cua_client *c, uint32_t op, const void *body, cua_wire_reply *reply, nng_msg
 	}
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, m, cua_nngmsg_write);
-	if ((r = cua_wire_pack_request(&pk, op, body)) != 0) {
+	if ((r = cua_wire_pack_request(&pk, op, 0, body)) != 0) {
 		r = fail(r, "cannot encode the request");
 		goto out;
 	}
 	nng_aio_set_timeout(aio, c->timeout_ms);
-	nng_aio_set_msg(aio, m);
-	nng_ctx_send(ctx, aio);
+	if (ordered) {
+		pthread_mutex_lock(&c->lock);
+		send_in_order(c, ctx, aio, m);
+		pthread_mutex_unlock(&c->lock);
+	} else {
+		nng_aio_set_msg(aio, m);
+		nng_ctx_send(ctx, aio);
+	}
 	nng_aio_wait(aio);
 	if ((rv = nng_aio_result(aio)) != 0) {
 		r = fail(nng_status(rv), "sending to cuasyncd: %s", nng_strerror(rv));
@@ -219,6 +247,15 @@ out:
 	return r;
 }
 
+/* Releases a reply obtained from rpc(). */
+static void
+reply_done(cua_wire_reply *rep, nng_msg *keep)
+{
+	cua_wire_reply_free(rep);
+	if (keep)
+		nng_msg_free(keep);
+}
+
 /* A call whose reply body is not needed. */
 static int
 call(cua_client *c, uint32_t op, const void *body)
@@ -226,9 +263,7 @@ call(cua_client *c, uint32_t op, const void *body)
 	cua_wire_reply rep;
 	nng_msg *keep;
 	int r = rpc(c, op, body, &rep, &keep);
-	cua_wire_reply_free(&rep);
-	if (keep)
-		nng_msg_free(keep);
+	reply_done(&rep, keep);
 	return r;
 }
 
@@ -241,9 +276,7 @@ call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out)
 	int r = rpc(c, op, body, &rep, &keep);
 	if (r == 0)
 		memcpy(out, &rep.body, sizeof(*out)); /* every one-u64 reply body starts with that u64 */
-	cua_wire_reply_free(&rep);
-	if (keep)
-		nng_msg_free(keep);
+	reply_done(&rep, keep);
 	return r;
 }
 
@@ -304,6 +337,7 @@ load_devices(cua_client *c)
 	int r = rpc(c, CUA_OP_DEVICES, NULL, &rep, &keep);
 	if (r == 0) {
 		const struct cua_rep_devices *d = &rep.body.devices;
+		pthread_mutex_lock(&c->lock);
 		c->ndevs = 0;
 		for (uint32_t i = 0; i < d->ndevices && i < CUA_MAX_DEVICES; i++) {
 			cua_device_info *o = &c->devs[c->ndevs++];
@@ -320,10 +354,9 @@ load_devices(cua_client *c)
 				 (const char *)d->devices[i].backend.ptr);
 			o->generation = d->devices[i].generation;
 		}
+		pthread_mutex_unlock(&c->lock);
 	}
-	cua_wire_reply_free(&rep);
-	if (keep)
-		nng_msg_free(keep);
+	reply_done(&rep, keep);
 	return r;
 }
 
@@ -366,12 +399,10 @@ cua_connect(const char *url, cua_client **out)
 	/* HELLO is safe to repeat: a connection reset before the daemon's socket took the pipe (a listener
 	 * being restarted) loses nothing, and the dialer reconnects by itself. */
 	for (int attempt = 0;; attempt++) {
-		r = rpc(c, CUA_OP_HELLO, &h, &rep, &keep);
+		r = rpc_ordered(c, CUA_OP_HELLO, &h, &rep, &keep, false);
 		if (r == 0)
 			c->session = rep.body.hello.session;
-		cua_wire_reply_free(&rep);
-		if (keep)
-			nng_msg_free(keep);
+		reply_done(&rep, keep);
 		if (r != CUA_ETRANSPORT || attempt == 4)
 			break;
 	}
@@ -453,16 +484,16 @@ cua_status(cua_client *c, cua_daemon_status *out)
 		memcpy(&out->session, &s->session, sizeof(out->session));
 		memcpy(&out->total, &s->total, sizeof(out->total));
 	}
-	cua_wire_reply_free(&rep);
-	if (keep)
-		nng_msg_free(keep);
+	reply_done(&rep, keep);
 	return r;
 }
 
 int
 cua_device_count(cua_client *c, int *n)
 {
+	pthread_mutex_lock(&c->lock);
 	*n = c->ndevs;
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -472,12 +503,16 @@ cua_device_get_info(cua_client *c, int dev, cua_device_info *out)
 	int r = load_devices(c); /* fresh: the generation moves when a context is lost */
 	if (r != 0)
 		return r;
+	r = CUA_EBAD_ARGUMENT;
+	pthread_mutex_lock(&c->lock);
 	for (int i = 0; i < c->ndevs; i++)
 		if (c->devs[i].index == dev) {
 			*out = c->devs[i];
-			return 0;
+			r = 0;
 		}
-	return fail(CUA_EBAD_ARGUMENT, "no device %d (%d devices)", dev, c->ndevs);
+	int n = c->ndevs;
+	pthread_mutex_unlock(&c->lock);
+	return r == 0 ? 0 : fail(r, "no device %d (%d devices)", dev, n);
 }
 
 /* ------------------------------------------------------------------ modules, memory, streams */
@@ -547,9 +582,7 @@ cua_module_get_function(cua_client *c, cua_module m, const char *name, cua_funct
 			pthread_mutex_unlock(&c->lock);
 		}
 	}
-	cua_wire_reply_free(&rep);
-	if (keep)
-		nng_msg_free(keep);
+	reply_done(&rep, keep);
 	return r;
 }
 
@@ -627,9 +660,7 @@ cua_memcpy_dtoh_on(cua_client *c, void *dst, cua_deviceptr src, size_t bytes, cu
 			else
 				memcpy((char *)dst + off, rep.body.memcpy_dtoh.data.ptr, n);
 		}
-		cua_wire_reply_free(&rep);
-		if (keep)
-			nng_msg_free(keep);
+		reply_done(&rep, keep);
 		if (r != 0)
 			return r;
 	}
@@ -1024,7 +1055,7 @@ encode_batch(struct pending *items, size_t n, bool no_wait, nng_msg *m)
 	struct cua_req_batch b = {no_wait ? CUA_FLAG_NO_WAIT : 0, bi, (uint32_t)n};
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, m, cua_nngmsg_write);
-	int r = cua_wire_pack_request(&pk, CUA_OP_BATCH, &b);
+	int r = cua_wire_pack_request(&pk, CUA_OP_BATCH, 0, &b);
 	free(bi);
 	free(args);
 	return r;
@@ -1092,8 +1123,7 @@ send_flight(cua_client *c, struct pending *items, size_t n)
 	}
 	nng_ctx_set_ms(fl->ctx, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	c->inflight++;
-	nng_aio_set_msg(fl->aio, m);
-	nng_ctx_send(fl->ctx, fl->aio);
+	send_in_order(c, fl->ctx, fl->aio, m);
 }
 
 /* Sends everything queued (up to the batch limit per message). Caller holds c->lock. */

@@ -512,9 +512,13 @@ cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_
 	if (r != 0)
 		return r;
 	const msgpack_object *root = &out->unp.data;
-	if ((r = dec_header(root, 3, &out->version, &out->op, err)) != 0)
+	if ((r = dec_header(root, 4, &out->version, &out->op, err)) != 0)
 		return r;
-	return dec_struct(op_schemas[out->op].req, &root->via.array.ptr[2], (char *)&out->body, out->unp.zone, err);
+	uint64_t seq;
+	if (dec_u64(&root->via.array.ptr[2], UINT64_MAX, &seq) != 0)
+		return cua_err_set(err, CUA_EPROTOCOL, "message.seq: expected uint64, got %s", type_name(&root->via.array.ptr[2]));
+	out->seq = seq;
+	return dec_struct(op_schemas[out->op].req, &root->via.array.ptr[3], (char *)&out->body, out->unp.zone, err);
 }
 
 void
@@ -644,18 +648,20 @@ packer_result(int r)
 }
 
 int
-cua_wire_pack_request(msgpack_packer *pk, uint32_t op, const void *body)
+cua_wire_pack_request(msgpack_packer *pk, uint32_t op, uint64_t seq, const void *body)
 {
 	if (!op_known(op))
 		return CUA_EUNKNOWN_OP;
 	const struct schema *s = op_schemas[op].req;
 	if (s->nfields > 0 && body == NULL)
 		return CUA_EBAD_ARGUMENT;
-	int r = msgpack_pack_array(pk, 3);
+	int r = msgpack_pack_array(pk, 4);
 	if (r == 0)
 		r = msgpack_pack_uint32(pk, CUA_PROTO_VERSION);
 	if (r == 0)
 		r = msgpack_pack_uint32(pk, op);
+	if (r == 0) /* always 9 bytes, so that cua_wire_patch_seq can set it after packing */
+		r = msgpack_pack_fix_uint64(pk, seq);
 	if (r == 0)
 		r = s->nfields > 0 ? enc_struct(pk, s, body) : msgpack_pack_array(pk, 0);
 	return packer_result(r);
@@ -690,6 +696,17 @@ cua_wire_pack_reply(msgpack_packer *pk, uint32_t op, uint32_t status, const char
 	if (r == 0)
 		r = s->nfields > 0 ? enc_struct(pk, s, body) : msgpack_pack_array(pk, 0);
 	return packer_result(r);
+}
+
+int
+cua_wire_patch_seq(void *msg, size_t len, uint64_t seq)
+{
+	unsigned char *p = msg;
+	if (len < CUA_WIRE_SEQ_OFFSET + 8 || p[0] != 0x94 || p[CUA_WIRE_SEQ_OFFSET - 1] != 0xcf)
+		return CUA_EBAD_ARGUMENT;
+	for (int i = 7; i >= 0; i--, seq >>= 8)
+		p[CUA_WIRE_SEQ_OFFSET + i] = (unsigned char)seq;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ growable buffer */

@@ -2,7 +2,7 @@
  * cua_wire.h — msgpack encoding and strict decoding of every protocol message (PROTOCOL.md).
  *
  * Framing: one msgpack value per NNG message.
- *   request: [version, op, body]
+ *   request: [version, op, seq, body]                         seq: 0 = unordered, else 1, 2, … per session
  *   reply:   [version, op, status, name, message, body]      body is [] unless status == OK
  *
  * Decoding treats the bytes as hostile. Before msgpack-c allocates anything, cua_wire_check walks the bytes
@@ -25,6 +25,7 @@
 
 typedef struct cua_wire_request {
 	uint32_t version, op; /* op is set as soon as it was read, even when decoding fails later */
+	uint64_t seq;
 	cua_req_body body;
 	msgpack_unpacked unp; /* owns the decoded objects and arrays */
 } cua_wire_request;
@@ -49,8 +50,13 @@ int cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_
 void cua_wire_reply_free(cua_wire_reply *r);
 
 /* Pack a request for op with its body (the cua_req_body member for op; NULL for ops without one).
+ * seq is packed as a 9-byte uint64 so that cua_wire_patch_seq can change it in place (op < 128).
  * Returns 0, CUA_EUNKNOWN_OP, or CUA_ENOMEM when the packer's writer failed. */
-int cua_wire_pack_request(msgpack_packer *pk, uint32_t op, const void *body);
+int cua_wire_pack_request(msgpack_packer *pk, uint32_t op, uint64_t seq, const void *body);
+
+/* Sets the sequence number of a request packed by cua_wire_pack_request. 0 or CUA_EBAD_ARGUMENT. */
+#define CUA_WIRE_SEQ_OFFSET 4
+int cua_wire_patch_seq(void *msg, size_t len, uint64_t seq);
 
 /* Pack a reply. body is the cua_rep_body member for op and is used only when status == CUA_OK (NULL for ops
  * without a reply body). message may be NULL (the table's message for status is used). */

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #define CUAD_MAX_LISTEN 16
+#define CUAD_MAX_PARKED 4096 /* out-of-order requests one session may have waiting */
 
 struct config {
 	const char *listen[CUAD_MAX_LISTEN];
@@ -40,6 +41,7 @@ struct config {
 	uint64_t session_mem;
 	unsigned session_handles;
 	unsigned session_inflight;
+	unsigned session_window;
 	const char *tls_cert, *tls_key;
 	int ready_fd;
 	int ipc_mode; /* -1: umask */
@@ -89,7 +91,6 @@ struct hslot {
 	uint32_t module_slot; /* functions: their module */
 	cua_param_info *params; /* functions */
 	uint32_t nparams;
-	uint32_t busy; /* streams: requests in flight naming it */
 };
 
 struct alloc_rec {
@@ -120,6 +121,11 @@ struct session {
 	struct session *next;          /* all sessions */
 	uint32_t deferred_status;
 	char deferred_msg[CUA_ERR_DETAIL_MAX];
+	/* Ordered requests (seq != 0) are handled in seq order: NNG hands messages of one connection to
+	 * several contexts at once, so a later request can arrive first; it waits here for its turn. */
+	uint64_t next_seq;
+	struct request *parked; /* sorted by seq */
+	uint32_t nparked;
 };
 
 /* An NNG context with its aio: receives a request, later sends its reply. */
@@ -170,9 +176,8 @@ struct request {
 	uint32_t nitems;
 	struct stage *stages;
 	uint32_t nstages;
-	uint32_t *streams; /* handle slots of client streams this request names (busy counts) */
-	uint32_t nstreams;
 	struct request *qnext, *hnext;
+	uint64_t seq;
 	uint32_t status; /* whole-request status when not OK */
 	char *status_msg;
 };
@@ -236,6 +241,8 @@ struct session *do_session_new(struct fe *fe, uint32_t pipe);
 struct session *do_session_by_pipe(struct fe *fe, uint32_t pipe);
 void do_session_close(struct fe *fe, struct session *s);
 void do_session_maybe_free(struct fe *fe, struct session *s);
+/* Takes s out of the dispatcher's round-robin ring (if it is in it). */
+void do_ready_remove(struct fe *fe, struct session *s);
 /* Handle table. */
 int do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t wid, uint64_t *h);
 /* Looks h up: 0 and *slot, or NOT_FOUND / CONTEXT_LOST with a message in e. */

@@ -125,20 +125,6 @@ ready_add(struct fe *fe, struct session *s)
 }
 
 static void
-ready_drop(struct fe *fe, struct session *s)
-{
-	if (s->rnext == s) {
-		fe->ready = NULL;
-	} else {
-		s->rprev->rnext = s->rnext;
-		s->rnext->rprev = s->rprev;
-		if (fe->ready == s)
-			fe->ready = s->rnext;
-	}
-	s->in_ready = false;
-}
-
-static void
 do_enqueue(struct fe *fe, struct request *r)
 {
 	struct session *s = r->s;
@@ -170,6 +156,10 @@ do_dispatch_one(struct fe *fe, struct session *s, int *blocked_on_space)
 {
 	struct request *r = s->qhead;
 	if (r->barrier && s->in_flight > 0)
+		return 0;
+	/* Fairness: a session keeps at most session_window requests in the workers; the rest wait here, so a
+	 * flooding client cannot fill a worker's queue ahead of everyone else. */
+	if (s->in_flight >= fe->cfg.session_window && !r->internal)
 		return 0;
 	if (r->ncmds == 0) { /* a barrier with nothing to run (SYNCHRONIZE) */
 		queue_pop(s);
@@ -219,7 +209,7 @@ dispatcher_main(void *arg)
 					progress |= do_dispatch_one(fe, s, &blocked);
 				if (s->qhead == NULL && s->in_ready) {
 					int was_start = s == start;
-					ready_drop(fe, s);
+					do_ready_remove(fe, s);
 					if (was_start)
 						start = fe->ready;
 					if (fe->ready == NULL)
@@ -263,6 +253,36 @@ reply_error(struct fectx *c, uint32_t op, int status, const char *msg)
 	msgpack_packer_init(&pk, m, cua_nngmsg_write);
 	cua_wire_pack_reply(&pk, op, (uint32_t)status, msg, NULL);
 	ctx_send(c, m);
+}
+
+/* Validates r and queues it (or answers it at once). Caller holds fe->lock. */
+static void
+do_process(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	if (r->seq != 0)
+		s->next_seq++;
+	r->id = ++fe->next_req;
+	if (do_handle_request(fe, r) == H_REPLY) {
+		do_finish(fe, r);
+		return;
+	}
+	if (r->no_wait) { /* accepted: answer now, errors surface at SYNCHRONIZE */
+		do_reply(fe, r, r->ctx);
+		r->ctx = NULL;
+	}
+	do_enqueue(fe, r);
+}
+
+static void
+do_park(struct session *s, struct request *r)
+{
+	struct request **pp = &s->parked;
+	while (*pp && (*pp)->seq < r->seq)
+		pp = &(*pp)->qnext;
+	r->qnext = *pp;
+	*pp = r;
+	s->nparked++;
 }
 
 static bool
@@ -313,15 +333,28 @@ handle_msg(struct fe *fe, struct fectx *c, nng_msg *msg)
 		request_free(r);
 		return;
 	}
-	r->id = ++fe->next_req;
-	if (do_handle_request(fe, r) == H_REPLY) {
-		do_finish(fe, r);
-	} else {
-		if (r->no_wait) { /* accepted: answer now, errors surface at SYNCHRONIZE */
-			do_reply(fe, r, c);
-			r->ctx = NULL;
+	r->seq = r->w.seq;
+	struct session *s = r->s;
+	if (r->seq != 0 && r->seq != s->next_seq) {
+		if (r->seq < s->next_seq || s->nparked >= CUAD_MAX_PARKED) {
+			r->status = CUA_EPROTOCOL;
+			r->status_msg = strdup(r->seq < s->next_seq ? "request sequence number already used"
+								   : "too many requests ahead of a missing sequence number");
+			do_finish(fe, r);
+		} else {
+			do_park(s, r);
 		}
-		do_enqueue(fe, r);
+		pthread_mutex_unlock(&fe->lock);
+		return;
+	}
+	do_process(fe, r);
+	/* the requests that were waiting for this one */
+	while (s->parked != NULL && s->parked->seq == s->next_seq) {
+		struct request *p = s->parked;
+		s->parked = p->qnext;
+		p->qnext = NULL;
+		s->nparked--;
+		do_process(fe, p);
 	}
 	pthread_mutex_unlock(&fe->lock);
 }

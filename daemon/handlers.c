@@ -939,7 +939,6 @@ request_free(struct request *r)
 	free(r->items);
 	free(r->cmds);
 	free(r->stages);
-	free(r->streams);
 	free(r->status_msg);
 	free(r);
 }

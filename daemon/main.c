@@ -26,7 +26,7 @@ static char default_url[PATH_MAX + 16];
 /* Options: one row each (name, argument, what it sets, help). */
 enum {
 	O_LISTEN = 1, O_BACKEND, O_EMU_SM, O_EMU_DEVICES, O_EMU_MEM, O_DEVICES, O_POOL, O_CONTEXTS, O_MAX_MESSAGE,
-	O_STAGING, O_RING, O_SESSION_MEM, O_SESSION_HANDLES, O_SESSION_INFLIGHT, O_TLS_CERT, O_TLS_KEY, O_READY_FD,
+	O_STAGING, O_RING, O_SESSION_MEM, O_SESSION_HANDLES, O_SESSION_INFLIGHT, O_SESSION_WINDOW, O_TLS_CERT, O_TLS_KEY, O_READY_FD,
 	O_LOG_LEVEL, O_IPC_MODE, O_HELP, O_VERSION,
 	/* worker mode (internal) */
 	O_WORKER, O_WORKER_DEVICE, O_WORKER_GEN, O_LOG_LEVEL_NUM, O_CUDA_PROBE,
@@ -52,6 +52,7 @@ static const struct opt_row {
 	{"session-mem", 1, O_SESSION_MEM, "BYTES", "device memory quota per session (default 0: none)"},
 	{"session-handles", 1, O_SESSION_HANDLES, "N", "modules+functions+streams per session (default 65536)"},
 	{"session-inflight", 1, O_SESSION_INFLIGHT, "N", "requests queued or running per session (default 65536)"},
+	{"session-window", 1, O_SESSION_WINDOW, "N", "requests of one session inside the workers at once (default 8)"},
 	{"tls-cert", 1, O_TLS_CERT, "FILE", "PEM certificate and key for tls+tcp:// listeners"},
 	{"tls-key", 1, O_TLS_KEY, "FILE", "PEM key when not in --tls-cert"},
 	{"ready-fd", 1, O_READY_FD, "FD", "write 'ready <url>' to FD once serving, then close it"},
@@ -268,6 +269,7 @@ main(int argc, char **argv)
 	c->ring_bytes = 16u << 20;
 	c->session_handles = 65536;
 	c->session_inflight = 65536;
+	c->session_window = 8;
 	c->ready_fd = -1;
 	c->ipc_mode = -1;
 	struct worker_opts wo = {.shm_fd = -1};
@@ -310,6 +312,7 @@ main(int argc, char **argv)
 		case O_SESSION_MEM: bad = parse_size(optarg, &c->session_mem); break;
 		case O_SESSION_HANDLES: bad = parse_uint(optarg, 1, 0xffffff, &c->session_handles); break;
 		case O_SESSION_INFLIGHT: bad = parse_uint(optarg, 1, 1u << 24, &c->session_inflight); break;
+		case O_SESSION_WINDOW: bad = parse_uint(optarg, 1, 65536, &c->session_window); break;
 		case O_TLS_CERT: c->tls_cert = optarg; break;
 		case O_TLS_KEY: c->tls_key = optarg; break;
 		case O_READY_FD: bad = parse_uint(optarg, 0, 65535, &u); c->ready_fd = (int)u; break;

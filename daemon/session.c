@@ -21,6 +21,7 @@ do_session_new(struct fe *fe, uint32_t pipe)
 		return NULL;
 	s->id = ++fe->next_session;
 	s->pipe = pipe;
+	s->next_seq = 1;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->tag_salt = (uint16_t)((uint64_t)ts.tv_nsec * 2654435761u ^ s->id * 40503u);
@@ -39,8 +40,8 @@ do_session_by_pipe(struct fe *fe, uint32_t pipe)
 	return NULL;
 }
 
-static void
-ready_remove(struct fe *fe, struct session *s)
+void
+do_ready_remove(struct fe *fe, struct session *s)
 {
 	if (!s->in_ready)
 		return;
@@ -60,7 +61,7 @@ do_session_maybe_free(struct fe *fe, struct session *s)
 {
 	if (!s->closing || s->in_flight > 0 || s->qhead != NULL || s->cleanup_pending > 0)
 		return;
-	ready_remove(fe, s);
+	do_ready_remove(fe, s);
 	for (struct session **pp = &fe->sessions; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;
@@ -80,6 +81,17 @@ do_session_close(struct fe *fe, struct session *s)
 {
 	if (s->closing)
 		return;
+	/* requests waiting for a predecessor that will never come: answer them so their contexts recycle
+	 * (before closing is set, so that answering them cannot free the session under us) */
+	while (s->parked) {
+		struct request *r = s->parked;
+		s->parked = r->qnext;
+		s->nparked--;
+		r->qnext = NULL;
+		r->status = CUA_ECLOSED;
+		r->status_msg = strdup("the connection closed before this request's turn");
+		do_finish(fe, r);
+	}
 	s->closing = true;
 	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
 	/* Release its device objects through the workers, after its queued work. */
@@ -267,7 +279,6 @@ do_sessions_mark_stale(struct fe *fe, struct device *d, uint32_t old_gen)
 			struct hslot *h = &s->slots[i];
 			if (h->kind && h->dev == d->index && h->gen == old_gen && !h->stale) {
 				h->stale = true;
-				h->busy = 0;
 				if (!s->closing) {
 					if (h->kind == CUA_HK_MODULE)
 						s->counts.modules--;

@@ -585,22 +585,15 @@ cu_submit(struct wk *w, struct wop *op)
 				 C->sm);
 			goto out;
 		}
-		const unsigned char *p = (const unsigned char *)(c + 1), *end = (const unsigned char *)c + c->size;
-		const struct wlaunch_dims *d = (const struct wlaunch_dims *)p;
-		p += sizeof(*d);
 		/* Rebuild the argument buffer (16-byte slots) that cuLaunchKernel reads. */
+		const struct wlaunch_dims *d;
 		cua_arena arena;
 		cua_arena_init(&arena);
-		for (uint64_t i = 0; i < c->c; i++) {
-			uint32_t sz;
-			if ((size_t)(end - p) < 8 || (memcpy(&sz, p, 4), (size_t)(end - p) - 8 < w_align8(sz)) ||
-			    cua_arena_push(&arena, p + 8, sz) != 0) {
-				cua_arena_fini(&arena);
-				status = CUA_EINTERNAL;
-				snprintf(detail, sizeof(detail), "malformed launch arguments");
-				goto out;
-			}
-			p += 8 + w_align8(sz);
+		if (wk_launch_args(c, &d, &arena) != 0) {
+			cua_arena_fini(&arena);
+			status = CUA_EINTERNAL;
+			snprintf(detail, sizeof(detail), "malformed launch arguments");
+			goto out;
 		}
 		struct cu_launch L = {C->functions[c->a - 1], d, (uint32_t)c->b, s, (c->format & CUA_LAUNCH_PDL) != 0,
 				      CUDA_SUCCESS};

@@ -428,40 +428,25 @@ run_op(struct emu *E, struct wop *op)
 			snprintf(fault, sizeof(fault), "no function %llu", (unsigned long long)c->a);
 			break;
 		}
-		const unsigned char *p = (const unsigned char *)(c + 1);
-		const unsigned char *end = (const unsigned char *)c + c->size;
-		struct wlaunch_dims d;
-		memcpy(&d, p, sizeof(d));
-		p += sizeof(d);
-		/* Rebuild the argument buffer, as cuLaunchKernel will read it. */
+		/* Rebuild the argument buffer as cuLaunchKernel would read it, and run the kernel over it. */
+		const struct wlaunch_dims *d;
 		cua_arena arena;
 		cua_arena_init(&arena);
-		for (uint64_t i = 0; i < c->c && status == CUA_OK; i++) {
-			uint32_t sz;
-			if ((size_t)(end - p) < 8 || (memcpy(&sz, p, 4), (size_t)(end - p) - 8 < w_align8(sz))) {
-				status = CUA_EINTERNAL;
-				snprintf(fault, sizeof(fault), "malformed launch arguments");
-				break;
-			}
-			p += 8;
-			if (cua_arena_push(&arena, p, sz) != 0) {
-				status = CUA_ENOMEM;
-				snprintf(fault, sizeof(fault), "out of host memory for arguments");
-			}
-			p += w_align8(sz);
+		int r = wk_launch_args(c, &d, &arena);
+		if (r != 0) {
+			cua_arena_fini(&arena);
+			status = (uint32_t)r;
+			snprintf(fault, sizeof(fault), "malformed launch arguments");
+			break;
 		}
-		if (status == CUA_OK) {
-			struct launch_ctx L = {E, &emu_kernels[c->a - 1], &d, ""};
-			int r = cua_arena_with_params(&arena, call_kernel, &L);
-			cua_arena_fini(&arena);
-			if (r == -1)
-				wk_fatal(w, op->t, op->idx, L.fault);
-			if (r != 0) {
-				status = (uint32_t)r;
-				snprintf(fault, sizeof(fault), "%s", L.fault);
-			}
-		} else {
-			cua_arena_fini(&arena);
+		struct launch_ctx L = {E, &emu_kernels[c->a - 1], d, ""};
+		r = cua_arena_with_params(&arena, call_kernel, &L);
+		cua_arena_fini(&arena);
+		if (r == -1)
+			wk_fatal(w, op->t, op->idx, L.fault);
+		if (r != 0) {
+			status = (uint32_t)r;
+			snprintf(fault, sizeof(fault), "%s", L.fault);
 		}
 		break;
 	}

@@ -40,6 +40,29 @@ wk_staging(struct wk *w, uint64_t off, uint64_t len)
 	return w->staging + off;
 }
 
+int
+wk_launch_args(const struct wcmd *c, const struct wlaunch_dims **dims, cua_arena *arena)
+{
+	const unsigned char *p = (const unsigned char *)(c + 1), *end = (const unsigned char *)c + c->size;
+	if ((size_t)(end - p) < sizeof(**dims))
+		return CUA_EINTERNAL;
+	*dims = (const struct wlaunch_dims *)p;
+	p += sizeof(**dims);
+	for (uint64_t i = 0; i < c->c; i++) {
+		uint32_t sz;
+		if ((size_t)(end - p) < 8)
+			return CUA_EINTERNAL;
+		memcpy(&sz, p, 4);
+		if ((size_t)(end - p) - 8 < w_align8(sz))
+			return CUA_EINTERNAL;
+		int r = cua_arena_push(arena, p + 8, sz);
+		if (r != 0)
+			return r;
+		p += 8 + w_align8(sz);
+	}
+	return 0;
+}
+
 static size_t
 cpl_size(const struct tracker *t)
 {

@@ -6,6 +6,7 @@
 #ifndef CUAD_WORKER_H
 #define CUAD_WORKER_H
 
+#include "cua_arena.h"
 #include "cua_error.h"
 #include "cua_proto.h"
 #include "wproto.h"
@@ -91,6 +92,10 @@ void tracker_put(struct wk *w, struct tracker *t);
 /* A sticky device fault while running item idx of t: writes t's completion (idx gets CUA_EDEVICE with detail,
  * unfinished items CONTEXT_LOST) flagged fatal, and exits the process. Never returns. */
 _Noreturn void wk_fatal(struct wk *w, struct tracker *t, uint32_t idx, const char *detail);
+
+/* Parses a LAUNCH command's payload: its dimensions, and its arguments pushed into arena (initialised by
+ * the caller) — the argument buffer rebuilt as cuLaunchKernel reads it. 0, or an error code. */
+int wk_launch_args(const struct wcmd *c, const struct wlaunch_dims **dims, cua_arena *arena);
 
 /* Bounds-checked view of the staging area; NULL when [off, off+len) is outside it. */
 void *wk_staging(struct wk *w, uint64_t off, uint64_t len);

@@ -258,7 +258,7 @@ pack_req(uint32_t op, const void *body, char *out, size_t cap)
 	cua_wbuf b = {0};
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, &b, cua_wbuf_write);
-	ck_assert_int_eq(cua_wire_pack_request(&pk, op, body), 0);
+	ck_assert_int_eq(cua_wire_pack_request(&pk, op, 0, body), 0);
 	ck_assert_uint_le(b.len, cap);
 	memcpy(out, b.data, b.len);
 	size_t n = b.len;
@@ -298,8 +298,8 @@ START_TEST(garbage_truncated_and_oversized_messages)
 	/* the complete one is well-formed but names a handle this session does not have */
 	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENOT_FOUND);
 	/* unknown op, wrong version */
-	ck_assert_int_eq(raw_call(s, "\x93\x01\x63\x90", 4, msg, sizeof(msg)), CUA_EUNKNOWN_OP);
-	ck_assert_int_eq(raw_call(s, "\x93\x07\x02\x91\x01", 5, msg, sizeof(msg)), CUA_EVERSION);
+	ck_assert_int_eq(raw_call(s, "\x94\x01\x63\x00\x90", 5, msg, sizeof(msg)), CUA_EUNKNOWN_OP);
+	ck_assert_int_eq(raw_call(s, "\x94\x07\x02\x00\x91\x01", 6, msg, sizeof(msg)), CUA_EVERSION);
 	/* a value over a field limit: TOO_LARGE */
 	char name[CUA_MAX_NAME + 1];
 	memset(name, 'k', sizeof(name));
@@ -308,7 +308,7 @@ START_TEST(garbage_truncated_and_oversized_messages)
 	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ETOO_LARGE);
 	/* over the listener's 64 KiB limit: NNG drops the connection, no reply */
 	char *big = calloc(1, 100000);
-	big[0] = (char)0x93;
+	big[0] = (char)0x94;
 	ck_assert_int_eq(raw_call(s, big, 100000, msg, sizeof(msg)), -1);
 	free(big);
 	nng_close(s);
@@ -374,6 +374,174 @@ START_TEST(many_sessions_come_and_go)
 }
 END_TEST
 
+/* One request on its own context of s: sends (op, seq, body) and returns the raw reply (caller frees). */
+struct raw_req {
+	nng_ctx ctx;
+	nng_aio *aio;
+};
+
+static void
+raw_send(nng_socket s, struct raw_req *q, uint32_t op, uint64_t seq, const void *body)
+{
+	ck_assert_int_eq(nng_ctx_open(&q->ctx, s), 0);
+	nng_ctx_set_ms(q->ctx, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	ck_assert_int_eq(nng_aio_alloc(&q->aio, NULL, NULL), 0);
+	nng_aio_set_timeout(q->aio, 30000);
+	cua_wbuf b = {0};
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &b, cua_wbuf_write);
+	ck_assert_int_eq(cua_wire_pack_request(&pk, op, seq, body), 0);
+	nng_msg *m;
+	ck_assert_int_eq(nng_msg_alloc(&m, 0), 0);
+	nng_msg_append(m, b.data, b.len);
+	cua_wbuf_free(&b);
+	nng_aio_set_msg(q->aio, m);
+	nng_ctx_send(q->ctx, q->aio);
+	nng_aio_wait(q->aio);
+	ck_assert_int_eq(nng_aio_result(q->aio), 0);
+	nng_ctx_recv(q->ctx, q->aio); /* the reply is collected by raw_reply */
+}
+
+/* Waits for q's reply and decodes it into rep (its bytes live in *m: free both). Returns its status. */
+static int
+raw_reply(struct raw_req *q, cua_wire_reply *rep, nng_msg **m)
+{
+	nng_aio_wait(q->aio);
+	ck_assert_int_eq(nng_aio_result(q->aio), 0);
+	*m = nng_aio_get_msg(q->aio);
+	cua_err e;
+	ck_assert_int_eq(cua_wire_decode_reply(nng_msg_body(*m), nng_msg_len(*m), rep, &e), 0);
+	nng_aio_free(q->aio);
+	nng_ctx_close(q->ctx);
+	return (int)rep->status;
+}
+
+static uint64_t
+raw_u64(nng_socket s, uint32_t op, uint64_t seq, const void *body)
+{
+	struct raw_req q;
+	raw_send(s, &q, op, seq, body);
+	cua_wire_reply rep;
+	nng_msg *m;
+	ck_assert_int_eq(raw_reply(&q, &rep, &m), CUA_OK);
+	uint64_t v = 0;
+	memcpy(&v, &rep.body, sizeof(v));
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	return v;
+}
+
+/* Requests are handled in seq order even when they arrive out of order. */
+START_TEST(requests_run_in_sequence_order)
+{
+	nng_socket s = raw_open(D.url);
+	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
+	raw_u64(s, CUA_OP_HELLO, 0, &h);
+	char fatbin[512];
+	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
+	static const char emu[] = "fill_u32";
+	char *img = NULL;
+	size_t len = 0;
+	FILE *f = fopen(fatbin, "rb");
+	if (f) {
+		fseek(f, 0, SEEK_END);
+		len = (size_t)ftell(f);
+		rewind(f);
+		img = malloc(len);
+		ck_assert_uint_eq(fread(img, 1, len, f), len);
+		fclose(f);
+	}
+	struct cua_req_module_load ml = {0, 0, {img ? img : emu, img ? (uint32_t)len : sizeof(emu) - 1}};
+	uint64_t mod = raw_u64(s, CUA_OP_MODULE_LOAD, 1, &ml);
+	free(img);
+	struct cua_req_function_get fg = {mod, {"fill_u32", 8}};
+	uint64_t fn = raw_u64(s, CUA_OP_FUNCTION_GET, 2, &fg);
+	struct cua_req_mem_alloc ma = {0, 4096};
+	uint64_t p = raw_u64(s, CUA_OP_MEM_ALLOC, 3, &ma);
+	struct cua_req_stream_create sc = {0, 0, 0};
+	uint64_t st = raw_u64(s, CUA_OP_STREAM_CREATE, 4, &sc);
+	/* seq 6 (fill 2) is sent first, seq 5 (fill 1) second: 5 must still run first */
+	uint32_t two = 2, one = 1;
+	uint64_t n = 1024;
+	cua_wire_arg a2[3] = {{CUA_ARG_DEVPTR, p, {0}}, {CUA_ARG_BYTES, 0, {&two, 4}}, {CUA_ARG_BYTES, 0, {&n, 8}}};
+	cua_wire_arg a1[3] = {{CUA_ARG_DEVPTR, p, {0}}, {CUA_ARG_BYTES, 0, {&one, 4}}, {CUA_ARG_BYTES, 0, {&n, 8}}};
+	struct cua_req_launch l2 = {fn, {4, 1, 1}, {256, 1, 1}, 0, st, 0, a2, 3};
+	struct cua_req_launch l1 = {fn, {4, 1, 1}, {256, 1, 1}, 0, st, 0, a1, 3};
+	struct raw_req q6, q5;
+	raw_send(s, &q6, CUA_OP_LAUNCH, 6, &l2);
+	raw_send(s, &q5, CUA_OP_LAUNCH, 5, &l1);
+	cua_wire_reply rep;
+	nng_msg *m;
+	ck_assert_int_eq(raw_reply(&q5, &rep, &m), CUA_OK);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	ck_assert_int_eq(raw_reply(&q6, &rep, &m), CUA_OK);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	struct cua_req_memcpy_dtoh d = {p, 16, st};
+	struct raw_req q7;
+	raw_send(s, &q7, CUA_OP_MEMCPY_DTOH, 7, &d);
+	ck_assert_int_eq(raw_reply(&q7, &rep, &m), CUA_OK);
+	uint32_t v[4];
+	ck_assert_uint_eq(rep.body.memcpy_dtoh.data.len, 16);
+	memcpy(v, rep.body.memcpy_dtoh.data.ptr, 16);
+	ck_assert_uint_eq(v[0], 2);
+	ck_assert_uint_eq(v[3], 2);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	/* a sequence number already used is refused */
+	struct cua_req_ping pg = {1};
+	struct raw_req q;
+	raw_send(s, &q, CUA_OP_PING, 3, &pg);
+	ck_assert_int_eq(raw_reply(&q, &rep, &m), CUA_EPROTOCOL);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	nng_close(s);
+	nng_fini();
+}
+END_TEST
+
+static char tcp_url[64];
+
+static void
+up_tcp(void)
+{
+	/* a port of our own: 20000 + pid, so parallel test runs do not collide */
+	snprintf(tcp_url, sizeof(tcp_url), "tcp://127.0.0.1:%d", 20000 + (int)(getpid() % 20000));
+	const char *args[] = {"--listen", tcp_url, NULL};
+	daemon_start(&D, args);
+}
+
+/* The same session over tcp:// as over ipc://; both listeners serve at once. */
+START_TEST(tcp_clients_are_served)
+{
+	cua_client *t, *i = connect_to(&D);
+	CK(cua_connect(tcp_url, &t));
+	CK(cua_ping(t));
+	cua_module m = load_kernels(t);
+	cua_function fill = get_fn(t, m, "fill_u32");
+	cua_deviceptr p;
+	CK(cua_mem_alloc(t, 0, 4096, &p));
+	cua_launch *l = launch_1d(t, fill, 1, 64);
+	cua_launch_push_device_ptr(l, p);
+	cua_launch_push_u32(l, 0xabc);
+	cua_launch_push_u64(l, 1024);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	CK(cua_future_wait(f, -1));
+	cua_future_free(f);
+	uint32_t v[1024];
+	CK(cua_memcpy_dtoh(t, v, p, sizeof(v)));
+	ck_assert_uint_eq(v[1023], 0xabc);
+	cua_daemon_status st;
+	CK(cua_status(i, &st));
+	ck_assert_uint_eq(st.sessions, 2);
+	ck_assert_uint_eq(st.total.allocations, 1);
+	cua_disconnect(t);
+	cua_disconnect(i);
+}
+END_TEST
+
 static Suite *
 faults_suite(void)
 {
@@ -392,6 +560,12 @@ faults_suite(void)
 	tcase_add_test(tc, killed_worker_is_replaced);
 	tcase_add_test(tc, handshake_drops_do_not_break_the_listener);
 	tcase_add_test(tc, many_sessions_come_and_go);
+	tcase_add_test(tc, requests_run_in_sequence_order);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tcp");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_tcp, down);
+	tcase_add_test(tc, tcp_clients_are_served);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hostile");
 	tcase_set_timeout(tc, 180);

@@ -259,6 +259,21 @@ START_TEST(client_stream_is_ordered)
 	for (int i = 0; i < 1024; i++)
 		ck_assert_uint_eq(v[i], 7);
 
+	/* many messages in flight at once (launches are coalesced into several concurrent batches): the daemon
+	 * must still run them in submission order on S, whichever of its contexts receives each first */
+	for (uint32_t i = 1; i <= 3000; i++) {
+		l = launch_1d(c, fill, 1, 64);
+		cua_launch_push_device_ptr(l, p);
+		cua_launch_push_u32(l, i);
+		cua_launch_push_u64(l, 1024);
+		cua_launch_set_stream(l, s);
+		CK(cua_launch_submit(l, NULL));
+	}
+	CK(cua_synchronize(c));
+	CK(cua_memcpy_dtoh_on(c, v, p, sizeof(v), s));
+	for (int i = 0; i < 1024; i++)
+		ck_assert_uint_eq(v[i], 3000);
+
 	/* now the race between streams: S = spin, fill 1; T (submitted after) = fill 2 */
 	l = launch_1d(c, spin, 1, 1);
 	cua_launch_push_i64(l, spin_cycles(1000));

@@ -109,7 +109,7 @@ static const struct sample samples[] = {
 	{"rep_status", 1, CUA_OP_STATUS, CUA_OK, NULL, &r_status},
 	{"rep_error_pdl", 1, CUA_OP_LAUNCH, CUA_EPDL_UNSUPPORTED,
 	 "programmatic dependent launch requires sm_90 or newer; target sm_80", NULL},
-	{"rep_error_protocol", 1, 0, CUA_EPROTOCOL, "message: expected an array of 3 elements", NULL},
+	{"rep_error_protocol", 1, 0, CUA_EPROTOCOL, "message: expected an array of 4 elements", NULL},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
@@ -132,7 +132,7 @@ pack_sample(const struct sample *s, cua_wbuf *b)
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, cua_wbuf_write);
 	int r = s->is_reply ? cua_wire_pack_reply(&pk, s->op, s->status, s->message, s->body)
-			    : cua_wire_pack_request(&pk, s->op, s->body);
+			    : cua_wire_pack_request(&pk, s->op, 42, s->body);
 	ck_assert_msg(r == 0, "%s: pack failed %d", s->name, r);
 }
 
@@ -160,7 +160,8 @@ roundtrip(const struct sample *s, const void *buf, size_t len, cua_wbuf *again, 
 		r = cua_wire_decode_request(buf, len, &req, err);
 		if (r == 0) {
 			ck_assert_uint_eq(req.op, s->op);
-			ck_assert_int_eq(cua_wire_pack_request(&pk, req.op, &req.body), 0);
+			ck_assert_uint_eq(req.seq, 42);
+			ck_assert_int_eq(cua_wire_pack_request(&pk, req.op, req.seq, &req.body), 0);
 		}
 		cua_wire_request_free(&req);
 	}
@@ -377,29 +378,31 @@ static const struct bad_case bad_cases[] = {
 	{"str longer than the message", "a541", CUA_EPROTOCOL, "exceeds"},
 	{"bin32 longer than the message", "c6ffffffff00", CUA_EPROTOCOL, "exceeds"},
 	{"deep nesting", "9191919191919191919101", CUA_EPROTOCOL, "nesting deeper"},
-	{"trailing byte after a ping", "930102 91 01 00", CUA_EPROTOCOL, "trailing"},
-	{"unknown op", "930163 90", CUA_EUNKNOWN_OP, "unknown op 99"},
-	{"op zero", "930100 90", CUA_EUNKNOWN_OP, "unknown op 0"},
-	{"wrong version", "930202 9101", CUA_EVERSION, "version 2"},
-	{"version zero", "930002 9101", CUA_EVERSION, "version 0"},
+	{"trailing byte after a ping", "940102 00 91 01 00", CUA_EPROTOCOL, "trailing"},
+	{"unknown op", "940163 00 90", CUA_EUNKNOWN_OP, "unknown op 99"},
+	{"op zero", "940100 00 90", CUA_EUNKNOWN_OP, "unknown op 0"},
+	{"wrong version", "940202 00 9101", CUA_EVERSION, "version 2"},
+	{"version zero", "940002 00 9101", CUA_EVERSION, "version 0"},
 	{"map at top level", "81 01 02", CUA_EPROTOCOL, "map"},
-	{"nil field", "930102 91c0", CUA_EPROTOCOL, "nil"},
-	{"float field", "930102 91ca3f800000", CUA_EPROTOCOL, "float"},
-	{"ext value", "930102 91d40100", CUA_EPROTOCOL, "not used"},
+	{"nil field", "940102 00 91c0", CUA_EPROTOCOL, "nil"},
+	{"float field", "940102 00 91ca3f800000", CUA_EPROTOCOL, "float"},
+	{"ext value", "940102 00 91d40100", CUA_EPROTOCOL, "not used"},
 	{"reserved byte 0xc1", "c1", CUA_EPROTOCOL, "not used"},
-	{"header of two elements", "920102", CUA_EPROTOCOL, "array of 3"},
-	{"ping without its nonce", "930102 90", CUA_EPROTOCOL, "expected 1 fields"},
-	{"ping with a str nonce", "930102 91a178", CUA_EPROTOCOL, "PING.nonce: expected uint"},
-	{"negative nonce", "930102 91ff", CUA_EPROTOCOL, "PING.nonce"},
-	{"mem alloc on device 64", "930107 92 40 01", CUA_EPROTOCOL, "MEM_ALLOC.device"},
-	{"memset width 8", "93010c 95 01 00 08 01 00", CUA_EPROTOCOL, "MEMSET.width"},
-	{"array over the element limit", "930102 dc1389", CUA_EPROTOCOL, "exceeds"},
-	{"grid of 4 dimensions", "930110 97 01 9401010101 93010101 00 00 00 90", CUA_EPROTOCOL, "LAUNCH.grid"},
-	{"launch with unknown flag", "930110 97 01 93010101 93010101 00 00 04 90", CUA_EPROTOCOL, "LAUNCH.flags"},
-	{"empty bin argument", "930110 97 01 93010101 93010101 00 00 00 91 c400", CUA_EPROTOCOL, "LAUNCH.args[0]"},
-	{"str argument", "930110 97 01 93010101 93010101 00 00 00 91 a178", CUA_EPROTOCOL, "LAUNCH.args[0]"},
-	{"batch item of unknown kind", "930111 92 00 91 92 63 90", CUA_EPROTOCOL, "is not an item kind"},
-	{"batch item without body", "930111 92 00 91 91 10", CUA_EPROTOCOL, "[kind, body]"},
+	{"header of three elements", "930102 00", CUA_EPROTOCOL, "array of 4"},
+	{"seq as str", "940102 a178 9101", CUA_EPROTOCOL, "message.seq"},
+	{"negative seq", "940102 ff 9101", CUA_EPROTOCOL, "message.seq"},
+	{"ping without its nonce", "940102 00 90", CUA_EPROTOCOL, "expected 1 fields"},
+	{"ping with a str nonce", "940102 00 91a178", CUA_EPROTOCOL, "PING.nonce: expected uint"},
+	{"negative nonce", "940102 00 91ff", CUA_EPROTOCOL, "PING.nonce"},
+	{"mem alloc on device 64", "940107 00 92 40 01", CUA_EPROTOCOL, "MEM_ALLOC.device"},
+	{"memset width 8", "94010c 00 95 01 00 08 01 00", CUA_EPROTOCOL, "MEMSET.width"},
+	{"array over the element limit", "940102 00 dc1389", CUA_EPROTOCOL, "exceeds"},
+	{"grid of 4 dimensions", "940110 00 97 01 9401010101 93010101 00 00 00 90", CUA_EPROTOCOL, "LAUNCH.grid"},
+	{"launch with unknown flag", "940110 00 97 01 93010101 93010101 00 00 04 90", CUA_EPROTOCOL, "LAUNCH.flags"},
+	{"empty bin argument", "940110 00 97 01 93010101 93010101 00 00 00 91 c400", CUA_EPROTOCOL, "LAUNCH.args[0]"},
+	{"str argument", "940110 00 97 01 93010101 93010101 00 00 00 91 a178", CUA_EPROTOCOL, "LAUNCH.args[0]"},
+	{"batch item of unknown kind", "940111 00 92 00 91 92 63 90", CUA_EPROTOCOL, "is not an item kind"},
+	{"batch item without body", "940111 00 92 00 91 91 10", CUA_EPROTOCOL, "[kind, body]"},
 };
 #define NBAD (sizeof(bad_cases) / sizeof(bad_cases[0]))
 
@@ -444,7 +447,7 @@ START_TEST(oversized_values_are_too_large)
 	size_t nlen = CUA_MAX_NAME + 1;
 	unsigned char *buf = malloc(nlen + 32);
 	size_t n = 0;
-	buf[n++] = 0x93, buf[n++] = 0x01, buf[n++] = CUA_OP_FUNCTION_GET, buf[n++] = 0x92, buf[n++] = 0x01;
+	buf[n++] = 0x94, buf[n++] = 0x01, buf[n++] = CUA_OP_FUNCTION_GET, buf[n++] = 0x00, buf[n++] = 0x92, buf[n++] = 0x01;
 	buf[n++] = 0xda, buf[n++] = (unsigned char)(nlen >> 8), buf[n++] = (unsigned char)nlen;
 	memset(buf + n, 'k', nlen);
 	n += nlen;
@@ -454,7 +457,7 @@ START_TEST(oversized_values_are_too_large)
 	/* an array of 5000 elements, all present: over CUA_WIRE_MAX_ARRAY */
 	buf = malloc(5000 + 16);
 	n = 0;
-	buf[n++] = 0x93, buf[n++] = 0x01, buf[n++] = CUA_OP_BATCH, buf[n++] = 0x92, buf[n++] = 0x00;
+	buf[n++] = 0x94, buf[n++] = 0x01, buf[n++] = CUA_OP_BATCH, buf[n++] = 0x00, buf[n++] = 0x92, buf[n++] = 0x00;
 	buf[n++] = 0xdc, buf[n++] = 5000 >> 8, buf[n++] = 5000 & 0xff;
 	memset(buf + n, 0, 5000);
 	n += 5000;
@@ -465,7 +468,7 @@ START_TEST(oversized_values_are_too_large)
 	size_t alen = CUA_MAX_ARG_BYTES + 1;
 	buf = malloc(alen + 64);
 	n = 0;
-	const unsigned char head[] = {0x93, 0x01, CUA_OP_LAUNCH, 0x97, 0x01, 0x93, 1, 1, 1, 0x93, 1, 1, 1, 0, 0, 0, 0x91,
+	const unsigned char head[] = {0x94, 0x01, CUA_OP_LAUNCH, 0x00, 0x97, 0x01, 0x93, 1, 1, 1, 0x93, 1, 1, 1, 0, 0, 0, 0x91,
 				      0xc5};
 	memcpy(buf, head, sizeof(head));
 	n = sizeof(head);
@@ -485,6 +488,25 @@ START_TEST(reply_with_error_must_have_empty_body)
 	cua_err err;
 	ck_assert_int_eq(cua_wire_decode_reply(m, sizeof(m), &rep, &err), CUA_EPROTOCOL);
 	cua_wire_reply_free(&rep);
+}
+END_TEST
+
+START_TEST(sequence_number_is_patched_in_place)
+{
+	cua_wbuf b = {0};
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &b, cua_wbuf_write);
+	struct cua_req_ping p = {7};
+	ck_assert_int_eq(cua_wire_pack_request(&pk, CUA_OP_PING, 0, &p), 0);
+	ck_assert_int_eq(cua_wire_patch_seq(b.data, b.len, 0x0102030405060708ull), 0);
+	cua_wire_request req;
+	cua_err err;
+	ck_assert_int_eq(cua_wire_decode_request(b.data, b.len, &req, &err), 0);
+	ck_assert_uint_eq(req.seq, 0x0102030405060708ull);
+	ck_assert_uint_eq(req.body.ping.nonce, 7);
+	cua_wire_request_free(&req);
+	ck_assert_int_eq(cua_wire_patch_seq(b.data, 5, 1), CUA_EBAD_ARGUMENT);
+	cua_wbuf_free(&b);
 }
 END_TEST
 
@@ -518,6 +540,7 @@ wire_suite(void)
 	tcase_add_test(tc, decoded_fields_match);
 	tcase_add_loop_test(tc, golden_vectors_decode_and_reencode_exactly, 0, NSAMPLES);
 	tcase_add_test(tc, error_table_is_complete_and_stable);
+	tcase_add_test(tc, sequence_number_is_patched_in_place);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hostile");
 	tcase_set_timeout(tc, 120);
@@ -544,7 +567,7 @@ write_vectors(const char *dir)
 		if (s->is_reply)
 			cua_wire_pack_reply(&pk, s->op, s->status, s->message, s->body);
 		else
-			cua_wire_pack_request(&pk, s->op, s->body);
+			cua_wire_pack_request(&pk, s->op, 42, s->body);
 		char path[1024];
 		snprintf(path, sizeof(path), "%s/%s.hex", dir, s->name);
 		FILE *f = fopen(path, "w");
