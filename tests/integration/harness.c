@@ -111,14 +111,16 @@ daemon_stop(struct daemon *d)
 }
 
 pid_t
-daemon_worker_pid(const struct daemon *d)
+daemon_worker_pid(const struct daemon *d, int dev)
 {
-	/* The workers are the daemon's children: scan /proc for a process whose parent is the daemon. */
+	/* The workers are the daemon's children, started as `cuasyncd --worker FD --worker-device N ...`. */
 	DIR *dir = opendir("/proc");
 	pid_t found = -1;
 	struct dirent *e;
+	char want[32];
+	snprintf(want, sizeof(want), "%d", dev);
 	while (dir && (e = readdir(dir)) != NULL) {
-		char path[300], buf[512];
+		char path[300], buf[4096];
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
@@ -131,8 +133,19 @@ daemon_worker_pid(const struct daemon *d)
 		char *rp = strrchr(buf, ')');
 		int ppid = 0;
 		char state;
-		if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == d->pid && state != 'Z')
-			found = atoi(e->d_name);
+		if (!rp || sscanf(rp + 2, "%c %d", &state, &ppid) != 2 || ppid != d->pid || state == 'Z')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		/* argv is NUL-separated: find "--worker-device" followed by dev */
+		for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+			if (strcmp(buf + i, "--worker-device") == 0 && i + 16 < n && strcmp(buf + i + 16, want) == 0)
+				found = atoi(e->d_name);
 	}
 	if (dir)
 		closedir(dir);

@@ -21,8 +21,8 @@ struct daemon {
 void daemon_start(struct daemon *d, const char *const *extra);
 /* SIGTERM, wait, assert a clean exit; removes the private directory. */
 void daemon_stop(struct daemon *d);
-/* The pid of a worker of the daemon (its only child), or -1. */
-pid_t daemon_worker_pid(const struct daemon *d);
+/* The pid of the daemon's worker for device dev, or -1. */
+pid_t daemon_worker_pid(const struct daemon *d, int dev);
 /* The build directory: $CUA_TEST_BUILDDIR or the one configured. */
 const char *builddir(void);
 /* Backend name the tests run against: $CUA_TEST_BACKEND (cuda on the GPU machine) or emu. */

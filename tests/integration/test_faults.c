@@ -194,7 +194,7 @@ START_TEST(killed_worker_is_replaced)
 		fs[i] = submit_spin(c, spin, 20000, s);
 	cua_daemon_status st;
 	CK(cua_status(c, &st)); /* the launches have reached the daemon */
-	pid_t w = daemon_worker_pid(&D);
+	pid_t w = daemon_worker_pid(&D, 0);
 	ck_assert_int_gt(w, 0);
 	ck_assert_int_eq(kill(w, SIGKILL), 0);
 	for (int i = 0; i < 3; i++) {
@@ -212,7 +212,7 @@ START_TEST(killed_worker_is_replaced)
 	CK(cua_future_wait(f, -1));
 	cua_future_free(f);
 	ck_assert_int_eq(cua_stream_synchronize(c, s), CUA_ECONTEXT_LOST);
-	ck_assert_int_ne(daemon_worker_pid(&D), w);
+	ck_assert_int_ne(daemon_worker_pid(&D, 0), w);
 	cua_disconnect(c);
 	cua_disconnect(n);
 }

@@ -128,7 +128,7 @@ START_TEST(every_request_kind)
 	ck_assert_uint_eq(st.session.modules, 1);
 	ck_assert_uint_eq(st.session.functions, 2);
 	ck_assert_uint_eq(st.session.streams, 1);
-	ck_assert_uint_eq(st.ndevices, 1);
+	ck_assert_uint_eq(st.ndevices, (uint32_t)n);
 	ck_assert_uint_eq(st.devices[0].generation, 1);
 
 	CK(cua_stream_destroy(c, s));
