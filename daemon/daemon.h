@@ -42,6 +42,7 @@ struct config {
 	unsigned session_handles;
 	unsigned session_inflight;
 	unsigned session_window;
+	unsigned session_pending;
 	const char *tls_cert, *tls_key;
 	int ready_fd;
 	int ipc_mode; /* -1: umask */
@@ -126,6 +127,7 @@ struct session {
 	uint64_t next_seq;
 	struct request *parked; /* sorted by seq */
 	uint32_t nparked;
+	uint32_t held; /* requests holding an NNG context (not yet answered) */
 };
 
 /* An NNG context with its aio: receives a request, later sends its reply. */
@@ -178,6 +180,8 @@ struct request {
 	uint32_t nstages;
 	struct request *qnext, *hnext;
 	uint64_t seq;
+	bool held;       /* counted in s->held until answered */
+	bool refused;    /* answered QUOTA while parked: skipped when its turn comes */
 	uint32_t status; /* whole-request status when not OK */
 	char *status_msg;
 };

@@ -84,6 +84,8 @@ do_finish(struct fe *fe, struct request *r)
 		s->cleanup_pending--;
 	} else if (r->ctx != NULL) {
 		do_reply(fe, r, r->ctx);
+		if (r->held)
+			s->held--;
 	} else if (st != CUA_OK && s->deferred_status == CUA_OK) {
 		/* fire-and-forget: keep the first error for the next SYNCHRONIZE */
 		const char *msg = r->status_msg;
@@ -262,6 +264,10 @@ do_process(struct fe *fe, struct request *r)
 	struct session *s = r->s;
 	if (r->seq != 0)
 		s->next_seq++;
+	if (r->refused) { /* already answered QUOTA: only its turn was missing */
+		request_free(r);
+		return;
+	}
 	r->id = ++fe->next_req;
 	if (do_handle_request(fe, r) == H_REPLY) {
 		do_finish(fe, r);
@@ -270,6 +276,9 @@ do_process(struct fe *fe, struct request *r)
 	if (r->no_wait) { /* accepted: answer now, errors surface at SYNCHRONIZE */
 		do_reply(fe, r, r->ctx);
 		r->ctx = NULL;
+		if (r->held)
+			s->held--;
+		r->held = false;
 	}
 	do_enqueue(fe, r);
 }
@@ -335,6 +344,25 @@ handle_msg(struct fe *fe, struct fectx *c, nng_msg *msg)
 	}
 	r->seq = r->w.seq;
 	struct session *s = r->s;
+	/* Every unanswered request holds one of the daemon's NNG contexts: cap them per session so that one
+	 * client cannot take all of them (and with them everyone else's ability to send). */
+	if (s->held >= fe->cfg.session_pending && !(r->seq != 0 && r->seq == s->next_seq)) {
+		r->status = CUA_EQUOTA;
+		r->status_msg = strdup("too many unanswered requests on this connection; wait for some replies");
+		if (r->seq > s->next_seq && s->nparked < CUAD_MAX_PARKED) {
+			/* answered now, but its sequence number still has to pass in order */
+			do_reply(fe, r, r->ctx);
+			r->ctx = NULL;
+			r->refused = true;
+			do_park(s, r);
+		} else {
+			do_finish(fe, r);
+		}
+		pthread_mutex_unlock(&fe->lock);
+		return;
+	}
+	r->held = true;
+	s->held++;
 	if (r->seq != 0 && r->seq != s->next_seq) {
 		if (r->seq < s->next_seq || s->nparked >= CUAD_MAX_PARKED) {
 			r->status = CUA_EPROTOCOL;

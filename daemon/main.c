@@ -26,7 +26,7 @@ static char default_url[PATH_MAX + 16];
 /* Options: one row each (name, argument, what it sets, help). */
 enum {
 	O_LISTEN = 1, O_BACKEND, O_EMU_SM, O_EMU_DEVICES, O_EMU_MEM, O_DEVICES, O_POOL, O_CONTEXTS, O_MAX_MESSAGE,
-	O_STAGING, O_RING, O_SESSION_MEM, O_SESSION_HANDLES, O_SESSION_INFLIGHT, O_SESSION_WINDOW, O_TLS_CERT, O_TLS_KEY, O_READY_FD,
+	O_STAGING, O_RING, O_SESSION_MEM, O_SESSION_HANDLES, O_SESSION_INFLIGHT, O_SESSION_WINDOW, O_SESSION_PENDING, O_TLS_CERT, O_TLS_KEY, O_READY_FD,
 	O_LOG_LEVEL, O_IPC_MODE, O_HELP, O_VERSION,
 	/* worker mode (internal) */
 	O_WORKER, O_WORKER_DEVICE, O_WORKER_GEN, O_LOG_LEVEL_NUM, O_CUDA_PROBE,
@@ -53,6 +53,7 @@ static const struct opt_row {
 	{"session-handles", 1, O_SESSION_HANDLES, "N", "modules+functions+streams per session (default 65536)"},
 	{"session-inflight", 1, O_SESSION_INFLIGHT, "N", "requests queued or running per session (default 65536)"},
 	{"session-window", 1, O_SESSION_WINDOW, "N", "requests of one session inside the workers at once (default 8)"},
+	{"session-pending", 1, O_SESSION_PENDING, "N", "unanswered requests per connection (default: contexts / 8)"},
 	{"tls-cert", 1, O_TLS_CERT, "FILE", "PEM certificate and key for tls+tcp:// listeners"},
 	{"tls-key", 1, O_TLS_KEY, "FILE", "PEM key when not in --tls-cert"},
 	{"ready-fd", 1, O_READY_FD, "FD", "write 'ready <url>' to FD once serving, then close it"},
@@ -312,6 +313,7 @@ main(int argc, char **argv)
 		case O_SESSION_MEM: bad = parse_size(optarg, &c->session_mem); break;
 		case O_SESSION_HANDLES: bad = parse_uint(optarg, 1, 0xffffff, &c->session_handles); break;
 		case O_SESSION_INFLIGHT: bad = parse_uint(optarg, 1, 1u << 24, &c->session_inflight); break;
+		case O_SESSION_PENDING: bad = parse_uint(optarg, 1, 65536, &c->session_pending); break;
 		case O_SESSION_WINDOW: bad = parse_uint(optarg, 1, 65536, &c->session_window); break;
 		case O_TLS_CERT: c->tls_cert = optarg; break;
 		case O_TLS_KEY: c->tls_key = optarg; break;
@@ -370,6 +372,8 @@ main(int argc, char **argv)
 	c->self_exe = self;
 	if (c->nlisten == 0)
 		c->listen[c->nlisten++] = default_listen();
+	if (c->session_pending == 0)
+		c->session_pending = c->contexts / 8 > 16 ? c->contexts / 8 : 16;
 	if (c->staging_bytes > c->max_message * 4 + (256ull << 20))
 		log_warn("staging area (%llu bytes) is much larger than the largest message", (unsigned long long)c->staging_bytes);
 

@@ -88,10 +88,31 @@ do_session_close(struct fe *fe, struct session *s)
 		s->parked = r->qnext;
 		s->nparked--;
 		r->qnext = NULL;
+		if (r->refused) { /* already answered */
+			request_free(r);
+			continue;
+		}
 		r->status = CUA_ECLOSED;
 		r->status_msg = strdup("the connection closed before this request's turn");
 		do_finish(fe, r);
 	}
+	/* queued work nobody will collect: answer it now (the replies go nowhere; the contexts recycle) */
+	struct request **pp = &s->qhead, *last = NULL;
+	while (*pp) {
+		struct request *r = *pp;
+		if (r->internal) {
+			last = r;
+			pp = &r->qnext;
+			continue;
+		}
+		*pp = r->qnext;
+		s->queued--;
+		r->qnext = NULL;
+		r->status = CUA_ECLOSED;
+		r->status_msg = strdup("the connection closed before this request ran");
+		do_finish(fe, r);
+	}
+	s->qtail = last;
 	s->closing = true;
 	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
 	/* Release its device objects through the workers, after its queued work. */

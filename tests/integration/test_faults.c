@@ -10,6 +10,8 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,14 +380,27 @@ END_TEST
 struct raw_req {
 	nng_ctx ctx;
 	nng_aio *aio;
+	atomic_int receiving;
 };
+
+/* replies that have arrived (for raw_send_counted) */
+static atomic_int replies_in;
+
+static void
+raw_cb(void *arg)
+{
+	struct raw_req *q = arg;
+	if (atomic_load(&q->receiving))
+		atomic_fetch_add(&replies_in, 1);
+}
 
 static void
 raw_send(nng_socket s, struct raw_req *q, uint32_t op, uint64_t seq, const void *body)
 {
 	ck_assert_int_eq(nng_ctx_open(&q->ctx, s), 0);
 	nng_ctx_set_ms(q->ctx, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-	ck_assert_int_eq(nng_aio_alloc(&q->aio, NULL, NULL), 0);
+	atomic_store(&q->receiving, 0);
+	ck_assert_int_eq(nng_aio_alloc(&q->aio, raw_cb, q), 0);
 	nng_aio_set_timeout(q->aio, 30000);
 	cua_wbuf b = {0};
 	msgpack_packer pk;
@@ -399,6 +414,7 @@ raw_send(nng_socket s, struct raw_req *q, uint32_t op, uint64_t seq, const void 
 	nng_ctx_send(q->ctx, q->aio);
 	nng_aio_wait(q->aio);
 	ck_assert_int_eq(nng_aio_result(q->aio), 0);
+	atomic_store(&q->receiving, 1);
 	nng_ctx_recv(q->ctx, q->aio); /* the reply is collected by raw_reply */
 }
 
@@ -501,6 +517,59 @@ START_TEST(requests_run_in_sequence_order)
 }
 END_TEST
 
+/* One connection cannot hold more than --session-pending of the daemon's contexts: with seq 1 missing,
+ * requests 2.. wait; past the limit they are answered QUOTA at once; then seq 1 releases the rest. */
+START_TEST(pending_requests_per_connection_are_capped)
+{
+	cua_client *other = connect_to(&D);
+	nng_socket s = raw_open(D.url);
+	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
+	raw_u64(s, CUA_OP_HELLO, 0, &h);
+	enum { N = 24, LIMIT = 16 }; /* the daemon runs with --session-pending 16 */
+	static struct raw_req q[N + 2];
+	struct cua_req_ping pg = {5};
+	atomic_store(&replies_in, 0);
+	for (int i = 2; i < N + 2; i++)
+		raw_send(s, &q[i], CUA_OP_PING, (uint64_t)i, &pg);
+	/* LIMIT of them wait for seq 1 (holding contexts); the others are answered QUOTA at once */
+	for (int k = 0; k < 20000 && atomic_load(&replies_in) < N - LIMIT; k++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_eq(atomic_load(&replies_in), N - LIMIT);
+	CK(cua_ping(other)); /* everyone else is still served */
+	raw_send(s, &q[1], CUA_OP_PING, 1, &pg);
+	int ok = 0, quota = 0;
+	cua_wire_reply rep;
+	nng_msg *m;
+	for (int i = 1; i < N + 2; i++) {
+		int st = raw_reply(&q[i], &rep, &m);
+		ok += st == CUA_OK;
+		quota += st == CUA_EQUOTA;
+		cua_wire_reply_free(&rep);
+		nng_msg_free(m);
+	}
+	ck_assert_int_eq(quota, N - LIMIT);
+	ck_assert_int_eq(ok, LIMIT + 1);
+	/* the refused numbers were passed over: the next one runs at once */
+	struct raw_req last;
+	raw_send(s, &last, CUA_OP_PING, N + 2, &pg);
+	ck_assert_int_eq(raw_reply(&last, &rep, &m), CUA_OK);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	nng_close(s);
+	cua_disconnect(other);
+	nng_fini();
+}
+END_TEST
+
+static void
+up_pending(void)
+{
+	static const char *const args[] = {"--session-pending", "16", NULL};
+	daemon_start(&D, args);
+}
+
 static char tcp_url[64];
 
 static void
@@ -561,6 +630,11 @@ faults_suite(void)
 	tcase_add_test(tc, handshake_drops_do_not_break_the_listener);
 	tcase_add_test(tc, many_sessions_come_and_go);
 	tcase_add_test(tc, requests_run_in_sequence_order);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("pending");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_pending, down);
+	tcase_add_test(tc, pending_requests_per_connection_are_capped);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tcp");
 	tcase_set_timeout(tc, 120);
