@@ -33,7 +33,6 @@ run)
   url="ipc://$rundir/cuasyncd.sock"
   echo "quickstart: starting cuasyncd on $url"
   # The daemon tells us when it listens (--ready-fd); no sleeping.
-  exec 3> >(cat >/dev/null)
   mkfifo "$rundir/ready"
   ./daemon/cuasyncd --listen "$url" --ready-fd 4 4>"$rundir/ready" &
   pid=$!
