@@ -198,6 +198,21 @@ main(int argc, char **argv)
 	DIE(cua_memcpy_dtoh(c, host, d, bytes));
 	dt = now() - t0;
 	printf("%-44s %10.2f GB/s (%zu MiB)\n", "device to host through cuasyncd", bytes / dt / 1e9, bytes >> 20);
+	/* the same through shared host memory (ipc:// only) */
+	void *shm;
+	if (cua_host_alloc(c, 0, bytes, &shm) == CUA_OK) {
+		memset(shm, 0x5a, bytes);
+		DIE(cua_memcpy_htod(c, d, shm, bytes));
+		t0 = now();
+		DIE(cua_memcpy_htod(c, d, shm, bytes));
+		dt = now() - t0;
+		printf("%-44s %10.2f GB/s (%zu MiB)\n", "host to device, shared host buffer", bytes / dt / 1e9, bytes >> 20);
+		t0 = now();
+		DIE(cua_memcpy_dtoh(c, shm, d, bytes));
+		dt = now() - t0;
+		printf("%-44s %10.2f GB/s (%zu MiB)\n", "device to host, shared host buffer", bytes / dt / 1e9, bytes >> 20);
+		DIE(cua_host_free(c, shm));
+	}
 	DIE(cua_mem_free(c, d));
 	free(host);
 	cua_disconnect(c);

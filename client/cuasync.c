@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +124,16 @@ struct cua_client {
 	int deferred_status;
 	char deferred_msg[256];
 	struct fn_layout *layouts; /* parameter layouts of the functions looked up, newest first */
+	struct host_buffer *hostbufs;
+};
+
+struct host_buffer {
+	unsigned char *p;
+	size_t len;
+	int fd;
+	int dev;
+	uint64_t handle;
+	struct host_buffer *next;
 };
 
 struct fn_layout {
@@ -431,7 +442,14 @@ cua_disconnect(cua_client *c)
 		pthread_cond_wait(&c->cond, &c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
-	nng_close(c->sock);
+	nng_close(c->sock); /* the daemon releases the buffers with the session */
+	while (c->hostbufs) {
+		struct host_buffer *hb = c->hostbufs;
+		c->hostbufs = hb->next;
+		munmap(hb->p, hb->len);
+		close(hb->fd);
+		free(hb);
+	}
 	while (c->layouts) {
 		struct fn_layout *fl = c->layouts;
 		c->layouts = fl->next;
@@ -620,6 +638,81 @@ cua_mem_free(cua_client *c, cua_deviceptr p)
 	return call(c, CUA_OP_MEM_FREE, &q);
 }
 
+int
+cua_host_alloc(cua_client *c, int dev, size_t bytes, void **out)
+{
+	*out = NULL;
+	if (bytes == 0)
+		return fail(CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
+	int fd = memfd_create("cuasync-host", MFD_CLOEXEC);
+	if (fd < 0)
+		return fail(CUA_ENOMEM, "memfd_create: %s", strerror(errno));
+	void *p = MAP_FAILED;
+	if (ftruncate(fd, (off_t)bytes) != 0 ||
+	    (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		int err = errno;
+		close(fd);
+		return fail(CUA_ENOMEM, "cannot create %zu bytes of shared memory: %s", bytes, strerror(err));
+	}
+	struct cua_req_host_register q = {(uint32_t)dev, (uint32_t)fd, bytes};
+	uint64_t h;
+	int r = call_u64(c, CUA_OP_HOST_REGISTER, &q, &h);
+	struct host_buffer *hb = r == 0 ? malloc(sizeof(*hb)) : NULL;
+	if (hb == NULL) {
+		munmap(p, bytes);
+		close(fd);
+		return r != 0 ? r : fail(CUA_ENOMEM, "out of memory");
+	}
+	*hb = (struct host_buffer){p, bytes, fd, dev, h, NULL};
+	pthread_mutex_lock(&c->lock);
+	hb->next = c->hostbufs;
+	c->hostbufs = hb;
+	pthread_mutex_unlock(&c->lock);
+	*out = p;
+	return 0;
+}
+
+int
+cua_host_free(cua_client *c, void *p)
+{
+	pthread_mutex_lock(&c->lock);
+	struct host_buffer **pp = &c->hostbufs, *hb = NULL;
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->p == p) {
+			hb = *pp;
+			*pp = hb->next;
+			break;
+		}
+	pthread_mutex_unlock(&c->lock);
+	if (hb == NULL)
+		return fail(CUA_ENOT_FOUND, "%p is not a host buffer of this client", p);
+	struct cua_req_host_unregister q = {hb->handle};
+	int r = call(c, CUA_OP_HOST_UNREGISTER, &q); /* waits until no copy uses it */
+	munmap(hb->p, hb->len);
+	close(hb->fd);
+	free(hb);
+	return r == CUA_ECONTEXT_LOST ? 0 : r;
+}
+
+/* The registered buffer holding [p, p+len), if any: its handle and the offset of p. */
+static int
+host_lookup(cua_client *c, const void *p, size_t len, uint64_t *handle, uint64_t *off)
+{
+	int found = 0;
+	pthread_mutex_lock(&c->lock);
+	for (struct host_buffer *hb = c->hostbufs; hb; hb = hb->next) {
+		const unsigned char *q = p;
+		if (q >= hb->p && (size_t)(q - hb->p) <= hb->len && len <= hb->len - (size_t)(q - hb->p)) {
+			*handle = hb->handle;
+			*off = (uint64_t)(q - hb->p);
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
 /* The largest copy one message carries; bigger copies are split. */
 #define COPY_CHUNK ((size_t)32 << 20)
 
@@ -628,6 +721,13 @@ cua_memcpy_htod_on(cua_client *c, cua_deviceptr dst, const void *src, size_t byt
 {
 	if (bytes == 0)
 		return 0;
+	uint64_t hb, hoff;
+	if (host_lookup(c, src, bytes, &hb, &hoff)) {
+		struct cua_req_memcpy_host q = {dst, s.id, hb, hoff, bytes};
+		int r = call(c, CUA_OP_MEMCPY_HTOD_HOST, &q);
+		if (r != CUA_EBAD_ARGUMENT) /* else: registered for another device; go through the socket */
+			return r;
+	}
 	for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
 		size_t n = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
 		struct cua_req_memcpy_htod q = {dst + off, s.id, {(const char *)src + off, (uint32_t)n}};
@@ -647,6 +747,13 @@ cua_memcpy_htod(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes)
 int
 cua_memcpy_dtoh_on(cua_client *c, void *dst, cua_deviceptr src, size_t bytes, cua_stream s)
 {
+	uint64_t hb, hoff;
+	if (bytes > 0 && host_lookup(c, dst, bytes, &hb, &hoff)) {
+		struct cua_req_memcpy_host q = {src, s.id, hb, hoff, bytes};
+		int r = call(c, CUA_OP_MEMCPY_DTOH_HOST, &q);
+		if (r != CUA_EBAD_ARGUMENT)
+			return r;
+	}
 	for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
 		size_t n = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
 		struct cua_req_memcpy_dtoh q = {src + off, n, s.id};

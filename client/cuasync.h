@@ -143,6 +143,13 @@ int cua_memset(cua_client *c, cua_deviceptr dst, uint32_t value, unsigned width,
 int cua_memcpy_htod_on(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes, cua_stream s);
 int cua_memcpy_dtoh_on(cua_client *c, void *dst, cua_deviceptr src, size_t bytes, cua_stream s);
 
+/* ---- shared host memory (same host, ipc:// connections) ----
+ * Host memory that the GPU worker maps too: copies between it and the device skip the socket entirely and,
+ * on a GPU, run at pinned-memory speed. cua_memcpy_htod/dtoh use it by themselves when the host range lies
+ * inside such a buffer registered for the device of the copy. */
+int cua_host_alloc(cua_client *c, int dev, size_t bytes, void **out);
+int cua_host_free(cua_client *c, void *p);
+
 /* ---- streams and synchronization ---- */
 /* priority is clamped to the device's range (cua_device_info). */
 int cua_stream_create(cua_client *c, int dev, int priority, cua_stream *out);

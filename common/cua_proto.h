@@ -48,7 +48,11 @@
 	X(LAUNCH, 16)                                                                                        \
 	X(BATCH, 17)                                                                                         \
 	X(SYNCHRONIZE, 18)                                                                                   \
-	X(STATUS, 19)
+	X(STATUS, 19)                                                                                        \
+	X(HOST_REGISTER, 20)                                                                                 \
+	X(HOST_UNREGISTER, 21)                                                                               \
+	X(MEMCPY_HTOD_HOST, 22)                                                                              \
+	X(MEMCPY_DTOH_HOST, 23)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
@@ -72,7 +76,7 @@ enum { CUA_IMAGE_AUTO = 0, CUA_IMAGE_CUBIN = 1, CUA_IMAGE_FATBIN = 2, CUA_IMAGE_
  *   bits 63..60 kind · 59..52 device · 51..40 worker generation · 39..24 tag · 23..0 slot
  * The tag changes on every reuse of a slot and starts at a per-session random offset, so a freed or another
  * session's handle is refused (NOT_FOUND) rather than aliasing a live object. 0 is never a valid handle. */
-enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3 };
+enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3, CUA_HK_HOSTBUF = 4 };
 #define CUA_HANDLE_GEN_MASK 0xfffu
 static inline uint64_t
 cua_handle_make(unsigned kind, unsigned dev, uint32_t gen, unsigned tag, uint32_t slot)
@@ -154,7 +158,14 @@ struct cua_req_launch {
 	uint32_t nargs;
 };
 
-/* A batch item: one of LAUNCH, MEMCPY_HTOD, MEMCPY_DTOH, MEMCPY_DTOD, MEMSET (kind = that op). */
+/* Shared host memory (same host, ipc:// only): the client's memfd, mapped by the GPU worker. */
+struct cua_req_host_register { uint32_t device; uint32_t fd; uint64_t bytes; };
+struct cua_rep_host_register { uint64_t buffer; };
+struct cua_req_host_unregister { uint64_t buffer; };
+struct cua_req_memcpy_host { uint64_t dev_ptr; uint64_t stream; uint64_t buffer; uint64_t offset, bytes; };
+
+/* A batch item: one of LAUNCH, MEMCPY_HTOD, MEMCPY_DTOH, MEMCPY_DTOD, MEMSET, MEMCPY_HTOD_HOST,
+ * MEMCPY_DTOH_HOST (kind = that op). */
 typedef struct cua_batch_item {
 	uint32_t kind;
 	union {
@@ -163,6 +174,7 @@ typedef struct cua_batch_item {
 		struct cua_req_memcpy_dtoh dtoh;
 		struct cua_req_memcpy_dtod dtod;
 		struct cua_req_memset memset;
+		struct cua_req_memcpy_host host;
 	} u;
 } cua_batch_item;
 struct cua_req_batch { uint32_t flags; cua_batch_item *items; uint32_t nitems; };
@@ -208,6 +220,9 @@ typedef union cua_req_body {
 	struct cua_req_stream stream;
 	struct cua_req_launch launch;
 	struct cua_req_batch batch;
+	struct cua_req_host_register host_register;
+	struct cua_req_host_unregister host_unregister;
+	struct cua_req_memcpy_host memcpy_host;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */
@@ -222,6 +237,7 @@ typedef union cua_rep_body {
 	struct cua_rep_stream_create stream_create;
 	struct cua_rep_batch batch;
 	struct cua_rep_status status;
+	struct cua_rep_host_register host_register;
 } cua_rep_body;
 
 #endif

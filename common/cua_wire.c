@@ -230,9 +230,18 @@ SCHEMA(s_req_launch, "LAUNCH", U64(struct cua_req_launch, function), DIM3(struct
        U64(struct cua_req_launch, stream), U32(struct cua_req_launch, flags, CUA_LAUNCH_FLAGS_ALL),
        ARGS(struct cua_req_launch, args, nargs, CUA_MAX_ARGS));
 
+SCHEMA(s_req_host_register, "HOST_REGISTER", U32(struct cua_req_host_register, device, CUA_MAX_DEVICES - 1),
+       U32(struct cua_req_host_register, fd, INT32_MAX), U64(struct cua_req_host_register, bytes));
+SCHEMA(s_rep_host_register, "HOST_REGISTER reply", U64(struct cua_rep_host_register, buffer));
+SCHEMA(s_req_host_unregister, "HOST_UNREGISTER", U64(struct cua_req_host_unregister, buffer));
+SCHEMA(s_req_memcpy_host, "MEMCPY_HOST", U64(struct cua_req_memcpy_host, dev_ptr), U64(struct cua_req_memcpy_host, stream),
+       U64(struct cua_req_memcpy_host, buffer), U64(struct cua_req_memcpy_host, offset),
+       U64(struct cua_req_memcpy_host, bytes));
+
 static const struct ucase batch_cases[] = {
 	{CUA_OP_LAUNCH, &s_req_launch},   {CUA_OP_MEMCPY_HTOD, &s_req_htod}, {CUA_OP_MEMCPY_DTOH, &s_req_dtoh},
 	{CUA_OP_MEMCPY_DTOD, &s_req_dtod}, {CUA_OP_MEMSET, &s_req_memset},
+	{CUA_OP_MEMCPY_HTOD_HOST, &s_req_memcpy_host}, {CUA_OP_MEMCPY_DTOH_HOST, &s_req_memcpy_host},
 };
 static const struct field s_batch_item_fields[] = {
 	{"item", F_UNION, offsetof(cua_batch_item, kind), offsetof(cua_batch_item, u), 0, batch_cases,
@@ -281,6 +290,10 @@ static const struct {
 	[CUA_OP_BATCH] = {&s_req_batch, &s_rep_batch},
 	[CUA_OP_SYNCHRONIZE] = {&empty_schema, &empty_schema},
 	[CUA_OP_STATUS] = {&empty_schema, &s_rep_status},
+	[CUA_OP_HOST_REGISTER] = {&s_req_host_register, &s_rep_host_register},
+	[CUA_OP_HOST_UNREGISTER] = {&s_req_host_unregister, &empty_schema},
+	[CUA_OP_MEMCPY_HTOD_HOST] = {&s_req_memcpy_host, &empty_schema},
+	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_memcpy_host, &empty_schema},
 };
 
 static int

@@ -92,6 +92,7 @@ struct hslot {
 	uint32_t module_slot; /* functions: their module */
 	cua_param_info *params; /* functions */
 	uint32_t nparams;
+	uint64_t size; /* host buffers */
 };
 
 struct alloc_rec {
@@ -113,6 +114,7 @@ struct session {
 	struct alloc_rec *allocs; /* sorted by addr */
 	uint32_t nallocs, allocs_cap;
 	cua_wire_counts counts;
+	uint32_t host_buffers;
 	struct request *qhead, *qtail;
 	uint32_t queued;
 	uint32_t in_flight;
@@ -163,6 +165,8 @@ struct request {
 	struct session *s;
 	struct fectx *ctx; /* NULL once replied (fire-and-forget) or for internal requests */
 	nng_msg *msg;      /* owns the bytes the decoded request points into */
+	nng_pipe pipe;     /* the connection it came on */
+	int host_fd;       /* HOST_REGISTER: the client's memfd, opened here (-1: none) */
 	cua_wire_request w;
 	bool decoded;
 	uint32_t op;

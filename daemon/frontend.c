@@ -316,6 +316,8 @@ handle_msg(struct fe *fe, struct fectx *c, nng_msg *msg)
 	r->msg = msg;
 	r->ctx = c;
 	r->dev = -1;
+	r->host_fd = -1;
+	r->pipe = nng_msg_get_pipe(msg);
 	cua_err e;
 	cua_err_clear(&e);
 	int rc = cua_wire_decode_request(nng_msg_body(msg), nng_msg_len(msg), &r->w, &e);

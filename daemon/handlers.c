@@ -11,7 +11,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define NAME_MAX_Z (CUA_MAX_NAME + 1)
 
@@ -220,6 +224,31 @@ plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q, st
 	    (rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
 	it->cmd = cmd_add(r, W_MEMSET, sid, q->width, q->dst, q->value, q->count, NULL, 0);
+	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* A copy between device memory and a registered host buffer of the session (no data in the message). */
+static int
+plan_host_copy(struct fe *fe, struct request *r, uint32_t kind, const struct cua_req_memcpy_host *q, struct ritem *it,
+	       cua_err *e)
+{
+	int dev, rc;
+	uint32_t sid;
+	struct hslot *hb;
+	if ((rc = do_handle_get(fe, r->s, q->buffer, CUA_HK_HOSTBUF, &hb, e)) != 0)
+		return rc;
+	if (q->offset > hb->size || q->bytes > hb->size - q->offset)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "[%llu, +%llu) is outside the %llu-byte host buffer",
+				   (unsigned long long)q->offset, (unsigned long long)q->bytes, (unsigned long long)hb->size);
+	if ((rc = range(fe, r, q->dev_ptr, q->bytes, &dev, e)) != 0)
+		return rc;
+	if (hb->dev != dev)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "host buffer is registered with device %u, the memory is on %d",
+				   hb->dev, dev);
+	if ((rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
+		return rc;
+	it->cmd = cmd_add(r, kind == CUA_OP_MEMCPY_HTOD_HOST ? W_HTOD : W_DTOH, sid, (uint32_t)hb->wid, q->dev_ptr,
+			  q->offset, q->bytes, NULL, 0);
 	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -642,12 +671,105 @@ v_batch(struct fe *fe, struct request *r, cua_err *e)
 		case CUA_OP_MEMCPY_DTOH: rc = plan_dtoh(fe, r, &b->u.dtoh, &r->items[i], &ie); break;
 		case CUA_OP_MEMCPY_DTOD: rc = plan_dtod(fe, r, &b->u.dtod, &r->items[i], &ie); break;
 		case CUA_OP_MEMSET: rc = plan_memset(fe, r, &b->u.memset, &r->items[i], &ie); break;
+		case CUA_OP_MEMCPY_HTOD_HOST:
+		case CUA_OP_MEMCPY_DTOH_HOST: rc = plan_host_copy(fe, r, b->kind, &b->u.host, &r->items[i], &ie); break;
 		default: rc = cua_err_set(&ie, CUA_EPROTOCOL, "item kind %u", b->kind); break;
 		}
 		if (rc != 0)
 			item_fail_err(&r->items[i], &ie);
 	}
 	return 0;
+}
+
+static int
+v_host_copy(struct fe *fe, struct request *r, cua_err *e)
+{
+	return plan_host_copy(fe, r, r->op, &r->w.body.memcpy_host, &r->items[0], e);
+}
+
+/* The client names one of its own file descriptors: a memfd. Only over ipc://, where the kernel vouches for
+ * the peer's pid; the daemon opens /proc/PID/fd/N (same user, or root) and the worker maps it. */
+static int
+v_host_register(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_host_register *q = &r->w.body.host_register;
+	int rc;
+	if ((rc = need_device(fe, q->device, e)) != 0)
+		return rc;
+	if (q->bytes == 0)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot register 0 bytes");
+	if (r->s->nhandles >= fe->cfg.session_handles)
+		return cua_err_set(e, CUA_EQUOTA, "session has %u handles, the limit", r->s->nhandles);
+	uint64_t pid;
+	if (nng_pipe_get_uint64(r->pipe, NNG_OPT_IPC_PEER_PID, &pid) != 0)
+		return cua_err_set(e, CUA_EUNSUPPORTED, "shared host memory needs a local ipc:// connection");
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%llu/fd/%u", (unsigned long long)pid, q->fd);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return cua_err_set(e, errno == EACCES || errno == EPERM ? CUA_EUNSUPPORTED : CUA_EBAD_ARGUMENT,
+				   "cannot open the client's fd %u (%s)%s", q->fd, strerror(errno),
+				   errno == EACCES || errno == EPERM ? ": run cuasyncd as root or as the client's user" : "");
+	struct stat st;
+	if (fcntl(fd, F_GET_SEALS) < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "fd %u is not a memfd (memfd_create)", q->fd);
+	}
+	if ((uint64_t)st.st_size < q->bytes) {
+		close(fd);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the memfd holds %lld bytes, not %llu", (long long)st.st_size,
+				   (unsigned long long)q->bytes);
+	}
+	r->host_fd = fd; /* the worker opens it through /proc/<daemon>/fd while the request runs */
+	bind_device(r, (int)q->device, e);
+	r->items[0].cmd = cmd_add(r, W_HOST_REGISTER, 0, 0, (uint64_t)fd, q->bytes, 0, NULL, 0);
+	return 0;
+}
+
+static void
+c_host_register(struct fe *fe, struct request *r)
+{
+	struct ritem *it = &r->items[0];
+	if (it->status != CUA_OK)
+		return;
+	uint64_t h;
+	if (do_handle_new(r->s, CUA_HK_HOSTBUF, r->dev, fe->devs[r->dev].gen, it->value, &h) != 0) {
+		item_fail(it, CUA_ENOMEM, "cannot record the host buffer");
+		return;
+	}
+	r->s->slots[cua_handle_slot(h)].size = r->w.body.host_register.bytes;
+	r->s->host_buffers++;
+	it->value = h;
+}
+
+static int
+v_host_unregister(struct fe *fe, struct request *r, cua_err *e)
+{
+	uint64_t h = r->w.body.host_unregister.buffer;
+	struct hslot *hb;
+	int rc = do_handle_get(fe, r->s, h, CUA_HK_HOSTBUF, &hb, e);
+	if (rc == CUA_ECONTEXT_LOST) {
+		do_handle_free(r->s, &r->s->slots[cua_handle_slot(h)]);
+		r->s->host_buffers--;
+		return rc;
+	}
+	if (rc != 0)
+		return rc;
+	r->barrier = true; /* no copy of this session may still use it */
+	r->dep_gen = hb->gen;
+	bind_device(r, hb->dev, e);
+	r->items[0].cmd = cmd_add(r, W_HOST_UNREGISTER, 0, 0, hb->wid, 0, 0, NULL, 0);
+	return 0;
+}
+
+static void
+c_host_unregister(struct fe *fe, struct request *r)
+{
+	uint32_t slot = cua_handle_slot(r->w.body.host_unregister.buffer);
+	if (r->items[0].status == CUA_OK && slot < r->s->nslots && r->s->slots[slot].kind == CUA_HK_HOSTBUF) {
+		do_handle_free(r->s, &r->s->slots[slot]);
+		r->s->host_buffers--;
+	}
 }
 
 static int
@@ -828,6 +950,10 @@ static const struct op_row {
 	[CUA_OP_BATCH] = {v_batch, NULL, p_batch, true},
 	[CUA_OP_SYNCHRONIZE] = {v_synchronize, c_synchronize, p_empty, true},
 	[CUA_OP_STATUS] = {v_none, NULL, p_status, true},
+	[CUA_OP_HOST_REGISTER] = {v_host_register, c_host_register, p_handle, true},
+	[CUA_OP_HOST_UNREGISTER] = {v_host_unregister, c_host_unregister, p_empty, true},
+	[CUA_OP_MEMCPY_HTOD_HOST] = {v_host_copy, NULL, p_empty, true},
+	[CUA_OP_MEMCPY_DTOH_HOST] = {v_host_copy, NULL, p_empty, true},
 };
 
 enum handled
@@ -909,8 +1035,12 @@ do_cleanup_request(struct fe *fe, struct session *s, int dev)
 	}
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];
-		if (h->kind == CUA_HK_MODULE && h->dev == dev && !h->stale && h->gen == d->gen)
+		if (h->dev != dev || h->stale || h->gen != d->gen)
+			continue;
+		if (h->kind == CUA_HK_MODULE)
 			cmd_add(r, W_MODULE_UNLOAD, 0, 0, h->wid, 0, 0, NULL, 0);
+		else if (h->kind == CUA_HK_HOSTBUF)
+			cmd_add(r, W_HOST_UNREGISTER, 0, 0, h->wid, 0, 0, NULL, 0);
 	}
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct alloc_rec *a = &s->allocs[i];
@@ -928,6 +1058,8 @@ do_cleanup_request(struct fe *fe, struct session *s, int dev)
 void
 request_free(struct request *r)
 {
+	if (r->host_fd >= 0)
+		close(r->host_fd);
 	if (r->decoded)
 		cua_wire_request_free(&r->w);
 	if (r->msg)

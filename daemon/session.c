@@ -180,7 +180,7 @@ do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t 
 static const char *
 kind_name(unsigned kind)
 {
-	return kind == CUA_HK_MODULE ? "module" : kind == CUA_HK_FUNCTION ? "function" : "stream";
+	return kind == CUA_HK_MODULE ? "module" : kind == CUA_HK_FUNCTION ? "function" : kind == CUA_HK_STREAM ? "stream" : "host buffer";
 }
 
 int
@@ -305,7 +305,7 @@ do_sessions_mark_stale(struct fe *fe, struct device *d, uint32_t old_gen)
 						s->counts.modules--;
 					else if (h->kind == CUA_HK_FUNCTION)
 						s->counts.functions--;
-					else
+					else if (h->kind == CUA_HK_STREAM)
 						s->counts.streams--;
 				}
 			}

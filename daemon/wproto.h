@@ -39,6 +39,8 @@ enum wop_code {
 	W_DTOD,
 	W_MEMSET,
 	W_LAUNCH,
+	W_HOST_REGISTER,   /* a=fd number in the front-end (opened via /proc), b=bytes; value: buffer id */
+	W_HOST_UNREGISTER, /* a=buffer id */
 };
 
 struct wcmd_req {
@@ -58,8 +60,8 @@ struct wcmd {
 	 *   FUNCTION_GET  a=module id, payload: NUL-terminated name
 	 *   MEM_ALLOC     a=bytes          MEM_FREE a=address
 	 *   STREAM_CREATE a=(int64) priority   STREAM_DESTROY/SYNC: stream
-	 *   HTOD          a=dst b=staging offset c=bytes
-	 *   DTOH          a=src b=staging offset c=bytes
+	 *   HTOD          a=dst b=offset c=bytes, format=host buffer id (0: the staging area)
+	 *   DTOH          a=src b=offset c=bytes, format=host buffer id (0: the staging area)
 	 *   DTOD          a=dst b=src c=bytes
 	 *   MEMSET        a=dst b=value c=count, format=width
 	 *   LAUNCH        a=function id, b=shared mem, c=nargs, format=flags; payload: wlaunch_dims, then nargs ×

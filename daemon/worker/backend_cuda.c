@@ -557,10 +557,10 @@ cu_submit(struct wk *w, struct wop *op)
 	case W_STREAM_SYNC: break;
 	case W_HTOD:
 	case W_DTOH: {
-		void *stg = wk_staging(w, c->b, c->c);
+		void *stg = wk_copy_host(w, c);
 		if (stg == NULL) {
 			status = CUA_EINTERNAL;
-			snprintf(detail, sizeof(detail), "copy outside the staging area");
+			snprintf(detail, sizeof(detail), "copy outside the staging area or host buffer");
 			goto out;
 		}
 		r = c->op == W_HTOD ? drv.cuMemcpyHtoDAsync((CUdeviceptr)c->a, stg, c->c, s)
@@ -665,6 +665,22 @@ cu_flush(struct wk *w, struct tracker *t)
 	C->ntouched = 0;
 }
 
+/* Page-locks a client's shared buffer: copies from and to it then run at pinned-memory speed. */
+static int
+cu_host_register(struct wk *w, void *p, size_t len, cua_err *e)
+{
+	CUresult r = drv.cuMemHostRegister(p, len, CU_MEMHOSTREGISTER_PORTABLE);
+	if (r != CUDA_SUCCESS)
+		log_warn("cannot page-lock a %zu-byte host buffer (%s); its copies will be slower", len, errname(r));
+	return 0;
+}
+
+static void
+cu_host_unregister(struct wk *w, void *p)
+{
+	drv.cuMemHostUnregister(p); /* fails harmlessly when registration had failed */
+}
+
 const struct backend backend_cuda = {
 	.name = "cuda",
 	.init = cu_init,
@@ -678,4 +694,6 @@ const struct backend backend_cuda = {
 	.submit = cu_submit,
 	.flush = cu_flush,
 	.fini = cu_fini,
+	.host_register = cu_host_register,
+	.host_unregister = cu_host_unregister,
 };

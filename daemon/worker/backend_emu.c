@@ -383,11 +383,11 @@ run_op(struct emu *E, struct wop *op)
 	case W_STREAM_SYNC: break;
 	case W_HTOD:
 	case W_DTOH: {
-		void *stg = wk_staging(w, c->b, c->c);
+		void *stg = wk_copy_host(w, c);
 		void *dev = emu_ptr(E, c->a, c->c);
 		if (stg == NULL) {
 			status = CUA_EINTERNAL;
-			snprintf(fault, sizeof(fault), "copy outside the staging area");
+			snprintf(fault, sizeof(fault), "copy outside the staging area or host buffer");
 			break;
 		}
 		if (dev == NULL)

@@ -5,6 +5,8 @@
 #include "cua_log.h"
 #include "ring.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,73 @@ wk_launch_args(const struct wcmd *c, const struct wlaunch_dims **dims, cua_arena
 			return r;
 		p += 8 + w_align8(sz);
 	}
+	return 0;
+}
+
+void *
+wk_copy_host(struct wk *w, const struct wcmd *c)
+{
+	if (c->format == 0)
+		return wk_staging(w, c->b, c->c);
+	if (c->format > w->nhostbufs || w->hostbufs[c->format - 1].p == NULL)
+		return NULL;
+	struct hostbuf *h = &w->hostbufs[c->format - 1];
+	if (c->b > h->len || c->c > h->len - c->b)
+		return NULL;
+	return h->p + c->b;
+}
+
+/* Maps the client's memfd, which the front-end holds open as its fd number fd. */
+static int
+host_register(struct wk *w, int fd, uint64_t len, uint64_t *id, cua_err *e)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), fd);
+	int f = open(path, O_RDWR | O_CLOEXEC);
+	if (f < 0)
+		return cua_err_set(e, CUA_EINTERNAL, "worker cannot open %s: %s", path, strerror(errno));
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	close(f);
+	if (p == MAP_FAILED)
+		return cua_err_set(e, CUA_ENOMEM, "cannot map the %llu-byte host buffer: %s", (unsigned long long)len,
+				   strerror(errno));
+	int r = w->be->host_register ? w->be->host_register(w, p, len, e) : 0;
+	if (r != 0) {
+		munmap(p, len);
+		return r;
+	}
+	size_t slot = w->nhostbufs;
+	for (size_t i = 0; i < w->nhostbufs; i++)
+		if (w->hostbufs[i].p == NULL) {
+			slot = i;
+			break;
+		}
+	if (slot == w->nhostbufs) {
+		struct hostbuf *n = realloc(w->hostbufs, (w->nhostbufs + 1) * sizeof(*n));
+		if (n == NULL) {
+			if (w->be->host_unregister)
+				w->be->host_unregister(w, p);
+			munmap(p, len);
+			return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		}
+		w->hostbufs = n;
+		w->nhostbufs++;
+	}
+	w->hostbufs[slot] = (struct hostbuf){p, len};
+	*id = slot + 1;
+	return 0;
+}
+
+static int
+host_unregister(struct wk *w, uint64_t id, cua_err *e)
+{
+	if (id == 0 || id > w->nhostbufs || w->hostbufs[id - 1].p == NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND, "no host buffer %llu", (unsigned long long)id);
+	struct hostbuf *h = &w->hostbufs[id - 1];
+	if (w->be->host_unregister)
+		w->be->host_unregister(w, h->p);
+	munmap(h->p, h->len);
+	h->p = NULL;
 	return 0;
 }
 
@@ -196,6 +265,8 @@ run_sync(struct wk *w, const struct wcmd *c, struct tracker *t, uint32_t i)
 		break;
 	}
 	case W_STREAM_DESTROY: r = w->be->stream_destroy(w, c->stream, &e); break;
+	case W_HOST_REGISTER: r = host_register(w, (int)c->a, c->b, &v, &e); break;
+	case W_HOST_UNREGISTER: r = host_unregister(w, c->a, &e); break;
 	default: r = cua_err_set(&e, CUA_EINTERNAL, "unknown worker command %u", c->op); break;
 	}
 	tracker_set(t, i, (uint32_t)r, v, r ? (e.detail[0] ? e.detail : cua_strerror(r)) : NULL);

@@ -69,6 +69,15 @@ struct backend {
 	/* After all commands of a request were submitted: arrange completion notices for the streams it used. */
 	void (*flush)(struct wk *w, struct tracker *t);
 	void (*fini)(struct wk *w);
+	/* Optional: page-lock a client's shared buffer for fast copies (and undo it). */
+	int (*host_register)(struct wk *w, void *p, size_t len, cua_err *e);
+	void (*host_unregister)(struct wk *w, void *p);
+};
+
+/* A client's memfd mapped into the worker (HOST_REGISTER). */
+struct hostbuf {
+	unsigned char *p;
+	size_t len;
 };
 
 struct wk {
@@ -81,6 +90,8 @@ struct wk {
 	unsigned char *staging;
 	uint64_t staging_size;
 	pthread_mutex_t cpl_lock; /* serialises producers of the completion ring */
+	struct hostbuf *hostbufs;  /* id = index + 1; changed by the main thread only, between requests */
+	size_t nhostbufs;
 	struct wdev_info info;
 };
 
@@ -99,6 +110,8 @@ int wk_launch_args(const struct wcmd *c, const struct wlaunch_dims **dims, cua_a
 
 /* Bounds-checked view of the staging area; NULL when [off, off+len) is outside it. */
 void *wk_staging(struct wk *w, uint64_t off, uint64_t len);
+/* The host side of an HTOD/DTOH command: the staging area (format 0) or a registered host buffer. */
+void *wk_copy_host(struct wk *w, const struct wcmd *c);
 
 extern const struct backend backend_emu;
 #ifdef HAVE_CUDA_H

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -302,6 +303,39 @@ START_TEST(garbage_truncated_and_oversized_messages)
 	/* unknown op, wrong version */
 	ck_assert_int_eq(raw_call(s, "\x94\x01\x63\x00\x90", 5, msg, sizeof(msg)), CUA_EUNKNOWN_OP);
 	ck_assert_int_eq(raw_call(s, "\x94\x07\x02\x00\x91\x01", 6, msg, sizeof(msg)), CUA_EVERSION);
+	/* shared host memory: a descriptor that is not a memfd, and one that does not exist */
+	struct cua_req_host_register hr = {0, 1, 4096};
+	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_EBAD_ARGUMENT);
+	ck_assert_msg(strstr(msg, "not a memfd") || strstr(msg, "cannot open"), "%s", msg);
+	hr.fd = 4000;
+	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_EBAD_ARGUMENT);
+	/* a copy naming a host buffer this session does not have; and past the end of one */
+	struct cua_req_memcpy_host hc = {0x1000, 0, 0x4000000100000001ull, 0, 16};
+	n = pack_req(CUA_OP_MEMCPY_HTOD_HOST, &hc, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENOT_FOUND);
+	int mfd = memfd_create("test", MFD_CLOEXEC);
+	ck_assert_int_eq(ftruncate(mfd, 4096), 0);
+	hr.fd = (uint32_t)mfd;
+	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
+	ck_assert_int_eq(nng_send(s, buf, n, 0), 0);
+	char *rb = NULL;
+	size_t rlen = 0;
+	ck_assert_int_eq(nng_recv(s, &rb, &rlen, NNG_FLAG_ALLOC), 0);
+	cua_wire_reply hrep;
+	cua_err herr;
+	ck_assert_int_eq(cua_wire_decode_reply(rb, rlen, &hrep, &herr), 0);
+	ck_assert_uint_eq(hrep.status, CUA_OK);
+	hc.buffer = hrep.body.host_register.buffer;
+	cua_wire_reply_free(&hrep);
+	nng_free(rb, rlen);
+	hc.offset = 4000;
+	hc.bytes = 200;
+	n = pack_req(CUA_OP_MEMCPY_HTOD_HOST, &hc, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_EBAD_ARGUMENT);
+	ck_assert_msg(strstr(msg, "outside the 4096-byte host buffer"), "%s", msg);
+	close(mfd);
 	/* a value over a field limit: TOO_LARGE */
 	char name[CUA_MAX_NAME + 1];
 	memset(name, 'k', sizeof(name));
@@ -606,6 +640,9 @@ START_TEST(tcp_clients_are_served)
 	CK(cua_status(i, &st));
 	ck_assert_uint_eq(st.sessions, 2);
 	ck_assert_uint_eq(st.total.allocations, 1);
+	void *hb;
+	ck_assert_int_eq(cua_host_alloc(t, 0, 4096, &hb), CUA_EUNSUPPORTED); /* not over tcp */
+	ck_assert_msg(strstr(cua_last_error(), "ipc://"), "%s", cua_last_error());
 	cua_disconnect(t);
 	cua_disconnect(i);
 }

@@ -615,6 +615,39 @@ START_TEST(killed_client_is_cleaned_up)
 }
 END_TEST
 
+/* Shared host memory: copies go through the client's memfd, not the socket, and land intact both ways. */
+START_TEST(host_buffer_copies)
+{
+	cua_client *c = connect_to(&D);
+	const size_t N = 8u << 20;
+	unsigned char *h;
+	CK(cua_host_alloc(c, 0, N, (void **)&h));
+	for (size_t i = 0; i < N; i++)
+		h[i] = (unsigned char)(i * 7 + 3);
+	cua_deviceptr d;
+	CK(cua_mem_alloc(c, 0, N, &d));
+	CK(cua_memcpy_htod(c, d, h, N));
+	cua_daemon_status st;
+	CK(cua_status(c, &st));
+	memset(h, 0, N);
+	CK(cua_memcpy_dtoh(c, h + 4096, d, N - 8192)); /* into the middle of the buffer */
+	for (size_t i = 0; i < N - 8192; i++)
+		ck_assert_uint_eq(h[4096 + i], (unsigned char)(i * 7 + 3));
+	ck_assert_uint_eq(h[0], 0);
+	/* the same data through the socket path agrees */
+	unsigned char *plain = malloc(4096);
+	CK(cua_memcpy_dtoh(c, plain, d + 100, 4096));
+	for (size_t i = 0; i < 4096; i++)
+		ck_assert_uint_eq(plain[i], (unsigned char)((i + 100) * 7 + 3));
+	free(plain);
+	CK(cua_host_free(c, h));
+	ck_assert_int_eq(cua_host_free(c, h), CUA_ENOT_FOUND);
+	/* a buffer left registered is released with the session */
+	CK(cua_host_alloc(c, 0, 1 << 20, (void **)&h));
+	cua_disconnect(c);
+}
+END_TEST
+
 static Suite *
 requests_suite(void)
 {
@@ -632,6 +665,7 @@ requests_suite(void)
 	tcase_add_test(tc, unknown_and_foreign_handles);
 	tcase_add_test(tc, sixteen_clients_thousand_launches_each);
 	tcase_add_test(tc, killed_client_is_cleaned_up);
+	tcase_add_test(tc, host_buffer_copies);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("quota");
 	tcase_set_timeout(tc, 120);

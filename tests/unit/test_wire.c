@@ -43,9 +43,13 @@ static const struct cua_req_stream_create s_screate = {0, -1, 0};
 static const struct cua_req_stream s_stream = {0x3000000100000002ull};
 static struct cua_req_launch s_launch = {0x2000000100000003ull, {1024, 1, 1}, {256, 1, 1}, 0, 0,
 					 CUA_LAUNCH_PDL, launch_args, 4};
-static cua_batch_item batch_items[4];
-static struct cua_req_batch s_batch = {CUA_FLAG_NO_WAIT, batch_items, 4};
+static cua_batch_item batch_items[5];
+static struct cua_req_batch s_batch = {CUA_FLAG_NO_WAIT, batch_items, 5};
 
+static const struct cua_req_host_register s_hreg = {0, 7, 64u << 20};
+static const struct cua_rep_host_register r_hreg = {0x4000000100000005ull};
+static const struct cua_req_host_unregister s_hunreg = {0x4000000100000005ull};
+static const struct cua_req_memcpy_host s_hcopy = {0x7f0000001000ull, 0, 0x4000000100000005ull, 4096, 1u << 20};
 static const struct cua_rep_hello r_hello = {1, 7, BYTES("cuasyncd 0.1.0"), 64u << 20, CUA_MAX_BATCH, CUA_MAX_ARGS, 1};
 static cua_wire_device r_dev[] = {
 	{0, BYTES("NVIDIA H200"), 9, 0, 150754820096ull, 132, 0, -5, BYTES("cuda"), 1},
@@ -88,6 +92,10 @@ static const struct sample samples[] = {
 	{"req_batch", 0, CUA_OP_BATCH, 0, NULL, &s_batch},
 	{"req_synchronize", 0, CUA_OP_SYNCHRONIZE, 0, NULL, NULL},
 	{"req_status", 0, CUA_OP_STATUS, 0, NULL, NULL},
+	{"req_host_register", 0, CUA_OP_HOST_REGISTER, 0, NULL, &s_hreg},
+	{"req_host_unregister", 0, CUA_OP_HOST_UNREGISTER, 0, NULL, &s_hunreg},
+	{"req_memcpy_htod_host", 0, CUA_OP_MEMCPY_HTOD_HOST, 0, NULL, &s_hcopy},
+	{"req_memcpy_dtoh_host", 0, CUA_OP_MEMCPY_DTOH_HOST, 0, NULL, &s_hcopy},
 	{"rep_hello", 1, CUA_OP_HELLO, CUA_OK, NULL, &r_hello},
 	{"rep_ping", 1, CUA_OP_PING, CUA_OK, NULL, &s_ping},
 	{"rep_devices", 1, CUA_OP_DEVICES, CUA_OK, NULL, &r_devices},
@@ -107,6 +115,9 @@ static const struct sample samples[] = {
 	{"rep_batch", 1, CUA_OP_BATCH, CUA_OK, NULL, &r_batch},
 	{"rep_synchronize", 1, CUA_OP_SYNCHRONIZE, CUA_OK, NULL, NULL},
 	{"rep_status", 1, CUA_OP_STATUS, CUA_OK, NULL, &r_status},
+	{"rep_host_register", 1, CUA_OP_HOST_REGISTER, CUA_OK, NULL, &r_hreg},
+	{"rep_host_unregister", 1, CUA_OP_HOST_UNREGISTER, CUA_OK, NULL, NULL},
+	{"rep_memcpy_htod_host", 1, CUA_OP_MEMCPY_HTOD_HOST, CUA_OK, NULL, NULL},
 	{"rep_error_pdl", 1, CUA_OP_LAUNCH, CUA_EPDL_UNSUPPORTED,
 	 "programmatic dependent launch requires sm_90 or newer; target sm_80", NULL},
 	{"rep_error_protocol", 1, 0, CUA_EPROTOCOL, "message: expected an array of 4 elements", NULL},
@@ -124,6 +135,8 @@ setup_batch(void)
 	batch_items[2].u.dtoh = s_dtoh;
 	batch_items[3].kind = CUA_OP_MEMSET;
 	batch_items[3].u.memset = s_memset;
+	batch_items[4].kind = CUA_OP_MEMCPY_HTOD_HOST;
+	batch_items[4].u.host = s_hcopy;
 }
 
 static void
