@@ -1095,6 +1095,25 @@ cua_launch_programmatic_dependent_launch(cua_launch *l)
 
 /* Checks l and turns it into a pending batch item. */
 static int
+launch_item(cua_launch *l, struct pending *p);
+
+/* A new pending item for l (zeroed, l attached), or an error after freeing l. */
+static int
+pending_launch(cua_launch *l, struct pending **out)
+{
+	*out = NULL;
+	struct pending *p = calloc(1, sizeof(*p));
+	int r = p ? launch_item(l, p) : fail(CUA_ENOMEM, "out of memory");
+	if (r != 0) {
+		free(p);
+		cua_launch_free(l);
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+static int
 launch_item(cua_launch *l, struct pending *p)
 {
 	if (l->error)
@@ -1329,19 +1348,10 @@ cua_launch_submit(cua_launch *l, cua_future **out)
 	if (l == NULL)
 		return fail(CUA_EBAD_ARGUMENT, "no launch");
 	cua_client *c = l->c;
-	struct pending *p = malloc(sizeof(*p));
-	if (p == NULL) {
-		cua_launch_free(l);
-		return fail(CUA_ENOMEM, "out of memory");
-	}
-	int r = launch_item(l, p);
-	if (r != 0) {
-		free(p);
-		cua_launch_free(l);
+	struct pending *p;
+	int r = pending_launch(l, &p);
+	if (r != 0)
 		return r;
-	}
-	p->next = NULL;
-	p->htod_src = NULL;
 	if (out) {
 		p->fut = future_new(c, 1);
 		if (p->fut == NULL) {
@@ -1394,18 +1404,9 @@ batch_append(cua_batch *b, struct pending *p)
 int
 cua_batch_add_launch(cua_batch *b, cua_launch *l)
 {
-	struct pending *p = calloc(1, sizeof(*p));
-	if (p == NULL) {
-		cua_launch_free(l);
-		return fail(CUA_ENOMEM, "out of memory");
-	}
-	int r = launch_item(l, p);
-	if (r != 0) {
-		free(p);
-		cua_launch_free(l);
-		return r;
-	}
-	return batch_append(b, p);
+	struct pending *p;
+	int r = pending_launch(l, &p);
+	return r != 0 ? r : batch_append(b, p);
 }
 
 static struct pending *
