@@ -604,6 +604,71 @@ up_pending(void)
 	daemon_start(&D, args);
 }
 
+static char tls_url[64], tls_dir[64];
+static int have_tls;
+
+/* A self-signed certificate for 127.0.0.1 (openssl CLI); the daemon listens on tls+tcp:// with it. */
+static void
+up_tls(void)
+{
+	snprintf(tls_dir, sizeof(tls_dir), "/tmp/cuasync-tls.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tls_dir));
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && for n in good other; do openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+		 "-nodes -keyout $n.key -out $n.crt -days 2 -subj /CN=127.0.0.1 >/dev/null 2>&1 && cat $n.crt $n.key > $n.pem "
+		 "|| exit 1; done",
+		 tls_dir);
+	have_tls = system(cmd) == 0;
+	snprintf(tls_url, sizeof(tls_url), "tls+tcp://127.0.0.1:%d", 20000 + (int)((getpid() + 7) % 20000));
+	static char cert[128];
+	snprintf(cert, sizeof(cert), "%s/good.pem", tls_dir);
+	const char *with[] = {"--listen", tls_url, "--tls-cert", cert, NULL};
+	daemon_start(&D, have_tls ? with : NULL);
+}
+
+static void
+down_tls(void)
+{
+	daemon_stop(&D);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tls_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tls_dir);
+}
+
+/* tls+tcp://: a client that trusts the daemon's certificate is served; one that trusts another CA is not. */
+START_TEST(tls_clients_verify_the_daemon)
+{
+	if (!have_tls) {
+		printf("no openssl CLI to make a certificate: TLS test skipped\n");
+		return;
+	}
+	char ca[128];
+	snprintf(ca, sizeof(ca), "%s/good.crt", tls_dir);
+	setenv("CUASYNC_TLS_CA", ca, 1);
+	cua_client *c;
+	CK(cua_connect(tls_url, &c));
+	cua_set_timeout(c, 30000);
+	CK(cua_ping(c));
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 1 << 20, &p));
+	static unsigned char data[1 << 20], back[1 << 20];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i * 13);
+	CK(cua_memcpy_htod(c, p, data, sizeof(data)));
+	CK(cua_memcpy_dtoh(c, back, p, sizeof(back)));
+	ck_assert_mem_eq(back, data, sizeof(data));
+	cua_disconnect(c);
+	snprintf(ca, sizeof(ca), "%s/other.crt", tls_dir);
+	setenv("CUASYNC_TLS_CA", ca, 1);
+	setenv("CUASYNC_TIMEOUT_MS", "3000", 1);
+	ck_assert_int_ne(cua_connect(tls_url, &c), CUA_OK);
+	unsetenv("CUASYNC_TLS_CA");
+	unsetenv("CUASYNC_TIMEOUT_MS");
+}
+END_TEST
+
 static char tcp_url[64];
 
 static void
@@ -672,6 +737,11 @@ faults_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, up_pending, down);
 	tcase_add_test(tc, pending_requests_per_connection_are_capped);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tls");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_tls, down_tls);
+	tcase_add_test(tc, tls_clients_verify_the_daemon);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tcp");
 	tcase_set_timeout(tc, 120);
