@@ -14,6 +14,7 @@
 #include "cuasync.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -644,11 +645,12 @@ cua_host_alloc(cua_client *c, int dev, size_t bytes, void **out)
 	*out = NULL;
 	if (bytes == 0)
 		return fail(CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
-	int fd = memfd_create("cuasync-host", MFD_CLOEXEC);
+	int fd = memfd_create("cuasync-host", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return fail(CUA_ENOMEM, "memfd_create: %s", strerror(errno));
 	void *p = MAP_FAILED;
-	if (ftruncate(fd, (off_t)bytes) != 0 ||
+	/* sealed against shrinking: the daemon refuses a buffer that could vanish under the GPU worker */
+	if (ftruncate(fd, (off_t)bytes) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
 	    (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		int err = errno;
 		close(fd);

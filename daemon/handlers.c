@@ -711,9 +711,16 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e)
 				   "cannot open the client's fd %u (%s)%s", q->fd, strerror(errno),
 				   errno == EACCES || errno == EPERM ? ": run cuasyncd as root or as the client's user" : "");
 	struct stat st;
-	if (fcntl(fd, F_GET_SEALS) < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "fd %u is not a memfd (memfd_create)", q->fd);
+	}
+	/* A buffer that could shrink under the worker's mapping would kill it (SIGBUS) and every session with it. */
+	if (!(seals & F_SEAL_SHRINK)) {
+		close(fd);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "the memfd must be sealed against shrinking (MFD_ALLOW_SEALING, then F_ADD_SEALS F_SEAL_SHRINK)");
 	}
 	if ((uint64_t)st.st_size < q->bytes) {
 		close(fd);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -315,10 +316,13 @@ START_TEST(garbage_truncated_and_oversized_messages)
 	struct cua_req_memcpy_host hc = {0x1000, 0, 0x4000000100000001ull, 0, 16};
 	n = pack_req(CUA_OP_MEMCPY_HTOD_HOST, &hc, buf, sizeof(buf));
 	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENOT_FOUND);
-	int mfd = memfd_create("test", MFD_CLOEXEC);
+	int mfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	ck_assert_int_eq(ftruncate(mfd, 4096), 0);
 	hr.fd = (uint32_t)mfd;
 	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_EBAD_ARGUMENT); /* not sealed: could shrink */
+	ck_assert_msg(strstr(msg, "F_SEAL_SHRINK"), "%s", msg);
+	ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
 	ck_assert_int_eq(nng_send(s, buf, n, 0), 0);
 	char *rb = NULL;
 	size_t rlen = 0;
