@@ -313,9 +313,12 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		log_error("device %d: completion for unknown request %llu", d->index, (unsigned long long)h.req);
 		return;
 	}
-	if (h.fatal)
+	if (h.fatal) {
 		log_error("device %d: sticky fault in request %llu of session %llu", d->index, (unsigned long long)h.req,
 			  (unsigned long long)r->s->id);
+		/* The worker exits next: send it nothing more, so new work waits for the fresh one. */
+		d->state = DEV_RESTARTING;
+	}
 	size_t off = sizeof(h);
 	/* Commands were planned in item order, so one cursor walks items and commands together. */
 	uint32_t cur = 0;

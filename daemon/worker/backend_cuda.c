@@ -192,6 +192,41 @@ marker_get(struct cu *C, cua_err *e)
 	return m;
 }
 
+/* A sticky error surfaced (in a marker query or a call): blame every request with work in flight, since
+ * the device does not say whose kernel faulted, then exit. extra is the work that saw it, if any.
+ * `held` markers (taken off the pending list by the caller) are blamed too. */
+_Noreturn static void
+cu_fatal(struct cu *C, CUresult r, struct tracker *t, uint32_t idx, struct marker *held)
+{
+	char d[512];
+	snprintf(d, sizeof(d),
+		 "%s: %s (the GPU does not say which kernel in flight faulted; this request had work on the device)",
+		 errname(r), errstr(r));
+	pthread_mutex_lock(&C->lock);
+	size_t n = 0, cap = 1;
+	for (struct marker *m = C->pending; m; m = m->next)
+		cap++;
+	for (struct marker *m = held; m; m = m->next)
+		cap++;
+	struct tracker **ts = calloc(cap, sizeof(*ts));
+	uint32_t *ix = calloc(cap, sizeof(*ix));
+	if (ts == NULL || ix == NULL)
+		wk_fatal(C->w, t, idx, d);
+	if (t) {
+		ts[n] = t;
+		ix[n++] = idx;
+	}
+	for (struct marker *m = held; m; m = m->next) {
+		ts[n] = m->t;
+		ix[n++] = m->idx;
+	}
+	for (struct marker *m = C->pending; m; m = m->next) {
+		ts[n] = m->t;
+		ix[n++] = m->idx;
+	}
+	wk_fatal_many(C->w, ts, ix, n, d); /* keeps C->lock: nothing else completes now */
+}
+
 static void *
 reactor_main(void *arg)
 {
@@ -221,9 +256,14 @@ reactor_main(void *arg)
 				m->next = done;
 				done = m;
 			} else {
-				char d[256];
-				snprintf(d, sizeof(d), "%s: %s", errname(r), errstr(r));
-				wk_fatal(C->w, m->t, m->idx, d);
+				for (struct marker *k = done; k; k = k->next) /* those finished before the fault */
+					tracker_put(C->w, k->t);
+				m->next = list; /* m, the rest of this pass and the ones still running */
+				struct marker **tail = &m->next;
+				while (*tail)
+					tail = &(*tail)->next;
+				*tail = keep;
+				cu_fatal(C, r, NULL, 0, m);
 			}
 		}
 		for (struct marker *m = done; m; m = m->next)
@@ -615,7 +655,7 @@ cu_submit(struct wk *w, struct wop *op)
 	if (r != CUDA_SUCCESS) {
 		snprintf(detail, sizeof(detail), "%s: %s", errname(r), errstr(r));
 		if (is_sticky(r))
-			wk_fatal(w, op->t, op->idx, detail);
+			cu_fatal(C, r, op->t, op->idx, NULL);
 		status = r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM
 			 : r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? CUA_EBAD_ARGUMENT
 												   : CUA_EDEVICE;
@@ -642,7 +682,7 @@ cu_flush(struct wk *w, struct tracker *t)
 			char d[256];
 			snprintf(d, sizeof(d), "%s: cuEventRecord: %s", errname(r), errstr(r));
 			if (is_sticky(r))
-				wk_fatal(w, t, C->touched_idx[i], d);
+				cu_fatal(C, r, t, C->touched_idx[i], NULL);
 			/* cannot watch this stream: wait for it here instead */
 			drv.cuStreamSynchronize(C->streams[C->touched[i]]);
 			if (m) {

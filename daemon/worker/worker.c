@@ -211,6 +211,32 @@ wk_fatal(struct wk *w, struct tracker *t, uint32_t idx, const char *detail)
 	_exit(WORKER_EXIT_FAULT);
 }
 
+_Noreturn void
+wk_fatal_many(struct wk *w, struct tracker **t, const uint32_t *idx, size_t n, const char *detail)
+{
+	log_error("sticky device fault: %s; %zu request(s) had work in flight; exiting so the front-end starts a "
+		  "fresh worker", detail, n);
+	pthread_mutex_lock(&w->cpl_lock); /* held until exit */
+	for (size_t i = 0; i < n; i++) {
+		struct titem *it = &t[i]->items[idx[i]];
+		it->status = CUA_EDEVICE;
+		free(it->detail);
+		it->detail = strdup(detail);
+	}
+	for (size_t i = 0; i < n; i++) {
+		int seen = 0;
+		for (size_t k = 0; k < i; k++)
+			seen |= t[k] == t[i];
+		if (seen)
+			continue;
+		for (uint32_t k = 0; k < t[i]->ncmds; k++) /* what had not finished in that request */
+			if (t[i]->items[k].status == CUA_OK && k > idx[i])
+				t[i]->items[k].status = CUA_ECONTEXT_LOST;
+		emit(w, t[i], i + 1 == n);
+	}
+	_exit(WORKER_EXIT_FAULT);
+}
+
 static struct tracker *
 tracker_new(uint64_t req, uint32_t ncmds)
 {

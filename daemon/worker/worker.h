@@ -103,6 +103,9 @@ void tracker_put(struct wk *w, struct tracker *t);
 /* A sticky device fault while running item idx of t: writes t's completion (idx gets CUA_EDEVICE with detail,
  * unfinished items CONTEXT_LOST) flagged fatal, and exits the process. Never returns. */
 _Noreturn void wk_fatal(struct wk *w, struct tracker *t, uint32_t idx, const char *detail);
+/* The same when the device cannot say which work faulted (a sticky CUDA error surfaces in whatever is
+ * queried next): every one of the n (tracker, item) pairs gets CUA_EDEVICE with detail; a tracker may repeat. */
+_Noreturn void wk_fatal_many(struct wk *w, struct tracker **t, const uint32_t *idx, size_t n, const char *detail);
 
 /* Parses a LAUNCH command's payload: its dimensions, and its arguments pushed into arena (initialised by
  * the caller) — the argument buffer rebuilt as cuLaunchKernel reads it. 0, or an error code. */
