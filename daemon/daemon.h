@@ -106,6 +106,7 @@ struct session {
 	uint64_t id;
 	uint32_t pipe;
 	bool hello;
+	bool pipe_gone; /* NNG_PIPE_EV_REM_POST seen; the dispatcher closes the session */
 	bool closing;
 	uint16_t tag_salt;
 	struct hslot *slots;
@@ -203,6 +204,7 @@ struct fe {
 	struct flistener listeners[CUAD_MAX_LISTEN];
 	int nlisteners;
 	uint64_t listener_restarts;
+	uint32_t pending_closes; /* sessions whose pipe left, not yet closed */
 	pthread_t watchdog;
 	pthread_mutex_t wd_lock;
 	pthread_cond_t wd_cond;

@@ -201,6 +201,14 @@ dispatcher_main(void *arg)
 	pthread_mutex_lock(&fe->lock);
 	while (!atomic_load(&fe->stopping)) {
 		int progress = 0, blocked = 0;
+		if (fe->pending_closes > 0) {
+			fe->pending_closes = 0;
+			for (struct session *s = fe->sessions, *next; s; s = next) {
+				next = s->next; /* s may be freed by closing it */
+				if (s->pipe_gone && !s->closing)
+					do_session_close(fe, s);
+			}
+		}
 		/* One request per session per round: a flooding client cannot starve the others. */
 		struct session *start = fe->ready;
 		if (start != NULL) {
@@ -422,10 +430,12 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	struct fe *fe = arg;
 	uint32_t id = nng_pipe_id(p);
 	pthread_mutex_lock(&fe->lock);
+	/* No NNG calls in here (it runs inside NNG's pipe handling): closing a session, which may answer
+	 * requests, is left to the dispatcher thread. */
 	if (ev == NNG_PIPE_EV_ADD_POST && listener_is_probe(fe, p)) {
 		/* the listener watchdog's probe: not a client */
 		atomic_fetch_add(&fe->probe_adds, 1);
-	} else if (ev == NNG_PIPE_EV_ADD_POST) {
+	} else if (ev == NNG_PIPE_EV_ADD_POST && !do_pipe_gone(fe, id)) {
 		struct session *s = do_session_by_pipe(fe, id);
 		if (s == NULL)
 			s = do_session_new(fe, id);
@@ -435,8 +445,11 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 			log_debug("pipe %u: session %llu", id, (unsigned long long)s->id);
 	} else if (ev == NNG_PIPE_EV_REM_POST) {
 		struct session *s = do_session_by_pipe(fe, id);
-		if (s)
-			do_session_close(fe, s);
+		if (s && !s->pipe_gone) {
+			s->pipe_gone = true;
+			fe->pending_closes++;
+			do_wake_dispatcher(fe);
+		}
 		fe->tombs[fe->ntombs++ % (sizeof(fe->tombs) / sizeof(fe->tombs[0]))] = id;
 	}
 	pthread_mutex_unlock(&fe->lock);

@@ -912,7 +912,7 @@ p_status(struct fe *fe, struct request *r, msgpack_packer *pk)
 	}
 	cua_wire_counts total = {0};
 	for (const struct session *s = fe->sessions; s; s = s->next) {
-		if (s->closing)
+		if (s->closing || s->pipe_gone)
 			continue;
 		total.allocations += s->counts.allocations;
 		total.alloc_bytes += s->counts.alloc_bytes;
@@ -925,7 +925,7 @@ p_status(struct fe *fe, struct request *r, msgpack_packer *pk)
 	mine.in_flight = r->s->in_flight + r->s->queued;
 	uint32_t live = 0;
 	for (const struct session *s = fe->sessions; s; s = s->next)
-		live += !s->closing;
+		live += s->hello && !s->closing && !s->pipe_gone; /* connections that never said HELLO are no sessions */
 	struct cua_rep_status b = {now_ms() - fe->start_ms, live, fe->requests, fe->errors, ds, n, mine, total};
 	return pack(pk, r, 0, NULL, &b);
 }

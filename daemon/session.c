@@ -35,7 +35,7 @@ struct session *
 do_session_by_pipe(struct fe *fe, uint32_t pipe)
 {
 	for (struct session *s = fe->sessions; s; s = s->next)
-		if (s->pipe == pipe && !s->closing)
+		if (s->pipe == pipe && !s->closing && !s->pipe_gone)
 			return s;
 	return NULL;
 }
