@@ -648,6 +648,36 @@ START_TEST(host_buffer_copies)
 }
 END_TEST
 
+/* cuasyncctl, the operator's view, against the same daemon (a real process reading STATUS and DEVICES). */
+START_TEST(cuasyncctl_reports_the_daemon)
+{
+	cua_client *c = connect_to(&D);
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 3 << 20, &p));
+	char cmd[1024], out[8192];
+	const char *verbs[] = {"status", "devices", "ping"};
+	for (int v = 0; v < 3; v++) {
+		snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url %s %s", builddir(), D.url, verbs[v]);
+		FILE *f = popen(cmd, "r");
+		ck_assert_ptr_nonnull(f);
+		size_t n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = '\0';
+		ck_assert_int_eq(pclose(f), 0);
+		if (v == 0) {
+			ck_assert_msg(strstr(out, "sessions  2"), "%s", out); /* this test's and cuasyncctl's own */
+			ck_assert_msg(strstr(out, "1 allocations (3.0 MiB)"), "%s", out);
+		} else if (v == 1) {
+			ck_assert_msg(strstr(out, "device 0") && strstr(out, test_backend()), "%s", out);
+		} else {
+			ck_assert_msg(strstr(out, "pong in"), "%s", out);
+		}
+	}
+	snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url ipc:///nonexistent/socket status 2>/dev/null", builddir());
+	ck_assert_int_ne(system(cmd), 0);
+	cua_disconnect(c);
+}
+END_TEST
+
 static Suite *
 requests_suite(void)
 {
@@ -666,6 +696,7 @@ requests_suite(void)
 	tcase_add_test(tc, sixteen_clients_thousand_launches_each);
 	tcase_add_test(tc, killed_client_is_cleaned_up);
 	tcase_add_test(tc, host_buffer_copies);
+	tcase_add_test(tc, cuasyncctl_reports_the_daemon);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("quota");
 	tcase_set_timeout(tc, 120);
