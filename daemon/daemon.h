@@ -107,6 +107,8 @@ struct session {
 	uint32_t pipe;
 	bool hello;
 	bool pipe_gone; /* NNG_PIPE_EV_REM_POST seen; the dispatcher closes the session */
+	bool zombie;    /* to be freed once the dispatcher's pass ends */
+	struct session *znext;
 	bool closing;
 	uint16_t tag_salt;
 	struct hslot *slots;
@@ -205,6 +207,8 @@ struct fe {
 	int nlisteners;
 	uint64_t listener_restarts;
 	uint32_t pending_closes; /* sessions whose pipe left, not yet closed */
+	bool dispatching;        /* the dispatcher is walking the ready ring: frees wait until it is done */
+	struct session *zombies;
 	pthread_t watchdog;
 	pthread_mutex_t wd_lock;
 	pthread_cond_t wd_cond;

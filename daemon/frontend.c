@@ -209,7 +209,9 @@ dispatcher_main(void *arg)
 					do_session_close(fe, s);
 			}
 		}
-		/* One request per session per round: a flooding client cannot starve the others. */
+		/* One request per session per round: a flooding client cannot starve the others. Sessions that
+		 * finish closing during the pass are freed after it (see do_session_maybe_free). */
+		fe->dispatching = true;
 		struct session *start = fe->ready;
 		if (start != NULL) {
 			struct session *s = start;
@@ -229,6 +231,13 @@ dispatcher_main(void *arg)
 			} while (s != start && fe->ready != NULL);
 			if (fe->ready)
 				fe->ready = fe->ready->rnext;
+		}
+		fe->dispatching = false;
+		while (fe->zombies) {
+			struct session *z = fe->zombies;
+			fe->zombies = z->znext;
+			z->zombie = false;
+			do_session_maybe_free(fe, z);
 		}
 		if (progress)
 			continue;

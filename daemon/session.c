@@ -61,6 +61,14 @@ do_session_maybe_free(struct fe *fe, struct session *s)
 {
 	if (!s->closing || s->in_flight > 0 || s->qhead != NULL || s->cleanup_pending > 0)
 		return;
+	if (fe->dispatching) { /* the dispatcher still holds a pointer to s: free it after its pass */
+		if (!s->zombie) {
+			s->zombie = true;
+			s->znext = fe->zombies;
+			fe->zombies = s;
+		}
+		return;
+	}
 	do_ready_remove(fe, s);
 	for (struct session **pp = &fe->sessions; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
