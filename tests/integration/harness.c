@@ -191,6 +191,16 @@ launch_1d(cua_client *c, cua_function f, unsigned grid, unsigned block)
 	return l;
 }
 
+void
+launch_and_wait(cua_launch *l)
+{
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	int rc = cua_future_wait(f, -1);
+	ck_assert_msg(rc == CUA_OK, "launch: %s: %s", cua_strerror_name(rc), cua_future_error(f));
+	cua_future_free(f);
+}
+
 bool
 wait_status(cua_client *c, bool (*pred)(const cua_daemon_status *s, void *ud), void *ud, cua_daemon_status *out)
 {

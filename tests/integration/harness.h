@@ -35,6 +35,8 @@ cua_module load_kernels(cua_client *c);
 cua_function get_fn(cua_client *c, cua_module m, const char *name);
 /* A launch of f with the given config (1-D). */
 cua_launch *launch_1d(cua_client *c, cua_function f, unsigned grid, unsigned block);
+/* Submits l (consumed), waits for it and fails the test unless it ran. */
+void launch_and_wait(cua_launch *l);
 /* Waits until the daemon's status satisfies pred (polling STATUS; bounded by 20 s). */
 bool wait_status(cua_client *c, bool (*pred)(const cua_daemon_status *s, void *ud), void *ud, cua_daemon_status *out);
 /* Spin argument that runs about ms milliseconds on the backend. */

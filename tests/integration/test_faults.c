@@ -69,9 +69,7 @@ START_TEST(pdl_refused_below_sm90)
 	/* the same launch without PDL runs */
 	cua_launch *l = launch_1d(c, f, 1, 32);
 	cua_launch_push_device_ptr(l, p);
-	CK(cua_launch_submit(l, &fut));
-	CK(cua_future_wait(fut, -1));
-	cua_future_free(fut);
+	launch_and_wait(l);
 	cua_disconnect(c);
 }
 END_TEST
@@ -159,9 +157,7 @@ START_TEST(sticky_fault_is_contained)
 	cua_launch_push_device_ptr(l, pn);
 	cua_launch_push_u32(l, 3);
 	cua_launch_push_u64(l, 16);
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	uint32_t v[16];
 	CK(cua_memcpy_dtoh(n, v, pn, sizeof(v)));
 	ck_assert_uint_eq(v[15], 3);
@@ -219,10 +215,7 @@ START_TEST(killed_worker_is_replaced)
 	cua_module mn = load_kernels(n);
 	cua_function fn = get_fn(n, mn, "empty_kernel");
 	cua_launch *l = launch_1d(n, fn, 1, 1);
-	cua_future *f;
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	ck_assert_int_eq(cua_stream_synchronize(c, s), CUA_ECONTEXT_LOST);
 	ck_assert_int_ne(daemon_worker_pid(&D, 0), w);
 	cua_disconnect(c);
@@ -387,10 +380,7 @@ START_TEST(garbage_truncated_and_oversized_messages)
 	cua_module m = load_kernels(good);
 	cua_function f = get_fn(good, m, "empty_kernel");
 	cua_launch *l = launch_1d(good, f, 1, 1);
-	cua_future *fut;
-	CK(cua_launch_submit(l, &fut));
-	CK(cua_future_wait(fut, -1));
-	cua_future_free(fut);
+	launch_and_wait(l);
 	cua_disconnect(good);
 	nng_fini(); /* the raw socket's pipe dropped for EMSGSIZE is only reclaimed here (NNG 1.5.2) */
 }
@@ -728,10 +718,7 @@ START_TEST(tcp_clients_are_served)
 	cua_launch_push_device_ptr(l, p);
 	cua_launch_push_u32(l, 0xabc);
 	cua_launch_push_u64(l, 1024);
-	cua_future *f;
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	uint32_t v[1024];
 	CK(cua_memcpy_dtoh(t, v, p, sizeof(v)));
 	ck_assert_uint_eq(v[1023], 0xabc);

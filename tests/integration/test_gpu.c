@@ -49,10 +49,7 @@ START_TEST(axpy_2_24_matches_host_exactly)
 	cua_launch_push_device_ptr(l, dx);
 	cua_launch_push_device_ptr(l, dy);
 	cua_launch_push_u64(l, N);
-	cua_future *f;
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	CK(cua_memcpy_dtoh(c, out, dy, N * 4));
 	size_t bad = 0;
 	for (size_t i = 0; i < N; i++)
@@ -122,9 +119,7 @@ START_TEST(fault_recovery_is_fast)
 	cua_launch_push_device_ptr(l, p);
 	cua_launch_push_u32(l, 11);
 	cua_launch_push_u64(l, 1024);
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	double dt = now_s() - t0;
 	uint32_t w[1024];
 	CK(cua_memcpy_dtoh(n, w, p, sizeof(w)));
@@ -218,10 +213,7 @@ START_TEST(ptx_module_is_jit_compiled)
 	cua_launch_push_device_ptr(l, p);
 	cua_launch_push_u32(l, 0xc0ffee);
 	cua_launch_push_u64(l, 256);
-	cua_future *f;
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	uint32_t v[256];
 	CK(cua_memcpy_dtoh(c, v, p, sizeof(v)));
 	for (int i = 0; i < 256; i++)
@@ -260,10 +252,7 @@ START_TEST(every_device_gets_a_worker)
 		cua_launch_push_device_ptr(l, p);
 		cua_launch_push_u32(l, (uint32_t)d + 100);
 		cua_launch_push_u64(l, 1024);
-		cua_future *f;
-		CK(cua_launch_submit(l, &f));
-		CK(cua_future_wait(f, -1));
-		cua_future_free(f);
+		launch_and_wait(l);
 		uint32_t v[1024];
 		CK(cua_memcpy_dtoh(c, v, p, sizeof(v)));
 		ck_assert_uint_eq(v[1023], (uint32_t)d + 100);

@@ -177,10 +177,7 @@ START_TEST(axpy_matches_host)
 	cua_launch_push_device_ptr(l, dx);
 	cua_launch_push_device_ptr(l, dy);
 	cua_launch_push_u64(l, N);
-	cua_future *f;
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	CK(cua_memcpy_dtoh(c, out, dy, N * 4));
 	for (size_t i = 0; i < N; i++) {
 		float want = fmaf(1.5f, x[i], y[i]); /* the kernel's a * x + y is one FMA */
@@ -429,9 +426,7 @@ START_TEST(foreign_and_outside_pointers_are_refused)
 	cua_launch_push_device_ptr(l, pa);
 	cua_launch_push_u32(l, 42);
 	cua_launch_push_u64(l, 4);
-	CK(cua_launch_submit(l, &f));
-	CK(cua_future_wait(f, -1));
-	cua_future_free(f);
+	launch_and_wait(l);
 	uint32_t v[4];
 	CK(cua_memcpy_dtoh(a, v, pa, sizeof(v)));
 	ck_assert_uint_eq(v[3], 42);
