@@ -1,0 +1,196 @@
+/*
+ * wrec.h — the records the front-end and a GPU worker exchange through their shared-memory region. Both
+ * sides are built from this one header (same binary), so these are plain structs: no versioning.
+ *
+ * Region (one memfd, mapped by both):  [wshm_hdr][command ring][completion ring][staging area]
+ *
+ * Command record (front-end → worker, one per request):
+ *     struct wrec_req, then ncmds commands. Every command starts with struct wrec_hdr {op, size}; size counts
+ *     the whole command (header, fixed fields and whatever follows them), a multiple of 8. One struct per
+ *     command kind below, named after it (tmux-protocol.h style); what follows the fixed part is said beside it.
+ * Completion record (worker → front-end, one per request, once every command of it has finished, stream
+ *     work included): struct wcpl_req, then ncmds × (struct wcpl, detail text, data, padded to 8).
+ * The worker's first completion record has req == 0 and reports the device (struct wdev_info as its data)
+ * or, with a non-zero status, why the device cannot be used.
+ * A command record of zero bytes asks the worker to finish.
+ */
+#ifndef CUA_WREC_H
+#define CUA_WREC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WSHM_MAGIC 0x43554144u /* "CUAD" */
+
+struct wshm_hdr {
+	uint32_t magic, pad;
+	uint64_t cmd_off, cmd_size; /* ring data bytes */
+	uint64_t cpl_off, cpl_size;
+	uint64_t staging_off, staging_size;
+	uint64_t total;
+};
+
+/* Command kinds. "sync" commands run on the worker's main thread in record order; "stream" commands are
+ * queued on their stream and complete asynchronously. */
+enum wrec_op {
+	WR_MODULE_LOAD = 1, /* sync;   value: module id */
+	WR_MODULE_UNLOAD,   /* sync */
+	WR_FUNCTION_GET,    /* sync;   value: function id; data: cua_param_info[] */
+	WR_MEM_ALLOC,       /* sync;   value: device address */
+	WR_MEM_FREE,        /* sync */
+	WR_STREAM_CREATE,   /* sync;   value: stream id */
+	WR_STREAM_DESTROY,  /* sync (drains the stream first) */
+	WR_STREAM_SYNC,     /* stream: completes when everything before it on the stream has */
+	WR_HTOD,            /* stream */
+	WR_DTOH,            /* stream */
+	WR_DTOD,            /* stream */
+	WR_MEMSET,          /* stream */
+	WR_LAUNCH,          /* stream */
+	WR_HOST_REGISTER,   /* sync;   value: host buffer id */
+	WR_HOST_UNREGISTER, /* sync */
+	WR_OP_MAX
+};
+
+/* Every command starts with this. */
+struct wrec_hdr {
+	uint32_t op;   /* enum wrec_op */
+	uint32_t size; /* bytes of the whole command, a multiple of 8 */
+};
+
+struct wrec_module_load {
+	struct wrec_hdr h;
+	uint32_t format, pad; /* CUA_IMAGE_* */
+	uint64_t staging_off, len; /* the image, in the staging area */
+};
+
+struct wrec_module_unload {
+	struct wrec_hdr h;
+	uint64_t module;
+};
+
+struct wrec_function_get {
+	struct wrec_hdr h;
+	uint64_t module;
+	/* followed by the kernel name, NUL-terminated, padded to 8 */
+};
+
+struct wrec_mem_alloc {
+	struct wrec_hdr h;
+	uint64_t bytes;
+};
+
+struct wrec_mem_free {
+	struct wrec_hdr h;
+	uint64_t addr;
+};
+
+struct wrec_stream_create {
+	struct wrec_hdr h;
+	int32_t priority;
+	uint32_t pad;
+};
+
+/* WR_STREAM_DESTROY and WR_STREAM_SYNC */
+struct wrec_stream {
+	struct wrec_hdr h;
+	uint32_t stream, pad;
+};
+
+/* WR_HTOD and WR_DTOH: between device memory and the staging area (hostbuf 0) or a registered host buffer. */
+struct wrec_copy {
+	struct wrec_hdr h;
+	uint32_t stream;
+	uint32_t hostbuf;  /* 0: the staging area; else a host buffer id from WR_HOST_REGISTER */
+	uint64_t dev;      /* device address */
+	uint64_t host_off; /* offset in the staging area or the host buffer */
+	uint64_t bytes;
+};
+
+struct wrec_dtod {
+	struct wrec_hdr h;
+	uint32_t stream, pad;
+	uint64_t dst, src, bytes;
+};
+
+struct wrec_memset {
+	struct wrec_hdr h;
+	uint32_t stream, width; /* width: 1, 2 or 4 bytes */
+	uint64_t dst, value, count;
+};
+
+#define WREC_LAUNCH_PDL (1u << 0)
+
+struct wrec_launch {
+	struct wrec_hdr h;
+	uint32_t stream, flags; /* WREC_LAUNCH_* */
+	uint64_t function;
+	uint32_t grid[3], block[3];
+	uint32_t shared_mem, nargs;
+	/* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
+};
+
+struct wrec_arg {
+	uint32_t size, pad;
+};
+
+/* The client's memfd, which the front-end holds open as its own descriptor fd (the worker opens it through
+ * /proc/<front-end>/fd/<fd>). */
+struct wrec_host_register {
+	struct wrec_hdr h;
+	int32_t fd;
+	uint32_t pad;
+	uint64_t bytes;
+};
+
+struct wrec_host_unregister {
+	struct wrec_hdr h;
+	uint64_t buffer;
+};
+
+/* Head of a command record. */
+struct wrec_req {
+	uint64_t req;
+	uint32_t ncmds, pad;
+};
+
+/* Head of a completion record. */
+struct wcpl_req {
+	uint64_t req;
+	uint32_t ncmds;
+	uint32_t fatal; /* 1: a sticky fault; the worker exits after this record */
+};
+
+/* One command's outcome. */
+struct wcpl {
+	uint32_t status;     /* CUA_OK or a CUA_E* code */
+	uint32_t detail_len; /* bytes of detail text following */
+	uint32_t data_len;   /* bytes of data following the detail */
+	uint32_t pad;
+	uint64_t value;
+};
+
+/* Data of the worker's first record. */
+struct wdev_info {
+	char name[256];
+	char backend[16];
+	uint32_t sm_major, sm_minor;
+	uint64_t total_mem;
+	uint32_t multiprocessors;
+	int32_t prio_least, prio_greatest;
+	uint32_t pool_streams;
+};
+
+static inline uint32_t
+wrec_align8(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+/* Bytes of a command of fixed struct `fixed` followed by `extra` bytes, padded. */
+static inline uint32_t
+wrec_size(size_t fixed, uint32_t extra)
+{
+	return (uint32_t)fixed + wrec_align8(extra);
+}
+
+#endif
