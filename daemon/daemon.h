@@ -1,29 +1,31 @@
 /*
- * daemon.h — the front-end of cuasyncd: configuration, devices (one supervised worker each), sessions and
- * requests. The front-end never calls CUDA; everything GPU-facing happens in worker processes.
+ * daemon.h — the core of the cuasyncd front-end: its configuration and the state every part shares.
  *
- * Locking: one mutex, fe->lock, guards sessions, handle tables, request queues, device state and the staging
- * allocators. NNG callbacks decode outside it; validation, dispatch and completion take it briefly.
- * Functions named do_* expect the caller to hold fe->lock.
+ * The front-end never calls CUDA (GPU work happens in worker processes, see worker/) and its core never
+ * touches NNG or msgpack: edge.c is the only file that does, and it hands the core decoded bytes and a reply
+ * function (struct edge_ops). A request's life is request.c; the parts it uses are below it:
+ *
+ *   edge.c ──▶ request.c ──▶ sched.c   (sequence order, fairness)
+ *                  │   └────▶ cmd-*.c   (one file per family of operations: validate, plan, complete, reply)
+ *                  │             └────▶ plan.c, session.c (tables)
+ *                  └────────▶ devlink.c (workers: spawn, rings, completions — reported back through a callback)
+ *
+ * Locking: one mutex, fe->lock, guards sessions, handle tables, request queues, device state and the
+ * staging allocators. Functions named do_* expect the caller to hold it; the others take it themselves.
  */
 #ifndef CUAD_DAEMON_H
 #define CUAD_DAEMON_H
 
 #include "cua_error.h"
 #include "cua_proto.h"
-#include "cua_wire.h"
-#include "extent.h"
-#include "ring.h"
-#include "wproto.h"
 
-#include <nng/nng.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <sys/types.h>
+#include <stdint.h>
+#include <sys/queue.h>
 
 #define CUAD_MAX_LISTEN 16
-#define CUAD_MAX_PARKED 4096 /* out-of-order requests one session may have waiting */
 
 struct config {
 	const char *listen[CUAD_MAX_LISTEN];
@@ -49,241 +51,64 @@ struct config {
 	const char *self_exe;
 };
 
-enum dev_state { DEV_STARTING, DEV_READY, DEV_RESTARTING, DEV_FAILED };
+/* The defaults of every option (main.c's --help states them). */
+void config_defaults(struct config *c);
+/* Zeroes fe, sets the defaults and initialises its lock and lists. */
+void fe_init(struct fe *fe);
 
 struct request;
-struct fe;
+struct session;
+struct device;
+struct reply;
 
-struct device {
-	struct fe *fe;
-	int index;     /* daemon-visible index */
-	int ordinal;   /* backend device ordinal */
-	enum dev_state state;
-	uint32_t gen;  /* worker generation, 1.. */
-	uint32_t restarts;
-	pid_t pid;
-	struct wdev_info info;
-	char why[CUA_ERR_DETAIL_MAX]; /* why the device is unusable (DEV_FAILED) */
-	int shm_fd;
-	unsigned char *shm;
-	size_t shm_len;
-	struct ring *cmd, *cpl;
-	unsigned char *staging;
-	struct extent_alloc staging_alloc;
-	pthread_t cpl_thread;
-	bool cpl_thread_started;
-	atomic_int worker_dead;
-	atomic_int stop;
-	uint32_t next_pool;
-	uint32_t in_flight;
-	struct request **inflight; /* hash by request id */
-	size_t inflight_buckets;
-	uint64_t allocations, alloc_bytes;
+/* What the NNG edge gives the core. Both are called with fe->lock held and must not block or call back. */
+struct edge_ops {
+	/* Sends rep as the answer to the request that came with ctx (the edge's receive context); ctx is the
+	 * edge's again afterwards. rep and what it points to are only valid during the call. */
+	void (*reply)(void *ctx, const struct reply *rep);
+	/* Frees the received message that a request's decoded fields point into. */
+	void (*msg_free)(void *msg);
+	/* The pid of the peer of connection pipe when the kernel vouches for it (ipc://), else -1. */
+	int64_t (*peer_pid)(uint32_t pipe);
 };
 
-/* One object of a session's handle table. */
-struct hslot {
-	uint8_t kind; /* 0 = free */
-	uint8_t dev;
-	uint16_t tag;
-	uint32_t gen;
-	bool stale;
-	uint64_t wid; /* the worker's id: module id, function id, stream id */
-	uint32_t module_slot; /* functions: their module */
-	cua_param_info *params; /* functions */
-	uint32_t nparams;
-	uint64_t size; /* host buffers */
-};
-
-struct alloc_rec {
-	uint64_t addr, len;
-	uint32_t gen;
-	uint8_t dev;
-	bool stale;
-};
-
-struct session {
-	uint64_t id;
-	uint32_t pipe;
-	bool hello;
-	bool pipe_gone; /* NNG_PIPE_EV_REM_POST seen; the dispatcher closes the session */
-	bool zombie;    /* to be freed once the dispatcher's pass ends */
-	struct session *znext;
-	bool closing;
-	uint16_t tag_salt;
-	struct hslot *slots;
-	uint32_t nslots, slots_cap;
-	uint32_t nhandles;
-	struct alloc_rec *allocs; /* sorted by addr */
-	uint32_t nallocs, allocs_cap;
-	cua_wire_counts counts;
-	uint32_t host_buffers;
-	struct request *qhead, *qtail;
-	uint32_t queued;
-	uint32_t in_flight;
-	uint32_t cleanup_pending;
-	bool in_ready;
-	struct session *rnext, *rprev; /* ready ring */
-	struct session *next;          /* all sessions */
-	uint32_t deferred_status;
-	char deferred_msg[CUA_ERR_DETAIL_MAX];
-	/* Ordered requests (seq != 0) are handled in seq order: NNG hands messages of one connection to
-	 * several contexts at once, so a later request can arrive first; it waits here for its turn. */
-	uint64_t next_seq;
-	struct request *parked; /* sorted by seq */
-	uint32_t nparked;
-	uint32_t held; /* requests holding an NNG context (not yet answered) */
-};
-
-/* An NNG context with its aio: receives a request, later sends its reply. */
-struct fectx {
-	struct fe *fe;
-	nng_ctx ctx;
-	nng_aio *aio;
-	int sending;
-};
-
-/* What one item of a request (the request itself, or one batch item) came to. */
-struct ritem {
-	int32_t cmd;     /* index of its worker command, or -1 */
-	uint32_t status; /* set by validation or completion */
-	char *msg;       /* malloc'd message or NULL (the table's) */
-	uint64_t value;  /* worker result */
-	void *data;      /* worker result data (malloc'd) */
-	uint32_t data_len;
-	int32_t stage;   /* staging index or -1 */
-};
-
-struct stage {
-	size_t cmd_off; /* byte offset of its command in request.cmds */
-	uint64_t len;
-	uint64_t off;
-	const void *src; /* HTOD / MODULE_LOAD: bytes to copy in; NULL: DTOH (copied out at completion) */
-	bool placed;
-};
-
-struct request {
-	uint64_t id;
-	struct fe *fe;
-	struct session *s;
-	struct fectx *ctx; /* NULL once replied (fire-and-forget) or for internal requests */
-	nng_msg *msg;      /* owns the bytes the decoded request points into */
-	nng_pipe pipe;     /* the connection it came on */
-	int host_fd;       /* HOST_REGISTER: the client's memfd, opened here (-1: none) */
-	cua_wire_request w;
-	bool decoded;
-	uint32_t op;
-	int dev;          /* -1: no device work */
-	uint32_t dep_gen; /* generation the request's handles belong to, 0: none */
-	bool barrier;     /* wait until the session has nothing in flight */
-	bool no_wait;
-	bool internal;    /* session cleanup */
-	unsigned char *cmds;
-	size_t cmds_len, cmds_cap, last_cmd_off;
-	uint32_t ncmds;
-	struct ritem *items;
-	uint32_t nitems;
-	struct stage *stages;
-	uint32_t nstages;
-	struct request *qnext, *hnext;
-	uint64_t seq;
-	bool held;       /* counted in s->held until answered */
-	bool refused;    /* answered QUOTA while parked: skipped when its turn comes */
-	uint32_t status; /* whole-request status when not OK */
-	char *status_msg;
-};
-
-enum { FL_IPC, FL_TCP, FL_OTHER };
-struct flistener {
-	const char *url;
-	nng_listener l;
-	int kind;
-	nng_sockaddr_in tcp; /* bound address of a tcp listener */
-};
+TAILQ_HEAD(session_list, session);
 
 struct fe {
 	struct config cfg;
-	struct flistener listeners[CUAD_MAX_LISTEN];
-	int nlisteners;
-	uint64_t listener_restarts;
-	uint32_t pending_closes; /* sessions whose pipe left, not yet closed */
-	bool dispatching;        /* the dispatcher is walking the ready ring: frees wait until it is done */
-	struct session *zombies;
-	pthread_t watchdog;
-	pthread_mutex_t wd_lock;
-	pthread_cond_t wd_cond;
-	atomic_ushort probe_port;
-	atomic_uint_fast64_t probe_adds; /* probe pipes the socket has seen */
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* dispatcher: work may be ready */
-	nng_socket sock;
-	struct fectx *ctxs;
-	unsigned nctxs;
+	pthread_cond_t cond; /* the dispatcher: work may be ready */
+	const struct edge_ops *edge;
+
 	struct device *devs;
 	int ndevs;
-	struct session *sessions;
-	struct session *ready; /* ready ring cursor */
+	const char *backend; /* the chosen backend: "cuda" or "emu" */
+
+	/* sessions (session.c) */
+	struct session_list sessions;
+	struct session *by_pipe;   /* uthash on pipe id */
+	struct pipe_tomb *tombs;   /* uthash on pipe id: pipes that left (the newest CUAD_TOMBS) */
+	STAILQ_HEAD(tomb_fifo, pipe_tomb) tomb_fifo; /* oldest first */
+	uint32_t ntombs;
 	uint32_t nsessions;
-	uint64_t next_session, next_req;
+	uint64_t next_session;
+
+	/* scheduler (sched.c) */
+	struct session_list ready; /* sessions with queued requests, served round-robin */
+	uint32_t pending_closes;   /* sessions whose pipe left, not yet closed */
+	bool dispatching;          /* the dispatcher walks the ready list: sessions are freed after its pass */
+	struct session_list zombies;
+	pthread_t dispatcher;
+	bool dispatcher_started;
+
+	uint64_t next_req;
 	uint64_t requests, errors;
 	uint64_t start_ms;
-	pthread_t dispatcher;
+	uint64_t listener_restarts;
 	atomic_int stopping;
-	const char *backend; /* chosen backend */
-	/* Pipes that left before sending anything: a message NNG still delivers from one must not create a
-	 * session (ADD_POST and the first message race on different threads). */
-	uint32_t tombs[256];
-	unsigned ntombs;
 };
 
-/* frontend.c */
-int fe_start(struct fe *fe);
-void fe_stop(struct fe *fe);
+/* Monotonic milliseconds. Any thread. */
 uint64_t now_ms(void);
-/* Sends the reply of r (status, items) and frees r. Caller holds fe->lock. */
-void do_finish(struct fe *fe, struct request *r);
-void do_wake_dispatcher(struct fe *fe);
-
-/* listener.c */
-int listener_open(struct fe *fe, struct flistener *fl);
-bool listener_is_probe(struct fe *fe, nng_pipe p);
-int listener_watchdog_start(struct fe *fe);
-void listener_watchdog_stop(struct fe *fe);
-
-/* session.c */
-struct session *do_session_new(struct fe *fe, uint32_t pipe);
-struct session *do_session_by_pipe(struct fe *fe, uint32_t pipe);
-void do_session_close(struct fe *fe, struct session *s);
-void do_session_maybe_free(struct fe *fe, struct session *s);
-/* Takes s out of the dispatcher's round-robin ring (if it is in it). */
-void do_ready_remove(struct fe *fe, struct session *s);
-/* Handle table. */
-int do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t wid, uint64_t *h);
-/* Looks h up: 0 and *slot, or NOT_FOUND / CONTEXT_LOST with a message in e. */
-int do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **slot, cua_err *e);
-void do_handle_free(struct session *s, struct hslot *slot);
-/* Allocation table: 0 when [p, p+len) is inside one live allocation of s (its device in *dev). */
-int do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
-		  cua_err *e);
-int do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t len);
-void do_alloc_remove(struct session *s, struct alloc_rec *rec);
-/* After a worker restart: marks everything of dev's old generation stale in every session. */
-void do_sessions_mark_stale(struct fe *fe, struct device *d, uint32_t old_gen);
-
-/* handlers.c */
-enum handled { H_REPLY, H_QUEUE };
-/* Validates r (decoded) and plans its worker commands. Caller holds fe->lock. */
-enum handled do_handle_request(struct fe *fe, struct request *r);
-/* Builds the reply body of a completed request into pk. Caller holds fe->lock. */
-int do_pack_reply(struct fe *fe, struct request *r, msgpack_packer *pk);
-/* Plans the release of everything s holds on dev (session close). */
-struct request *do_cleanup_request(struct fe *fe, struct session *s, int dev);
-void request_free(struct request *r);
-
-/* worker link (workerlink.c) */
-int dev_start(struct fe *fe, struct device *d);
-void dev_stop(struct device *d);
-/* Writes r's commands into the worker's ring. 0, or -1 when it must wait (staging or ring full). */
-int do_dev_dispatch(struct fe *fe, struct device *d, struct request *r);
 
 #endif

@@ -1,12 +1,14 @@
 /*
- * main.c — cuasyncd: options, start-up (workers first, then listeners), readiness notification, signals.
- * The same executable runs the GPU workers (`--worker`, spawned by the front-end with fork+exec).
+ * main.c — cuasyncd: options, start-up (workers first, then the dispatcher, then the edge and its
+ * listeners), readiness notification, signals, shutdown. The same executable runs the GPU workers
+ * (`--worker`, spawned by the front-end with fork+exec; see worker/).
  */
 #include "config.h"
 
 #include "cua_log.h"
-#include "daemon.h"
-#include "worker/worker.h"
+#include "edge.h"
+#include "request.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -72,7 +74,7 @@ static const struct opt_row {
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: cuasyncd [options]\n\nShares the GPUs of this host among client processes (see cuasyncd(8)).\n\n");
+	fprintf(f, "usage: cuasyncd [options]\n\nShares the GPUs of this host among client processes (see README.md).\n\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		if (opt_rows[i].help == NULL)
 			continue;
@@ -253,120 +255,123 @@ count_devices(struct fe *fe, int *ordinals, int max)
 	return n;
 }
 
-int
-main(int argc, char **argv)
+/* One option into c or wo. Returns 0, 1 (a bad value), or 100 + an exit status to stop with now. */
+static int
+apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 {
-	struct fe fe;
-	memset(&fe, 0, sizeof(fe));
-	struct config *c = &fe.cfg;
-	c->backend = "auto";
-	c->emu_sm = 90;
-	c->emu_devices = 1;
-	c->emu_mem = 1ull << 30;
-	c->pool_streams = 4;
-	c->contexts = 512;
-	c->max_message = (64u << 20) + (1u << 20);
-	c->staging_bytes = 256ull << 20;
-	c->ring_bytes = 16u << 20;
-	c->session_handles = 65536;
-	c->session_inflight = 65536;
-	c->session_window = 8;
-	c->ready_fd = -1;
-	c->ipc_mode = -1;
-	struct worker_opts wo = {.shm_fd = -1};
+	uint64_t sz;
+	unsigned u;
+	int bad = 0, l;
+	char *end;
+	long mode;
+	switch (ch) {
+	case O_LISTEN:
+		if (c->nlisten == CUAD_MAX_LISTEN)
+			return 1;
+		c->listen[c->nlisten++] = arg;
+		return 0;
+	case O_BACKEND:
+		c->backend = arg;
+		return strcmp(arg, "auto") && strcmp(arg, "cuda") && strcmp(arg, "emu");
+	case O_EMU_SM: bad = parse_uint(arg, 10, 199, &u); c->emu_sm = (int)u; return bad;
+	case O_EMU_DEVICES: bad = parse_uint(arg, 1, CUA_MAX_DEVICES, &u); c->emu_devices = (int)u; return bad;
+	case O_EMU_MEM: return parse_size(arg, &c->emu_mem) || c->emu_mem == 0;
+	case O_DEVICES: c->devices = arg; return 0;
+	case O_POOL: return parse_uint(arg, 1, 64, &c->pool_streams);
+	case O_CONTEXTS: return parse_uint(arg, 1, 65536, &c->contexts);
+	case O_MAX_MESSAGE:
+		bad = parse_size(arg, &sz) || sz < 65536 || sz > CUA_WIRE_MAX_MESSAGE;
+		c->max_message = (size_t)sz;
+		return bad;
+	case O_STAGING: return parse_size(arg, &c->staging_bytes) || c->staging_bytes < 65536;
+	case O_RING: return parse_size(arg, &c->ring_bytes) || c->ring_bytes < 65536 || (c->ring_bytes & (c->ring_bytes - 1));
+	case O_SESSION_MEM: return parse_size(arg, &c->session_mem);
+	case O_SESSION_HANDLES: return parse_uint(arg, 1, 0xffffff, &c->session_handles);
+	case O_SESSION_INFLIGHT: return parse_uint(arg, 1, 1u << 24, &c->session_inflight);
+	case O_SESSION_PENDING: return parse_uint(arg, 1, 65536, &c->session_pending);
+	case O_SESSION_WINDOW: return parse_uint(arg, 1, 65536, &c->session_window);
+	case O_TLS_CERT: c->tls_cert = arg; return 0;
+	case O_TLS_KEY: c->tls_key = arg; return 0;
+	case O_READY_FD: bad = parse_uint(arg, 0, 65535, &u); c->ready_fd = (int)u; return bad;
+	case O_LOG_LEVEL: l = cua_log_parse_level(arg); cua_log_set_level(l); return l < 0;
+	case O_IPC_MODE:
+		mode = strtol(arg, &end, 8);
+		c->ipc_mode = (int)mode;
+		return *end != '\0' || mode < 0 || mode > 0777;
+	case O_LOG_LEVEL_NUM: bad = parse_uint(arg, 0, 3, &u); cua_log_set_level((int)u); return bad;
+	case O_WORKER: bad = parse_uint(arg, 0, 65535, &u); wo->shm_fd = (int)u; return bad;
+	case O_WORKER_DEVICE: bad = parse_uint(arg, 0, CUA_MAX_DEVICES, &u); wo->device = (int)u; return bad;
+	case O_WORKER_GEN: bad = parse_uint(arg, 0, UINT32_MAX >> 1, &u); wo->generation = u; return bad;
+	case O_CUDA_PROBE: return 100 + cuda_probe_main();
+	case O_HELP: usage(stdout); return 100;
+	case O_VERSION: printf("%s %s (protocol %u)\n", PACKAGE_NAME, PACKAGE_VERSION, CUA_PROTO_VERSION); return 100;
+	default: usage(stderr); return 102;
+	}
+}
 
+/* The command line into c and wo. -1: go on; else the exit status to stop with. */
+static int
+parse_options(struct config *c, struct worker_opts *wo, int argc, char **argv)
+{
 	struct option longopts[NOPTS + 1];
+	int ch;
 	for (size_t i = 0; i < NOPTS; i++)
 		longopts[i] = (struct option){opt_rows[i].name, opt_rows[i].has_arg, NULL, opt_rows[i].id};
 	longopts[NOPTS] = (struct option){NULL, 0, NULL, 0};
-	int ch;
-	uint64_t sz;
-	unsigned u;
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		int bad = 0;
-		switch (ch) {
-		case O_LISTEN:
-			if (c->nlisten == CUAD_MAX_LISTEN)
-				bad = 1;
-			else
-				c->listen[c->nlisten++] = optarg;
-			break;
-		case O_BACKEND:
-			bad = strcmp(optarg, "auto") && strcmp(optarg, "cuda") && strcmp(optarg, "emu");
-			c->backend = optarg;
-			break;
-		case O_EMU_SM: bad = parse_uint(optarg, 10, 199, &u); c->emu_sm = (int)u; break;
-		case O_EMU_DEVICES: bad = parse_uint(optarg, 1, CUA_MAX_DEVICES, &u); c->emu_devices = (int)u; break;
-		case O_EMU_MEM: bad = parse_size(optarg, &c->emu_mem) || c->emu_mem == 0; break;
-		case O_DEVICES: c->devices = optarg; break;
-		case O_POOL: bad = parse_uint(optarg, 1, 64, &c->pool_streams); break;
-		case O_CONTEXTS: bad = parse_uint(optarg, 1, 65536, &c->contexts); break;
-		case O_MAX_MESSAGE:
-			bad = parse_size(optarg, &sz) || sz < 65536 || sz > CUA_WIRE_MAX_MESSAGE;
-			c->max_message = (size_t)sz;
-			break;
-		case O_STAGING: bad = parse_size(optarg, &c->staging_bytes) || c->staging_bytes < 65536; break;
-		case O_RING:
-			bad = parse_size(optarg, &c->ring_bytes) || c->ring_bytes < 65536 ||
-			      (c->ring_bytes & (c->ring_bytes - 1));
-			break;
-		case O_SESSION_MEM: bad = parse_size(optarg, &c->session_mem); break;
-		case O_SESSION_HANDLES: bad = parse_uint(optarg, 1, 0xffffff, &c->session_handles); break;
-		case O_SESSION_INFLIGHT: bad = parse_uint(optarg, 1, 1u << 24, &c->session_inflight); break;
-		case O_SESSION_PENDING: bad = parse_uint(optarg, 1, 65536, &c->session_pending); break;
-		case O_SESSION_WINDOW: bad = parse_uint(optarg, 1, 65536, &c->session_window); break;
-		case O_TLS_CERT: c->tls_cert = optarg; break;
-		case O_TLS_KEY: c->tls_key = optarg; break;
-		case O_READY_FD: bad = parse_uint(optarg, 0, 65535, &u); c->ready_fd = (int)u; break;
-		case O_LOG_LEVEL: {
-			int l = cua_log_parse_level(optarg);
-			bad = l < 0;
-			cua_log_set_level(l);
-			break;
-		}
-		case O_IPC_MODE: {
-			char *end;
-			long mode = strtol(optarg, &end, 8);
-			bad = *end != '\0' || mode < 0 || mode > 0777;
-			c->ipc_mode = (int)mode;
-			break;
-		}
-		case O_LOG_LEVEL_NUM: bad = parse_uint(optarg, 0, 3, &u); cua_log_set_level((int)u); break;
-		case O_WORKER: bad = parse_uint(optarg, 0, 65535, &u); wo.shm_fd = (int)u; break;
-		case O_WORKER_DEVICE: bad = parse_uint(optarg, 0, CUA_MAX_DEVICES, &u); wo.device = (int)u; break;
-		case O_WORKER_GEN: bad = parse_uint(optarg, 0, UINT32_MAX >> 1, &u); wo.generation = u; break;
-		case O_CUDA_PROBE: return cuda_probe_main();
-		case O_HELP: usage(stdout); return 0;
-		case O_VERSION: printf("%s %s (protocol %u)\n", PACKAGE_NAME, PACKAGE_VERSION, CUA_PROTO_VERSION); return 0;
-		default: usage(stderr); return 2;
-		}
-		if (bad) {
-			const char *name = "?";
-			for (size_t i = 0; i < NOPTS; i++)
-				if (opt_rows[i].id == ch)
-					name = opt_rows[i].name;
-			fprintf(stderr, "cuasyncd: invalid value '%s' for --%s (see --help)\n", optarg ? optarg : "", name);
-			return 2;
-		}
+		int rc = apply_option(c, wo, ch, optarg);
+		if (rc >= 100)
+			return rc - 100;
+		if (rc == 0)
+			continue;
+		const char *name = "?";
+		for (size_t i = 0; i < NOPTS; i++)
+			if (opt_rows[i].id == ch)
+				name = opt_rows[i].name;
+		fprintf(stderr, "cuasyncd: invalid value '%s' for --%s (see --help)\n", optarg ? optarg : "", name);
+		return 2;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "cuasyncd: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (wo.shm_fd >= 0) {
-		wo.backend = c->backend;
-		wo.emu_sm = c->emu_sm;
-		wo.emu_mem = c->emu_mem;
-		wo.pool_streams = c->pool_streams;
-		return worker_main(&wo);
-	}
+	return -1;
+}
 
-	cua_log_set_ident("cuasyncd");
+/* Starts one worker per device. The number of usable ones, or -1. */
+static int
+start_devices(struct fe *fe)
+{
+	int ordinals[CUA_MAX_DEVICES], usable = 0;
+	int ndev = count_devices(fe, ordinals, CUA_MAX_DEVICES);
+	if (ndev <= 0) {
+		log_error("no devices to serve");
+		return -1;
+	}
+	fe->devs = calloc((size_t)ndev, sizeof(*fe->devs));
+	if (fe->devs == NULL)
+		return -1;
+	fe->ndevs = ndev;
+	for (int i = 0; i < ndev; i++) {
+		fe->devs[i].index = i;
+		fe->devs[i].ordinal = ordinals[i];
+		if (dev_start(fe, &fe->devs[i], do_request_done) == 0)
+			usable++;
+	}
+	if (usable == 0)
+		log_error("no usable device: %s", fe->devs[0].why);
+	return usable;
+}
+
+/* Fills in what the options left open. 0 or -1. */
+static int
+settle_config(struct config *c)
+{
 	static char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0) {
 		log_error("cannot find my own executable (/proc/self/exe) to start workers");
-		return 1;
+		return -1;
 	}
 	self[n] = '\0';
 	c->self_exe = self;
@@ -375,51 +380,60 @@ main(int argc, char **argv)
 	if (c->session_pending == 0)
 		c->session_pending = c->contexts / 8 > 16 ? c->contexts / 8 : 16;
 	if (c->staging_bytes > c->max_message * 4 + (256ull << 20))
-		log_warn("staging area (%llu bytes) is much larger than the largest message", (unsigned long long)c->staging_bytes);
+		log_warn("staging area (%llu bytes) is much larger than the largest message",
+			 (unsigned long long)c->staging_bytes);
+	return 0;
+}
 
-	signal(SIGPIPE, SIG_IGN);
+/* The daemon: devices, dispatcher, edge; then waits for SIGINT/SIGTERM and stops in reverse order. */
+static int
+serve(struct fe *fe)
+{
+	static struct edge ed;
 	sigset_t block;
+	int sig = 0, usable;
+	cua_log_set_ident("cuasyncd");
+	if (settle_config(&fe->cfg) != 0)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
-	/* Threads inherit the mask; main waits for the signals below. */
-	pthread_sigmask(SIG_BLOCK, &block, NULL);
-
-	if (choose_backend(&fe) != 0)
+	pthread_sigmask(SIG_BLOCK, &block, NULL); /* threads inherit the mask; main waits for the signals */
+	if (choose_backend(fe) != 0 || (usable = start_devices(fe)) <= 0)
 		return 1;
-	int ordinals[CUA_MAX_DEVICES];
-	int ndev = count_devices(&fe, ordinals, CUA_MAX_DEVICES);
-	if (ndev <= 0) {
-		log_error("no devices to serve");
+	if (request_start(fe) != 0 || edge_start(&ed, fe) != 0)
 		return 1;
-	}
-	fe.devs = calloc((size_t)ndev, sizeof(*fe.devs));
-	fe.ndevs = ndev;
-	int usable = 0;
-	for (int i = 0; i < ndev; i++) {
-		fe.devs[i].fe = &fe;
-		fe.devs[i].index = i;
-		fe.devs[i].ordinal = ordinals[i];
-		fe.devs[i].shm_fd = -1;
-		if (dev_start(&fe, &fe.devs[i]) == 0)
-			usable++;
-	}
-	if (usable == 0) {
-		log_error("no usable device: %s", fe.devs[0].why);
-		return 1;
-	}
-	if (fe_start(&fe) != 0)
-		return 1;
-	log_info("serving %d device(s) with the %s backend", usable, fe.backend);
-	if (c->ready_fd >= 0) {
-		dprintf(c->ready_fd, "ready %s\n", c->listen[0]);
-		close(c->ready_fd);
+	log_info("serving %d device(s) with the %s backend", usable, fe->backend);
+	if (fe->cfg.ready_fd >= 0) {
+		dprintf(fe->cfg.ready_fd, "ready %s\n", fe->cfg.listen[0]);
+		close(fe->cfg.ready_fd);
 	}
 	sd_notify_ready();
-
-	int sig = 0;
 	sigwait(&block, &sig);
 	log_info("signal %d: shutting down", sig);
-	fe_stop(&fe);
+	edge_stop(&ed);
+	request_stop(fe);
+	edge_fini(&ed);
+	free(fe->devs);
 	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct fe fe;
+	struct worker_opts wo = {.shm_fd = -1};
+	fe_init(&fe);
+	int rc = parse_options(&fe.cfg, &wo, argc, argv);
+	if (rc >= 0)
+		return rc;
+	if (wo.shm_fd >= 0) {
+		wo.backend = fe.cfg.backend;
+		wo.emu_sm = fe.cfg.emu_sm;
+		wo.emu_mem = fe.cfg.emu_mem;
+		wo.pool_streams = fe.cfg.pool_streams;
+		return worker_main(&wo);
+	}
+	return serve(&fe);
 }

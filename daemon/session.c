@@ -1,17 +1,24 @@
 /*
- * session.c — sessions (one per client connection), their handle tables and allocation tables.
- * All functions expect fe->lock held.
+ * session.c — sessions and their tables (see session.h). All functions expect fe->lock held.
  */
 #include "config.h"
 
 #include "cua_log.h"
-#include "daemon.h"
+#include "devlink.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define SLOT_MAX 0xffffffu
+#define CUAD_TOMBS 4096u /* pipes remembered after they left */
+
+struct pipe_tomb {
+	uint32_t pipe;
+	STAILQ_ENTRY(pipe_tomb) fifo;
+	UT_hash_handle hh;
+};
 
 struct session *
 do_session_new(struct fe *fe, uint32_t pipe)
@@ -22,11 +29,13 @@ do_session_new(struct fe *fe, uint32_t pipe)
 	s->id = ++fe->next_session;
 	s->pipe = pipe;
 	s->next_seq = 1;
+	TAILQ_INIT(&s->queue);
+	TAILQ_INIT(&s->parked);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->tag_salt = (uint16_t)((uint64_t)ts.tv_nsec * 2654435761u ^ s->id * 40503u);
-	s->next = fe->sessions;
-	fe->sessions = s;
+	TAILQ_INSERT_HEAD(&fe->sessions, s, link);
+	HASH_ADD(hh, fe->by_pipe, pipe, sizeof(s->pipe), s);
 	fe->nsessions++;
 	return s;
 }
@@ -34,47 +43,19 @@ do_session_new(struct fe *fe, uint32_t pipe)
 struct session *
 do_session_by_pipe(struct fe *fe, uint32_t pipe)
 {
-	for (struct session *s = fe->sessions; s; s = s->next)
-		if (s->pipe == pipe && !s->closing && !s->pipe_gone)
-			return s;
-	return NULL;
+	struct session *s;
+	HASH_FIND(hh, fe->by_pipe, &pipe, sizeof(pipe), s);
+	return s != NULL && !s->closing && !s->pipe_gone ? s : NULL;
 }
 
 void
-do_ready_remove(struct fe *fe, struct session *s)
+do_session_free(struct fe *fe, struct session *s)
 {
-	if (!s->in_ready)
-		return;
-	if (s->rnext == s) {
-		fe->ready = NULL;
-	} else {
-		s->rprev->rnext = s->rnext;
-		s->rnext->rprev = s->rprev;
-		if (fe->ready == s)
-			fe->ready = s->rnext;
-	}
-	s->in_ready = false;
-}
-
-void
-do_session_maybe_free(struct fe *fe, struct session *s)
-{
-	if (!s->closing || s->in_flight > 0 || s->qhead != NULL || s->cleanup_pending > 0)
-		return;
-	if (fe->dispatching) { /* the dispatcher still holds a pointer to s: free it after its pass */
-		if (!s->zombie) {
-			s->zombie = true;
-			s->znext = fe->zombies;
-			fe->zombies = s;
-		}
-		return;
-	}
-	do_ready_remove(fe, s);
-	for (struct session **pp = &fe->sessions; *pp; pp = &(*pp)->next)
-		if (*pp == s) {
-			*pp = s->next;
-			break;
-		}
+	TAILQ_REMOVE(&fe->sessions, s, link);
+	struct session *h;
+	HASH_FIND(hh, fe->by_pipe, &s->pipe, sizeof(s->pipe), h);
+	if (h == s)
+		HASH_DEL(fe->by_pipe, s);
 	fe->nsessions--;
 	for (uint32_t i = 0; i < s->nslots; i++)
 		free(s->slots[i].params);
@@ -84,93 +65,88 @@ do_session_maybe_free(struct fe *fe, struct session *s)
 	free(s);
 }
 
-void
-do_session_close(struct fe *fe, struct session *s)
+uint32_t
+do_sessions_live(struct fe *fe)
 {
-	if (s->closing)
+	uint32_t live = 0;
+	struct session *s;
+	TAILQ_FOREACH(s, &fe->sessions, link)
+		live += s->hello && !s->closing && !s->pipe_gone; /* connections that never said HELLO are no sessions */
+	return live;
+}
+
+void
+do_pipe_tomb_add(struct fe *fe, uint32_t pipe)
+{
+	if (do_pipe_gone(fe, pipe))
 		return;
-	/* requests waiting for a predecessor that will never come: answer them so their contexts recycle
-	 * (before closing is set, so that answering them cannot free the session under us) */
-	while (s->parked) {
-		struct request *r = s->parked;
-		s->parked = r->qnext;
-		s->nparked--;
-		r->qnext = NULL;
-		if (r->refused) { /* already answered */
-			request_free(r);
-			continue;
-		}
-		r->status = CUA_ECLOSED;
-		r->status_msg = strdup("the connection closed before this request's turn");
-		do_finish(fe, r);
+	struct pipe_tomb *t;
+	if (fe->ntombs >= CUAD_TOMBS) { /* recycle the oldest */
+		t = STAILQ_FIRST(&fe->tomb_fifo);
+		STAILQ_REMOVE_HEAD(&fe->tomb_fifo, fifo);
+		HASH_DEL(fe->tombs, t);
+		fe->ntombs--;
+	} else if ((t = malloc(sizeof(*t))) == NULL) {
+		return; /* forgetting a pipe only risks a session for a late message, freed when its reply fails */
 	}
-	/* queued work nobody will collect: answer it now (the replies go nowhere; the contexts recycle) */
-	struct request **pp = &s->qhead, *last = NULL;
-	while (*pp) {
-		struct request *r = *pp;
-		if (r->internal) {
-			last = r;
-			pp = &r->qnext;
-			continue;
-		}
-		*pp = r->qnext;
-		s->queued--;
-		r->qnext = NULL;
-		r->status = CUA_ECLOSED;
-		r->status_msg = strdup("the connection closed before this request ran");
-		do_finish(fe, r);
+	t->pipe = pipe;
+	STAILQ_INSERT_TAIL(&fe->tomb_fifo, t, fifo);
+	HASH_ADD(hh, fe->tombs, pipe, sizeof(t->pipe), t);
+	fe->ntombs++;
+}
+
+bool
+do_pipe_gone(struct fe *fe, uint32_t pipe)
+{
+	struct pipe_tomb *t;
+	HASH_FIND(hh, fe->tombs, &pipe, sizeof(pipe), t);
+	return t != NULL;
+}
+
+void
+do_pipe_tombs_free(struct fe *fe)
+{
+	struct pipe_tomb *t, *tmp;
+	HASH_ITER(hh, fe->tombs, t, tmp) {
+		HASH_DEL(fe->tombs, t);
+		free(t);
 	}
-	s->qtail = last;
-	s->closing = true;
-	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
-	/* Release its device objects through the workers, after its queued work. */
-	for (int d = 0; d < fe->ndevs; d++) {
-		struct request *r = do_cleanup_request(fe, s, d);
-		if (r == NULL)
-			continue;
-		s->cleanup_pending++;
-		if (s->qtail)
-			s->qtail->qnext = r;
-		else
-			s->qhead = r;
-		s->qtail = r;
-		s->queued++;
+	STAILQ_INIT(&fe->tomb_fifo);
+	fe->ntombs = 0;
+}
+
+/* ------------------------------------------------------------------ handles */
+
+static int
+slot_grow(struct session *s, uint32_t *slot)
+{
+	if (s->nslots == SLOT_MAX)
+		return CUA_EQUOTA;
+	if (s->nslots == s->slots_cap) {
+		uint32_t cap = s->slots_cap ? 2 * s->slots_cap : 16;
+		struct hslot *n = realloc(s->slots, cap * sizeof(*n));
+		if (n == NULL)
+			return CUA_ENOMEM;
+		s->slots = n;
+		s->slots_cap = cap;
 	}
-	/* Host-side bookkeeping does not wait: quotas and status see the session gone at once. */
-	for (uint32_t i = 0; i < s->nallocs; i++)
-		if (!s->allocs[i].stale) {
-			struct device *dv = &fe->devs[s->allocs[i].dev];
-			dv->allocations--;
-			dv->alloc_bytes -= s->allocs[i].len;
-		}
-	memset(&s->counts, 0, sizeof(s->counts));
-	do_wake_dispatcher(fe);
-	do_session_maybe_free(fe, s);
+	*slot = s->nslots++;
+	memset(&s->slots[*slot], 0, sizeof(s->slots[*slot]));
+	s->slots[*slot].tag = (uint16_t)(s->tag_salt + *slot * 7919u);
+	return 0;
 }
 
 int
 do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t wid, uint64_t *h)
 {
-	uint32_t slot = s->nslots;
-	for (uint32_t i = 0; i < s->nslots; i++)
-		if (s->slots[i].kind == 0) {
-			slot = i;
-			break;
-		}
-	if (slot == s->nslots) {
-		if (s->nslots == SLOT_MAX)
-			return CUA_EQUOTA;
-		if (s->nslots == s->slots_cap) {
-			uint32_t cap = s->slots_cap ? 2 * s->slots_cap : 16;
-			struct hslot *n = realloc(s->slots, cap * sizeof(*n));
-			if (n == NULL)
-				return CUA_ENOMEM;
-			s->slots = n;
-			s->slots_cap = cap;
-		}
-		memset(&s->slots[slot], 0, sizeof(s->slots[slot]));
-		s->slots[slot].tag = (uint16_t)(s->tag_salt + slot * 7919u);
-		s->nslots++;
+	uint32_t slot;
+	if (s->free_slot != 0) {
+		slot = s->free_slot - 1;
+		s->free_slot = s->slots[slot].next_free;
+	} else {
+		int rc = slot_grow(s, &slot);
+		if (rc != 0)
+			return rc;
 	}
 	struct hslot *hs = &s->slots[slot];
 	uint16_t tag = (uint16_t)(hs->tag + 1);
@@ -188,19 +164,32 @@ do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t 
 static const char *
 kind_name(unsigned kind)
 {
-	return kind == CUA_HK_MODULE ? "module" : kind == CUA_HK_FUNCTION ? "function" : kind == CUA_HK_STREAM ? "stream" : "host buffer";
+	switch (kind) {
+	case CUA_HK_MODULE: return "module";
+	case CUA_HK_FUNCTION: return "function";
+	case CUA_HK_STREAM: return "stream";
+	default: return "host buffer";
+	}
 }
 
-int
-do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **out, cua_err *e)
+struct hslot *
+do_handle_slot(struct session *s, uint64_t h, unsigned kind)
 {
 	uint32_t slot = cua_handle_slot(h);
 	if (cua_handle_kind(h) != kind || slot >= s->nslots || s->slots[slot].kind != kind ||
 	    s->slots[slot].tag != cua_handle_tag(h) || s->slots[slot].dev != cua_handle_dev(h) ||
 	    (s->slots[slot].gen & CUA_HANDLE_GEN_MASK) != cua_handle_gen(h))
+		return NULL;
+	return &s->slots[slot];
+}
+
+int
+do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **out, cua_err *e)
+{
+	struct hslot *hs = do_handle_slot(s, h, kind);
+	if (hs == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "%s handle 0x%llx is not an object of this session", kind_name(kind),
 				   (unsigned long long)h);
-	struct hslot *hs = &s->slots[slot];
 	if (hs->stale || hs->gen != fe->devs[hs->dev].gen)
 		return cua_err_set(e, CUA_ECONTEXT_LOST,
 				   "%s handle 0x%llx belongs to a GPU context that was lost (device %u restarted); recreate it",
@@ -216,8 +205,12 @@ do_handle_free(struct session *s, struct hslot *hs)
 	uint16_t tag = hs->tag;
 	memset(hs, 0, sizeof(*hs));
 	hs->tag = tag; /* kept so the next use of the slot gets a new tag */
+	hs->next_free = s->free_slot;
+	s->free_slot = (uint32_t)(hs - s->slots) + 1;
 	s->nhandles--;
 }
+
+/* ------------------------------------------------------------------ allocations */
 
 /* Index of the last allocation with addr <= p, or -1. */
 static int64_t
@@ -236,6 +229,12 @@ alloc_floor(const struct session *s, uint64_t p)
 	return best;
 }
 
+static bool
+alloc_live(struct fe *fe, const struct alloc_rec *a)
+{
+	return !a->stale && a->gen == fe->devs[a->dev].gen;
+}
+
 int
 do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
 	      cua_err *e)
@@ -244,8 +243,7 @@ do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *d
 	/* Among overlapping records (a stale one and a live one reusing its addresses) prefer the live one. */
 	for (int64_t k = i; k >= 0 && k > i - 4; k--) {
 		struct alloc_rec *a = &s->allocs[k];
-		if (p - a->addr < a->len && len <= a->len - (p - a->addr) && !a->stale &&
-		    a->gen == fe->devs[a->dev].gen) {
+		if (p - a->addr < a->len && len <= a->len - (p - a->addr) && alloc_live(fe, a)) {
 			*dev = a->dev;
 			if (rec)
 				*rec = a;
@@ -254,7 +252,7 @@ do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *d
 	}
 	for (int64_t k = i; k >= 0 && k > i - 4; k--) {
 		struct alloc_rec *a = &s->allocs[k];
-		if (p - a->addr < a->len && (a->stale || a->gen != fe->devs[a->dev].gen))
+		if (p - a->addr < a->len && !alloc_live(fe, a))
 			return cua_err_set(e, CUA_ECONTEXT_LOST,
 					   "device pointer 0x%llx is in memory of a GPU context that was lost; allocate again",
 					   (unsigned long long)p);
@@ -290,35 +288,41 @@ do_alloc_remove(struct session *s, struct alloc_rec *rec)
 	s->nallocs--;
 }
 
-void
-do_sessions_mark_stale(struct fe *fe, struct device *d, uint32_t old_gen)
+static void
+session_mark_stale(struct session *s, int dev, uint32_t old_gen)
 {
-	for (struct session *s = fe->sessions; s; s = s->next) {
-		for (uint32_t i = 0; i < s->nallocs; i++) {
-			struct alloc_rec *a = &s->allocs[i];
-			if (a->dev == d->index && a->gen == old_gen && !a->stale) {
-				a->stale = true;
-				if (!s->closing) {
-					s->counts.allocations--;
-					s->counts.alloc_bytes -= a->len;
-				}
-			}
-		}
-		for (uint32_t i = 0; i < s->nslots; i++) {
-			struct hslot *h = &s->slots[i];
-			if (h->kind && h->dev == d->index && h->gen == old_gen && !h->stale) {
-				h->stale = true;
-				if (!s->closing) {
-					if (h->kind == CUA_HK_MODULE)
-						s->counts.modules--;
-					else if (h->kind == CUA_HK_FUNCTION)
-						s->counts.functions--;
-					else if (h->kind == CUA_HK_STREAM)
-						s->counts.streams--;
-				}
-			}
+	for (uint32_t i = 0; i < s->nallocs; i++) {
+		struct alloc_rec *a = &s->allocs[i];
+		if (a->dev != dev || a->gen != old_gen || a->stale)
+			continue;
+		a->stale = true;
+		if (!s->closing) {
+			s->counts.allocations--;
+			s->counts.alloc_bytes -= a->len;
 		}
 	}
-	d->allocations = 0;
-	d->alloc_bytes = 0;
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct hslot *h = &s->slots[i];
+		if (!h->kind || h->dev != dev || h->gen != old_gen || h->stale)
+			continue;
+		h->stale = true;
+		if (s->closing)
+			continue;
+		if (h->kind == CUA_HK_MODULE)
+			s->counts.modules--;
+		else if (h->kind == CUA_HK_FUNCTION)
+			s->counts.functions--;
+		else if (h->kind == CUA_HK_STREAM)
+			s->counts.streams--;
+	}
+}
+
+void
+do_sessions_mark_stale(struct fe *fe, int dev, uint32_t old_gen)
+{
+	struct session *s;
+	TAILQ_FOREACH(s, &fe->sessions, link)
+		session_mark_stale(s, dev, old_gen);
+	fe->devs[dev].allocations = 0;
+	fe->devs[dev].alloc_bytes = 0;
 }

@@ -1,5 +1,5 @@
 /*
- * listener.c — the daemon's NNG listeners, and a watchdog that keeps them accepting.
+ * edge-listen.c — the daemon's NNG listeners, and a watchdog that keeps them accepting.
  *
  * NNG 1.5.2 has a bug (upstream #1518, fixed after 1.5.2): a peer that disconnects while the SP handshake
  * is in progress can leave a listener that never accepts again. Debian 12 ships 1.5.2, so every
@@ -12,7 +12,7 @@
 #include "config.h"
 
 #include "cua_log.h"
-#include "daemon.h"
+#include "edge.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,28 +29,28 @@
 #define LISTENER_PROBE_TIMEOUT_MS 3000
 
 int
-listener_open(struct fe *fe, struct flistener *fl)
+edge_listener_open(struct edge *ed, struct edge_listener *fl)
 {
-	int rv = nng_listener_create(&fl->l, fe->sock, fl->url);
+	int rv = nng_listener_create(&fl->l, ed->sock, fl->url);
 	if (rv != 0) {
 		log_error("listen %s: %s", fl->url, nng_strerror(rv));
 		return -1;
 	}
-	nng_listener_set_size(fl->l, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
-	if (fe->cfg.ipc_mode >= 0 && strncmp(fl->url, "ipc://", 6) == 0 &&
-	    (rv = nng_listener_set_int(fl->l, NNG_OPT_IPC_PERMISSIONS, fe->cfg.ipc_mode)) != 0)
-		log_warn("listen %s: cannot set permissions %o: %s", fl->url, fe->cfg.ipc_mode, nng_strerror(rv));
+	nng_listener_set_size(fl->l, NNG_OPT_RECVMAXSZ, ed->fe->cfg.max_message);
+	if (ed->fe->cfg.ipc_mode >= 0 && strncmp(fl->url, "ipc://", 6) == 0 &&
+	    (rv = nng_listener_set_int(fl->l, NNG_OPT_IPC_PERMISSIONS, ed->fe->cfg.ipc_mode)) != 0)
+		log_warn("listen %s: cannot set permissions %o: %s", fl->url, ed->fe->cfg.ipc_mode, nng_strerror(rv));
 	if (strncmp(fl->url, "tls+", 4) == 0) {
-		if (fe->cfg.tls_cert == NULL) {
+		if (ed->fe->cfg.tls_cert == NULL) {
 			log_error("listen %s: a tls+tcp:// listener needs --tls-cert (and --tls-key)", fl->url);
 			return -1;
 		}
 		nng_tls_config *tls;
 		if ((rv = nng_tls_config_alloc(&tls, NNG_TLS_MODE_SERVER)) != 0)
 			goto tls_fail;
-		rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_cert, NULL);
-		if (rv == 0 && fe->cfg.tls_key)
-			rv = nng_tls_config_cert_key_file(tls, fe->cfg.tls_key, NULL);
+		rv = nng_tls_config_cert_key_file(tls, ed->fe->cfg.tls_cert, NULL);
+		if (rv == 0 && ed->fe->cfg.tls_key)
+			rv = nng_tls_config_cert_key_file(tls, ed->fe->cfg.tls_key, NULL);
 		if (rv == 0)
 			rv = nng_listener_set_ptr(fl->l, NNG_OPT_TLS_CONFIG, tls);
 		nng_tls_config_free(tls); /* the listener holds its own reference */
@@ -63,25 +63,25 @@ listener_open(struct fe *fe, struct flistener *fl)
 		return -1;
 	}
 	nng_sockaddr sa;
-	fl->kind = strncmp(fl->url, "ipc://", 6) == 0 ? FL_IPC : strncmp(fl->url, "tcp", 3) == 0 ? FL_TCP : FL_OTHER;
-	if (fl->kind == FL_TCP && nng_listener_get_addr(fl->l, NNG_OPT_LOCADDR, &sa) == 0 && sa.s_family == NNG_AF_INET)
+	fl->kind = strncmp(fl->url, "ipc://", 6) == 0 ? EL_IPC : strncmp(fl->url, "tcp", 3) == 0 ? EL_TCP : EL_OTHER;
+	if (fl->kind == EL_TCP && nng_listener_get_addr(fl->l, NNG_OPT_LOCADDR, &sa) == 0 && sa.s_family == NNG_AF_INET)
 		fl->tcp = sa.s_in;
-	else if (fl->kind == FL_TCP)
-		fl->kind = FL_OTHER; /* IPv6: not probed */
+	else if (fl->kind == EL_TCP)
+		fl->kind = EL_OTHER; /* IPv6: not probed */
 	return 0;
 tls_fail:
-	log_error("listen %s: TLS set-up with %s: %s", fl->url, fe->cfg.tls_cert, nng_strerror(rv));
+	log_error("listen %s: TLS set-up with %s: %s", fl->url, ed->fe->cfg.tls_cert, nng_strerror(rv));
 	nng_listener_close(fl->l);
 	return -1;
 }
 
 /* One probe: 0 when the listener completed the SP handshake, -1 otherwise. */
 static int
-probe(struct fe *fe, struct flistener *fl)
+probe(struct edge *ed, struct edge_listener *fl)
 {
 	int fd = -1, r = -1;
-	uint64_t adds_before = atomic_load(&fe->probe_adds);
-	if (fl->kind == FL_IPC) {
+	uint64_t adds_before = atomic_load(&ed->probe_adds);
+	if (fl->kind == EL_IPC) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
 		if (strlen(fl->url + 6) >= sizeof(sa.sun_path))
 			return 0;
@@ -99,7 +99,7 @@ probe(struct fe *fe, struct flistener *fl)
 		struct sockaddr_in me;
 		socklen_t len = sizeof(me);
 		if (getsockname(fd, (struct sockaddr *)&me, &len) == 0)
-			atomic_store(&fe->probe_port, me.sin_port);
+			atomic_store(&ed->probe_port, me.sin_port);
 	}
 	/* SP header of a REQ peer: 0x00 'S' 'P' 0x00, protocol 48 (req0) big-endian, reserved */
 	static const unsigned char hdr[8] = {0x00, 'S', 'P', 0x00, 0x00, 0x30, 0x00, 0x00};
@@ -121,7 +121,7 @@ probe(struct fe *fe, struct flistener *fl)
 	/* The handshake alone is not enough: the broken listener still negotiates but never hands the pipe to
 	 * the socket. Wait for the socket to see it (NNG_PIPE_EV_ADD_POST). */
 	for (int waited = 0; waited < LISTENER_PROBE_TIMEOUT_MS; waited++) {
-		if (atomic_load(&fe->probe_adds) != adds_before) {
+		if (atomic_load(&ed->probe_adds) != adds_before) {
 			r = 0;
 			break;
 		}
@@ -135,63 +135,66 @@ out:
 }
 
 bool
-listener_is_probe(struct fe *fe, nng_pipe p)
+listener_is_probe(struct edge *ed, nng_pipe p)
 {
 	uint64_t pid;
 	if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0)
 		return pid == (uint64_t)getpid();
 	nng_sockaddr sa;
 	if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) == 0 && sa.s_family == NNG_AF_INET)
-		return sa.s_in.sa_port == atomic_load(&fe->probe_port) && sa.s_in.sa_addr == htonl(INADDR_LOOPBACK);
+		return sa.s_in.sa_port == atomic_load(&ed->probe_port) && sa.s_in.sa_addr == htonl(INADDR_LOOPBACK);
 	return false;
 }
 
 static void *
 watchdog_main(void *arg)
 {
-	struct fe *fe = arg;
-	pthread_mutex_lock(&fe->wd_lock);
-	while (!atomic_load(&fe->stopping)) {
+	struct edge *ed = arg;
+	pthread_mutex_lock(&ed->wd_lock);
+	while (!atomic_load(&ed->stopping)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += LISTENER_PROBE_MS * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
 		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&fe->wd_cond, &fe->wd_lock, &ts);
-		if (atomic_load(&fe->stopping))
+		pthread_cond_timedwait(&ed->wd_cond, &ed->wd_lock, &ts);
+		if (atomic_load(&ed->stopping))
 			break;
-		for (int i = 0; i < fe->nlisteners; i++) {
-			struct flistener *fl = &fe->listeners[i];
-			if (fl->kind == FL_OTHER || probe(fe, fl) == 0)
+		for (int i = 0; i < ed->nlisteners; i++) {
+			struct flistener *fl = &ed->listeners[i];
+			if (fl->kind == EL_OTHER || probe(ed, fl) == 0)
 				continue;
-			if (atomic_load(&fe->stopping))
+			if (atomic_load(&ed->stopping))
 				break;
 			log_warn("listener %s stopped accepting (NNG 1.5.2 bug #1518); restarting it", fl->url);
 			nng_listener_close(fl->l);
-			if (fl->kind == FL_IPC)
+			if (fl->kind == EL_IPC)
 				unlink(fl->url + 6);
-			if (listener_open(fe, fl) != 0)
+			if (edge_listener_open(ed, fl) != 0)
 				log_error("listener %s could not be restarted; clients cannot connect there", fl->url);
-			fe->listener_restarts++;
+			ed->listener_restarts++;
 		}
 	}
-	pthread_mutex_unlock(&fe->wd_lock);
+	pthread_mutex_unlock(&ed->wd_lock);
 	return NULL;
 }
 
 int
-listener_watchdog_start(struct fe *fe)
+edge_watchdog_start(struct edge *ed)
 {
-	pthread_mutex_init(&fe->wd_lock, NULL);
-	pthread_cond_init(&fe->wd_cond, NULL);
-	return pthread_create(&fe->watchdog, NULL, watchdog_main, fe) == 0 ? 0 : -1;
+	pthread_mutex_init(&ed->wd_lock, NULL);
+	pthread_cond_init(&ed->wd_cond, NULL);
+	return pthread_create(&ed->watchdog, NULL, watchdog_main, ed) != 0 ? -1 : (ed->watchdog_started = true, 0);
 }
 
 void
-listener_watchdog_stop(struct fe *fe)
+edge_watchdog_stop(struct edge *ed)
 {
-	pthread_mutex_lock(&fe->wd_lock);
-	pthread_cond_broadcast(&fe->wd_cond);
-	pthread_mutex_unlock(&fe->wd_lock);
-	pthread_join(fe->watchdog, NULL);
+	if (!ed->watchdog_started)
+		return;
+	pthread_mutex_lock(&ed->wd_lock);
+	pthread_cond_broadcast(&ed->wd_cond);
+	pthread_mutex_unlock(&ed->wd_lock);
+	pthread_join(ed->watchdog, NULL);
+	ed->watchdog_started = false;
 }

@@ -1,0 +1,124 @@
+/*
+ * cmd-info.c — HELLO, PING, DEVICES and STATUS: requests the front-end answers itself.
+ */
+#include "config.h"
+
+#include "cmd.h"
+#include "cua_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int
+v_hello(struct fe *fe, struct request *r, cua_err *e)
+{
+	(void)fe;
+	const struct cua_req_hello *q = &r->w.body.hello;
+	if (q->min_version > CUA_PROTO_VERSION || q->max_version < CUA_PROTO_VERSION_MIN || q->min_version > q->max_version)
+		return cua_err_set(e, CUA_EVERSION, "client speaks versions %u..%u, this daemon %u..%u", q->min_version,
+				   q->max_version, CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION);
+	if (!r->s->hello)
+		log_info("session %llu: hello from '%.*s' (pid %u)", (unsigned long long)r->s->id, (int)q->client.len,
+			 (const char *)q->client.ptr, q->pid);
+	r->s->hello = true;
+	return 0;
+}
+
+static int
+v_none(struct fe *fe, struct request *r, cua_err *e)
+{
+	(void)fe;
+	(void)r;
+	(void)e;
+	return 0;
+}
+
+static int
+r_hello(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	(void)scratch;
+	static const char server[] = PACKAGE_NAME " " PACKAGE_VERSION;
+	b->hello = (struct cua_rep_hello){CUA_PROTO_VERSION, r->s->id, {server, sizeof(server) - 1}, fe->cfg.max_message,
+					  CUA_MAX_BATCH, CUA_MAX_ARGS, (uint32_t)fe->ndevs};
+	return 0;
+}
+
+static int
+r_ping(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	(void)fe;
+	(void)scratch;
+	b->ping.nonce = r->w.body.ping.nonce;
+	return 0;
+}
+
+static cua_bytes
+text(const char *s, size_t max)
+{
+	return (cua_bytes){s, (uint32_t)strnlen(s, max)};
+}
+
+static int
+r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	(void)r;
+	cua_wire_device *infos = calloc(CUA_MAX_DEVICES, sizeof(*infos));
+	uint32_t n = 0;
+	if (infos == NULL)
+		return CUA_ENOMEM;
+	for (int i = 0; i < fe->ndevs && n < CUA_MAX_DEVICES; i++) {
+		const struct device *d = &fe->devs[i];
+		if (d->state == DEV_FAILED)
+			continue;
+		infos[n++] = (cua_wire_device){(uint32_t)i,
+					       text(d->info.name, sizeof(d->info.name)),
+					       d->info.sm_major,
+					       d->info.sm_minor,
+					       d->info.total_mem,
+					       d->info.multiprocessors,
+					       d->info.prio_least,
+					       d->info.prio_greatest,
+					       text(d->info.backend, sizeof(d->info.backend)),
+					       d->gen};
+	}
+	*scratch = infos;
+	b->devices = (struct cua_rep_devices){infos, n};
+	return 0;
+}
+
+static int
+r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	cua_wire_dev_status *ds = calloc(CUA_MAX_DEVICES, sizeof(*ds));
+	uint32_t n = 0;
+	if (ds == NULL)
+		return CUA_ENOMEM;
+	for (int i = 0; i < fe->ndevs && n < CUA_MAX_DEVICES; i++) {
+		const struct device *d = &fe->devs[i];
+		ds[n++] = (cua_wire_dev_status){(uint32_t)i, d->gen, d->restarts, d->in_flight, d->allocations,
+						d->alloc_bytes};
+	}
+	cua_wire_counts total = {0};
+	const struct session *s;
+	TAILQ_FOREACH(s, &fe->sessions, link) {
+		if (s->closing || s->pipe_gone)
+			continue;
+		total.allocations += s->counts.allocations;
+		total.alloc_bytes += s->counts.alloc_bytes;
+		total.modules += s->counts.modules;
+		total.functions += s->counts.functions;
+		total.streams += s->counts.streams;
+		total.in_flight += s->in_flight + s->queued;
+	}
+	cua_wire_counts mine = r->s->counts;
+	mine.in_flight = r->s->in_flight + r->s->queued;
+	*scratch = ds;
+	b->status = (struct cua_rep_status){now_ms() - fe->start_ms, do_sessions_live(fe), fe->requests, fe->errors, ds,
+					    n, mine, total};
+	return 0;
+}
+
+const struct cmd_entry cmd_hello_entry = {CUA_OP_HELLO, false, v_hello, NULL, r_hello};
+const struct cmd_entry cmd_ping_entry = {CUA_OP_PING, false, v_none, NULL, r_ping};
+const struct cmd_entry cmd_devices_entry = {CUA_OP_DEVICES, true, v_none, NULL, r_devices};
+const struct cmd_entry cmd_status_entry = {CUA_OP_STATUS, true, v_none, NULL, r_status};

@@ -1,0 +1,102 @@
+/*
+ * cmd-memory.c — MEM_ALLOC and MEM_FREE: device memory of a session, recorded in its allocation table
+ * (launch and copy arguments are checked against it) and counted against its quota.
+ */
+#include "config.h"
+
+#include "cmd.h"
+
+static int
+v_mem_alloc(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_mem_alloc *q = &r->w.body.mem_alloc;
+	uint64_t quota = fe->cfg.session_mem, used = r->s->counts.alloc_bytes;
+	int rc;
+	if ((rc = plan_need_device(fe, q->device, e)) != 0)
+		return rc;
+	if (q->bytes == 0)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
+	if (quota && (q->bytes > quota || used > quota - q->bytes))
+		return cua_err_set(e, CUA_EQUOTA,
+				   "allocating %llu bytes would pass the session's memory quota of %llu (%llu in use)",
+				   (unsigned long long)q->bytes, (unsigned long long)quota, (unsigned long long)used);
+	if ((rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+		return rc;
+	struct wrec_mem_alloc c = {{WR_MEM_ALLOC, 0}, q->bytes};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+static void
+c_mem_alloc(struct fe *fe, struct request *r)
+{
+	struct ritem *it = &r->items[0];
+	if (it->status != CUA_OK)
+		return;
+	uint64_t len = r->w.body.mem_alloc.bytes;
+	if (do_alloc_add(r->s, r->dev, fe->devs[r->dev].gen, it->value, len) != 0) {
+		item_fail(it, CUA_ENOMEM, "cannot record the allocation");
+		return;
+	}
+	r->s->counts.allocations++;
+	r->s->counts.alloc_bytes += len;
+	fe->devs[r->dev].allocations++;
+	fe->devs[r->dev].alloc_bytes += len;
+}
+
+/* A pointer into a lost context: forget its record, and say so. */
+static void
+forget_stale(struct session *s, uint64_t p)
+{
+	for (uint32_t i = 0; i < s->nallocs; i++)
+		if (s->allocs[i].addr == p && s->allocs[i].stale) {
+			do_alloc_remove(s, &s->allocs[i]);
+			return;
+		}
+}
+
+static int
+v_mem_free(struct fe *fe, struct request *r, cua_err *e)
+{
+	uint64_t p = r->w.body.mem_free.ptr;
+	int dev;
+	struct alloc_rec *a;
+	int rc = do_alloc_find(fe, r->s, p, 1, &dev, &a, e);
+	if (rc == CUA_ECONTEXT_LOST) {
+		forget_stale(r->s, p);
+		return rc;
+	}
+	if (rc != 0)
+		return cua_err_set(e, CUA_ENOT_FOUND, "0x%llx is not an allocation of this session", (unsigned long long)p);
+	if (a->addr != p)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "0x%llx is inside an allocation; free 0x%llx instead",
+				   (unsigned long long)p, (unsigned long long)a->addr);
+	r->barrier = true;
+	if ((rc = plan_bind_device(fe, r, dev, fe->devs[dev].gen, e)) != 0)
+		return rc;
+	struct wrec_mem_free c = {{WR_MEM_FREE, 0}, p};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+static void
+c_mem_free(struct fe *fe, struct request *r)
+{
+	uint64_t p = r->w.body.mem_free.ptr;
+	if (r->items[0].status != CUA_OK)
+		return;
+	for (uint32_t i = 0; i < r->s->nallocs; i++) {
+		struct alloc_rec *a = &r->s->allocs[i];
+		if (a->addr == p && !a->stale) {
+			r->s->counts.allocations--;
+			r->s->counts.alloc_bytes -= a->len;
+			fe->devs[a->dev].allocations--;
+			fe->devs[a->dev].alloc_bytes -= a->len;
+			do_alloc_remove(r->s, a);
+			return;
+		}
+	}
+}
+
+const struct cmd_entry cmd_mem_alloc_entry = {CUA_OP_MEM_ALLOC, true, v_mem_alloc, c_mem_alloc, reply_value};
+const struct cmd_entry cmd_mem_free_entry = {CUA_OP_MEM_FREE, true, v_mem_free, c_mem_free, NULL};

@@ -1,0 +1,142 @@
+/*
+ * cmd-module.c — MODULE_LOAD, MODULE_UNLOAD and FUNCTION_GET: a session's modules and the kernels looked up
+ * in them (with their parameter layout, which every launch is checked against).
+ */
+#include "config.h"
+
+#include "cmd.h"
+
+#include <string.h>
+
+static int
+v_module_load(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_module_load *q = &r->w.body.module_load;
+	int rc;
+	if ((rc = plan_need_device(fe, q->device, e)) != 0)
+		return rc;
+	if (q->image.len == 0)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "empty module image");
+	if (q->image.len > fe->cfg.staging_bytes)
+		return cua_err_set(e, CUA_ETOO_LARGE, "module image of %u bytes exceeds the staging area", q->image.len);
+	if ((rc = plan_handle_quota(fe, r, e)) != 0 || (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+		return rc;
+	struct wrec_module_load c = {{WR_MODULE_LOAD, 0}, q->format, 0, 0, q->image.len};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
+	r->items[0].stage = r->items[0].cmd < 0 ? -1 : plan_stage(r, q->image.len, q->image.ptr);
+	return r->items[0].stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+static void
+c_module_load(struct fe *fe, struct request *r)
+{
+	struct ritem *it = &r->items[0];
+	uint64_t h;
+	if (it->status != CUA_OK)
+		return;
+	int rc = do_handle_new(r->s, CUA_HK_MODULE, r->dev, fe->devs[r->dev].gen, it->value, &h);
+	if (rc != 0) {
+		item_fail(it, rc, "cannot record the module");
+		return;
+	}
+	it->value = h;
+	r->s->counts.modules++;
+}
+
+static int
+v_module_unload(struct fe *fe, struct request *r, cua_err *e)
+{
+	struct hslot *m;
+	uint64_t h = r->w.body.module_unload.module;
+	int rc = do_handle_get(fe, r->s, h, CUA_HK_MODULE, &m, e);
+	if (rc == CUA_ECONTEXT_LOST) { /* forget it; say so */
+		do_handle_free(r->s, do_handle_slot(r->s, h, CUA_HK_MODULE));
+		return rc;
+	}
+	if (rc != 0 || (rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0)
+		return rc;
+	r->barrier = true;
+	struct wrec_module_unload c = {{WR_MODULE_UNLOAD, 0}, m->wid};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+static void
+c_module_unload(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct session *s = r->s;
+	struct hslot *m = do_handle_slot(s, r->w.body.module_unload.module, CUA_HK_MODULE);
+	if (r->items[0].status != CUA_OK || m == NULL)
+		return;
+	uint32_t slot = (uint32_t)(m - s->slots);
+	/* its functions go with it */
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slots[i].kind == CUA_HK_FUNCTION && s->slots[i].module_slot == slot) {
+			do_handle_free(s, &s->slots[i]);
+			s->counts.functions--;
+		}
+	do_handle_free(s, m);
+	s->counts.modules--;
+}
+
+static int
+v_function_get(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_function_get *q = &r->w.body.function_get;
+	struct hslot *m;
+	int rc = do_handle_get(fe, r->s, q->module, CUA_HK_MODULE, &m, e);
+	if (rc != 0)
+		return rc;
+	if (q->name.len == 0 || memchr(q->name.ptr, '\0', q->name.len) != NULL)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "kernel name must be non-empty text without NUL bytes");
+	if ((rc = plan_handle_quota(fe, r, e)) != 0 || (rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0)
+		return rc;
+	char name[CUA_MAX_NAME + 1];
+	memcpy(name, q->name.ptr, q->name.len);
+	name[q->name.len] = '\0';
+	struct wrec_function_get c = {{WR_FUNCTION_GET, 0}, m->wid};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), name, q->name.len + 1);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+static void
+c_function_get(struct fe *fe, struct request *r)
+{
+	struct ritem *it = &r->items[0];
+	uint64_t h;
+	if (it->status != CUA_OK)
+		return;
+	if (it->data_len % sizeof(cua_param_info) != 0 || it->data_len / sizeof(cua_param_info) > CUA_MAX_PARAMS) {
+		item_fail(it, CUA_EINTERNAL, "worker returned a malformed parameter layout");
+		return;
+	}
+	int rc = do_handle_new(r->s, CUA_HK_FUNCTION, r->dev, fe->devs[r->dev].gen, it->value, &h);
+	if (rc != 0) {
+		item_fail(it, rc, "cannot record the function");
+		return;
+	}
+	struct hslot *hs = &r->s->slots[cua_handle_slot(h)];
+	hs->module_slot = cua_handle_slot(r->w.body.function_get.module);
+	hs->nparams = it->data_len / (uint32_t)sizeof(cua_param_info);
+	hs->params = it->data;
+	it->data = NULL; /* transferred to the handle */
+	it->value = h;
+	r->s->counts.functions++;
+}
+
+static int
+r_function_get(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	(void)fe;
+	(void)scratch;
+	uint64_t h = r->items[0].value;
+	const struct hslot *hs = &r->s->slots[cua_handle_slot(h)];
+	b->function_get = (struct cua_rep_function_get){h, hs->params, hs->nparams};
+	return 0;
+}
+
+const struct cmd_entry cmd_module_load_entry = {CUA_OP_MODULE_LOAD, true, v_module_load, c_module_load, reply_value};
+const struct cmd_entry cmd_module_unload_entry = {CUA_OP_MODULE_UNLOAD, true, v_module_unload, c_module_unload, NULL};
+const struct cmd_entry cmd_function_get_entry = {CUA_OP_FUNCTION_GET, true, v_function_get, c_function_get,
+						 r_function_get};

@@ -1,0 +1,102 @@
+/*
+ * cmd-stream.c — STREAM_CREATE, STREAM_DESTROY, STREAM_SYNC (a session's own ordered streams) and
+ * SYNCHRONIZE (everything of the session so far, and the first error of its fire-and-forget work).
+ */
+#include "config.h"
+
+#include "cmd.h"
+
+static int
+v_stream_create(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_stream_create *q = &r->w.body.stream_create;
+	int rc;
+	if ((rc = plan_need_device(fe, q->device, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0 ||
+	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+		return rc;
+	const struct wdev_info *in = &fe->devs[q->device].info;
+	int prio = q->priority;
+	if (prio > in->prio_least)
+		prio = in->prio_least;
+	if (prio < in->prio_greatest)
+		prio = in->prio_greatest;
+	struct wrec_stream_create c = {{WR_STREAM_CREATE, 0}, prio, 0};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+static void
+c_stream_create(struct fe *fe, struct request *r)
+{
+	struct ritem *it = &r->items[0];
+	uint64_t h;
+	if (it->status != CUA_OK)
+		return;
+	int rc = do_handle_new(r->s, CUA_HK_STREAM, r->dev, fe->devs[r->dev].gen, it->value, &h);
+	if (rc != 0) {
+		item_fail(it, rc, "cannot record the stream");
+		return;
+	}
+	it->value = h;
+	r->s->counts.streams++;
+}
+
+/* STREAM_DESTROY and STREAM_SYNC */
+static int
+v_stream(struct fe *fe, struct request *r, cua_err *e)
+{
+	uint64_t h = r->w.body.stream.stream;
+	struct hslot *hs;
+	if (h == 0)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "stream 0 is the daemon's pool; use SYNCHRONIZE");
+	int rc = do_handle_get(fe, r->s, h, CUA_HK_STREAM, &hs, e);
+	if (rc == CUA_ECONTEXT_LOST && r->op == CUA_OP_STREAM_DESTROY) {
+		do_handle_free(r->s, do_handle_slot(r->s, h, CUA_HK_STREAM));
+		return rc;
+	}
+	if (rc != 0 || (rc = plan_bind_device(fe, r, hs->dev, hs->gen, e)) != 0)
+		return rc;
+	struct wrec_stream c = {{r->op == CUA_OP_STREAM_DESTROY ? WR_STREAM_DESTROY : WR_STREAM_SYNC, 0},
+				(uint32_t)hs->wid, 0};
+	r->barrier = r->op == CUA_OP_STREAM_DESTROY;
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+static void
+c_stream_destroy(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct hslot *hs = do_handle_slot(r->s, r->w.body.stream.stream, CUA_HK_STREAM);
+	if (r->items[0].status == CUA_OK && hs != NULL) {
+		do_handle_free(r->s, hs);
+		r->s->counts.streams--;
+	}
+}
+
+static int
+v_synchronize(struct fe *fe, struct request *r, cua_err *e)
+{
+	(void)fe;
+	(void)e;
+	r->barrier = true;
+	return 0;
+}
+
+static void
+c_synchronize(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct session *s = r->s;
+	if (s->deferred_status == CUA_OK)
+		return;
+	item_fail(&r->items[0], (int)s->deferred_status, "%s", s->deferred_msg);
+	s->deferred_status = CUA_OK;
+	s->deferred_msg[0] = '\0';
+}
+
+const struct cmd_entry cmd_stream_create_entry = {CUA_OP_STREAM_CREATE, true, v_stream_create, c_stream_create,
+						  reply_value};
+const struct cmd_entry cmd_stream_destroy_entry = {CUA_OP_STREAM_DESTROY, true, v_stream, c_stream_destroy, NULL};
+const struct cmd_entry cmd_stream_sync_entry = {CUA_OP_STREAM_SYNC, true, v_stream, NULL, NULL};
+const struct cmd_entry cmd_synchronize_entry = {CUA_OP_SYNCHRONIZE, true, v_synchronize, c_synchronize, NULL};

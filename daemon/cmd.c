@@ -1,0 +1,40 @@
+/*
+ * cmd.c — the operations table: every request kind's row, from the file of its family, indexed by op.
+ */
+#include "config.h"
+
+#include "cmd.h"
+
+#define ROW(name, entry) [CUA_OP_##name] = &entry
+
+static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
+	ROW(HELLO, cmd_hello_entry),
+	ROW(PING, cmd_ping_entry),
+	ROW(DEVICES, cmd_devices_entry),
+	ROW(STATUS, cmd_status_entry),
+	ROW(MODULE_LOAD, cmd_module_load_entry),
+	ROW(MODULE_UNLOAD, cmd_module_unload_entry),
+	ROW(FUNCTION_GET, cmd_function_get_entry),
+	ROW(MEM_ALLOC, cmd_mem_alloc_entry),
+	ROW(MEM_FREE, cmd_mem_free_entry),
+	ROW(MEMCPY_HTOD, cmd_memcpy_htod_entry),
+	ROW(MEMCPY_DTOH, cmd_memcpy_dtoh_entry),
+	ROW(MEMCPY_DTOD, cmd_memcpy_dtod_entry),
+	ROW(MEMSET, cmd_memset_entry),
+	ROW(MEMCPY_HTOD_HOST, cmd_memcpy_htod_host_entry),
+	ROW(MEMCPY_DTOH_HOST, cmd_memcpy_dtoh_host_entry),
+	ROW(STREAM_CREATE, cmd_stream_create_entry),
+	ROW(STREAM_DESTROY, cmd_stream_destroy_entry),
+	ROW(STREAM_SYNC, cmd_stream_sync_entry),
+	ROW(SYNCHRONIZE, cmd_synchronize_entry),
+	ROW(LAUNCH, cmd_launch_entry),
+	ROW(BATCH, cmd_batch_entry),
+	ROW(HOST_REGISTER, cmd_host_register_entry),
+	ROW(HOST_UNREGISTER, cmd_host_unregister_entry),
+};
+
+const struct cmd_entry *
+cmd_find(uint32_t op)
+{
+	return op < CUA_OP_MAX ? cmd_table[op] : NULL;
+}

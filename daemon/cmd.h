@@ -1,0 +1,89 @@
+/*
+ * cmd.h — the operations table (tmux-style: one file per family of operations, each exporting its rows,
+ * collected in cmd.c) and the building blocks those files plan worker commands with (plan.c).
+ *
+ * Every function here runs on the thread that handles the request, with fe->lock held, and never blocks.
+ */
+#ifndef CUAD_CMD_H
+#define CUAD_CMD_H
+
+#include "devlink.h"
+#include "request.h"
+
+/* An answer, as request.c hands it to the edge (which encodes it). */
+struct reply {
+	uint32_t op, status;
+	const char *message; /* NULL: the status table's */
+	const void *body;    /* the cua_rep_body member of op when status is OK; NULL: none */
+};
+
+struct cmd_entry {
+	uint32_t op;
+	bool needs_hello;
+	/* Validates the decoded request against the session and plans its worker commands (plan_* below).
+	 * 0, or a status with a message in e (the request is then answered with it, nothing runs). */
+	int (*validate)(struct fe *fe, struct request *r, cua_err *e);
+	/* After the worker's results are in (or at once when nothing runs): updates the session's tables.
+	 * May fail an item (item_fail). NULL: nothing to do. */
+	void (*complete)(struct fe *fe, struct request *r);
+	/* The reply body on success, built in the member of *body for the op; whatever it allocates goes in
+	 * *scratch (freed after the reply was sent). 0, or a status (the client then gets INTERNAL).
+	 * NULL function: the reply has no body. */
+	int (*reply)(struct fe *fe, struct request *r, cua_rep_body *body, void **scratch);
+};
+
+/* The row of op, or NULL when op is unknown. */
+const struct cmd_entry *cmd_find(uint32_t op);
+
+extern const struct cmd_entry cmd_hello_entry, cmd_ping_entry, cmd_devices_entry, cmd_status_entry;
+extern const struct cmd_entry cmd_module_load_entry, cmd_module_unload_entry, cmd_function_get_entry;
+extern const struct cmd_entry cmd_mem_alloc_entry, cmd_mem_free_entry;
+extern const struct cmd_entry cmd_memcpy_htod_entry, cmd_memcpy_dtoh_entry, cmd_memcpy_dtod_entry, cmd_memset_entry;
+extern const struct cmd_entry cmd_memcpy_htod_host_entry, cmd_memcpy_dtoh_host_entry;
+extern const struct cmd_entry cmd_stream_create_entry, cmd_stream_destroy_entry, cmd_stream_sync_entry;
+extern const struct cmd_entry cmd_synchronize_entry;
+extern const struct cmd_entry cmd_launch_entry, cmd_batch_entry;
+extern const struct cmd_entry cmd_host_register_entry, cmd_host_unregister_entry;
+
+/* Stream work, shared by the single requests and BATCH items (cmd-copy.c, cmd-launch.c). Each validates one
+ * item and plans its command into it->cmd. 0 or a status with a message in e. */
+int plan_htod(struct fe *fe, struct request *r, const struct cua_req_memcpy_htod *q, struct ritem *it, cua_err *e);
+int plan_dtoh(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtoh *q, struct ritem *it, cua_err *e);
+int plan_dtod(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtod *q, struct ritem *it, cua_err *e);
+int plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q, struct ritem *it, cua_err *e);
+int plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_req_memcpy_host *q,
+		   struct ritem *it, cua_err *e);
+int plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, struct ritem *it, cua_err *e);
+
+/* ---- plan.c: building blocks ---- */
+
+/* Sets an item's status and message. Returns status. */
+int item_fail(struct ritem *it, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int item_fail_err(struct ritem *it, const cua_err *e);
+/* Replaces r's items by n fresh ones (no command, no stage). 0 or CUA_ENOMEM. */
+int items_init(struct request *r, uint32_t n);
+
+/* Appends a worker command: rec is a link/wrec.h record of `fixed` bytes (its header's op set by the caller,
+ * its size set here), followed by `extra` bytes of payload. Returns its index, or -1 (out of memory). */
+int plan_cmd(struct request *r, void *rec, size_t fixed, const void *extra, uint32_t elen);
+/* Puts `len` bytes of the command planned last through the staging area (src: bytes to copy in, NULL: out).
+ * Returns the stage index or -1 (out of memory). */
+int plan_stage(struct request *r, uint64_t len, const void *src);
+
+/* 0 when device dev exists and is usable, else BAD_ARGUMENT / NO_DEVICE with a message in e. */
+int plan_need_device(struct fe *fe, uint32_t dev, cua_err *e);
+/* The request's device: the first one named fixes it (and the generation its objects belong to); later
+ * items must agree. 0 or BAD_ARGUMENT. */
+int plan_bind_device(struct fe *fe, struct request *r, int dev, uint32_t gen, cua_err *e);
+/* [p, p+len) must lie in one live allocation of the session; binds the request to its device. */
+int plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *dev, cua_err *e);
+/* Resolves a stream handle (0: the next pool stream of dev) to the worker's stream id. */
+int plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e);
+/* 0 when the session may hold one more handle, else QUOTA. */
+int plan_handle_quota(struct fe *fe, struct request *r, cua_err *e);
+/* A reply row for ops whose body is the one u64 the worker produced (a handle or a device pointer). */
+int reply_value(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch);
+/* The largest copy one request may move through the staging area and back in a reply. */
+uint64_t plan_max_copy(struct fe *fe);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * core.c — the front-end core's state: defaults, initialisation, the clock.
+ */
+#include "config.h"
+
+#include "daemon.h"
+
+#include <string.h>
+#include <time.h>
+
+uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void
+config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->backend = "auto";
+	c->emu_sm = 90;
+	c->emu_devices = 1;
+	c->emu_mem = 1ull << 30;
+	c->pool_streams = 4;
+	c->contexts = 512;
+	c->max_message = (64u << 20) + (1u << 20);
+	c->staging_bytes = 256ull << 20;
+	c->ring_bytes = 16u << 20;
+	c->session_handles = 65536;
+	c->session_inflight = 65536;
+	c->session_window = 8;
+	c->ready_fd = -1;
+	c->ipc_mode = -1;
+}
+
+void
+fe_init(struct fe *fe)
+{
+	memset(fe, 0, sizeof(*fe));
+	config_defaults(&fe->cfg);
+	pthread_mutex_init(&fe->lock, NULL);
+	pthread_cond_init(&fe->cond, NULL);
+	TAILQ_INIT(&fe->sessions);
+	TAILQ_INIT(&fe->ready);
+	TAILQ_INIT(&fe->zombies);
+	STAILQ_INIT(&fe->tomb_fifo);
+	fe->start_ms = now_ms();
+}

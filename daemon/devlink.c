@@ -1,0 +1,481 @@
+/*
+ * devlink.c — the front-end's side of a GPU worker (see devlink.h).
+ */
+#include "config.h"
+
+#include "cua_log.h"
+#include "devlink.h"
+#include "request.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define HELLO_TIMEOUT_MS 60000
+
+static size_t
+page_round(size_t n)
+{
+	return (n + 4095) & ~(size_t)4095;
+}
+
+static int
+shm_create(struct fe *fe, struct device *d)
+{
+	size_t ring = fe->cfg.ring_bytes;
+	struct wshm_hdr h = {.magic = WSHM_MAGIC};
+	h.cmd_off = 4096;
+	h.cmd_size = ring;
+	h.cpl_off = h.cmd_off + page_round(ring_footprint(ring));
+	h.cpl_size = ring;
+	h.staging_off = h.cpl_off + page_round(ring_footprint(ring));
+	h.staging_size = fe->cfg.staging_bytes;
+	h.total = h.staging_off + page_round(fe->cfg.staging_bytes);
+	char name[32];
+	snprintf(name, sizeof(name), "cuasyncd-dev%d", d->index);
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)h.total) != 0) {
+		log_error("shared memory of %zu bytes for device %d: %s", (size_t)h.total, d->index, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	unsigned char *p = mmap(NULL, h.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	memcpy(p, &h, sizeof(h));
+	d->cmd = (struct ring *)(p + h.cmd_off);
+	d->cpl = (struct ring *)(p + h.cpl_off);
+	ring_init(d->cmd, ring);
+	ring_init(d->cpl, ring);
+	d->staging = p + h.staging_off;
+	d->shm = p;
+	d->shm_len = h.total;
+	d->shm_fd = fd;
+	return extent_init(&d->staging_alloc, fe->cfg.staging_bytes, 256);
+}
+
+static void
+shm_destroy(struct device *d)
+{
+	if (d->shm) {
+		munmap(d->shm, d->shm_len);
+		d->shm = NULL;
+	}
+	if (d->shm_fd >= 0) {
+		close(d->shm_fd);
+		d->shm_fd = -1;
+	}
+	extent_fini(&d->staging_alloc);
+}
+
+static pid_t
+spawn(struct fe *fe, struct device *d)
+{
+	char fd_s[16], dev_s[16], gen_s[16], sm_s[16], mem_s[32], pool_s[16], lvl_s[16];
+	snprintf(fd_s, sizeof(fd_s), "%d", d->shm_fd);
+	snprintf(dev_s, sizeof(dev_s), "%d", d->ordinal);
+	snprintf(gen_s, sizeof(gen_s), "%u", d->gen);
+	snprintf(sm_s, sizeof(sm_s), "%d", fe->cfg.emu_sm);
+	snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)fe->cfg.emu_mem);
+	snprintf(pool_s, sizeof(pool_s), "%u", fe->cfg.pool_streams);
+	snprintf(lvl_s, sizeof(lvl_s), "%d", cua_log_get_level());
+	const char *argv[] = {fe->cfg.self_exe, "--worker", fd_s, "--worker-device", dev_s, "--worker-generation", gen_s,
+			      "--backend", fe->backend, "--emu-sm", sm_s, "--emu-mem", mem_s, "--pool-streams", pool_s,
+			      "--log-level-num", lvl_s, NULL};
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* The child: keep only the shared-memory fd, then exec (no NNG, no locks, no CUDA in this image). */
+		int flags = fcntl(d->shm_fd, F_GETFD);
+		fcntl(d->shm_fd, F_SETFD, flags & ~FD_CLOEXEC);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(fe->cfg.self_exe, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The worker's first record: its device info, or why it cannot serve. 0 or a status with why said. */
+static int
+read_hello(struct device *d, const unsigned char *rec, size_t len, char *why, size_t whylen)
+{
+	struct wcpl_req h;
+	struct wcpl c;
+	if (len < sizeof(h) + sizeof(c)) {
+		snprintf(why, whylen, "worker sent a short first record");
+		return CUA_EINTERNAL;
+	}
+	memcpy(&h, rec, sizeof(h));
+	memcpy(&c, rec + sizeof(h), sizeof(c));
+	const unsigned char *detail = rec + sizeof(h) + sizeof(c);
+	if ((size_t)c.detail_len + c.data_len > len - sizeof(h) - sizeof(c)) {
+		snprintf(why, whylen, "worker sent a malformed first record");
+		return CUA_EINTERNAL;
+	}
+	if (c.status == 0 && c.data_len == sizeof(d->info)) {
+		memcpy(&d->info, detail + c.detail_len, sizeof(d->info));
+		return 0;
+	}
+	snprintf(why, whylen, "%.*s", (int)c.detail_len, detail);
+	return c.status != 0 ? (int)c.status : CUA_EINTERNAL;
+}
+
+/* Waits for the worker's first record. Returns 0 or an error code with why filled. */
+static int
+await_hello(struct device *d, char *why, size_t whylen)
+{
+	for (int waited = 0; waited < HELLO_TIMEOUT_MS; waited += 100) {
+		size_t len;
+		const unsigned char *rec = ring_peek(d->cpl, &len);
+		if (rec != NULL) {
+			int rc = read_hello(d, rec, len, why, whylen);
+			ring_release(d->cpl);
+			return rc;
+		}
+		int st;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = 0;
+			snprintf(why, whylen, "worker exited during start-up (status %d)", st);
+			return CUA_ENO_DEVICE;
+		}
+		ring_wait_data(d->cpl, 100);
+	}
+	snprintf(why, whylen, "worker did not report its device within %d s", HELLO_TIMEOUT_MS / 1000);
+	return CUA_ENO_DEVICE;
+}
+
+/* Starts (or restarts) d's worker. Called without fe->lock (it waits for the worker). */
+static int
+dev_launch(struct fe *fe, struct device *d)
+{
+	if (shm_create(fe, d) != 0) {
+		snprintf(d->why, sizeof(d->why), "cannot create the shared-memory region");
+		return CUA_ENOMEM;
+	}
+	d->pid = spawn(fe, d);
+	if (d->pid < 0) {
+		snprintf(d->why, sizeof(d->why), "fork: %s", strerror(errno));
+		shm_destroy(d);
+		return CUA_EINTERNAL;
+	}
+	int rc = await_hello(d, d->why, sizeof(d->why));
+	if (rc != 0) {
+		if (d->pid > 0) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, NULL, 0);
+			d->pid = 0;
+		}
+		shm_destroy(d);
+	}
+	return rc;
+}
+
+static void *completion_main(void *arg);
+
+int
+dev_start(struct fe *fe, struct device *d, dev_done_fn done)
+{
+	d->fe = fe;
+	d->done = done;
+	d->shm_fd = -1;
+	d->gen = 1;
+	int rc = dev_launch(fe, d);
+	if (rc != 0) {
+		d->state = DEV_FAILED;
+		log_error("device %d unusable: %s", d->index, d->why);
+		return rc;
+	}
+	d->state = DEV_READY;
+	if (pthread_create(&d->cpl_thread, NULL, completion_main, d) != 0) {
+		d->state = DEV_FAILED;
+		snprintf(d->why, sizeof(d->why), "cannot start the completion thread");
+		return CUA_EINTERNAL;
+	}
+	d->cpl_thread_started = true;
+	return 0;
+}
+
+void
+dev_stop(struct device *d, struct request_queue *left)
+{
+	struct request *r, *tmp;
+	TAILQ_INIT(left);
+	atomic_store(&d->stop, 1);
+	if (d->shm && d->pid > 0) {
+		/* a zero-length record asks the worker to finish */
+		if (ring_reserve(d->cmd, 0) != NULL)
+			ring_commit(d->cmd, 0);
+	}
+	if (d->cpl_thread_started) {
+		if (d->cpl)
+			ring_kick(d->cpl);
+		pthread_join(d->cpl_thread, NULL);
+		d->cpl_thread_started = false;
+	}
+	if (d->pid > 0) {
+		kill(d->pid, SIGTERM);
+		waitpid(d->pid, NULL, 0);
+		d->pid = 0;
+	}
+	shm_destroy(d);
+	HASH_ITER(hh, d->inflight, r, tmp) {
+		HASH_DEL(d->inflight, r);
+		TAILQ_INSERT_TAIL(left, r, qlink);
+	}
+	d->in_flight = 0;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static void
+do_unplace(struct device *d, struct request *r, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (r->stages[i].placed) {
+			extent_put(&d->staging_alloc, r->stages[i].off, r->stages[i].len);
+			r->stages[i].placed = false;
+		}
+}
+
+/* Every stage of r gets staging space, or none does. 0 or -1. */
+static int
+do_place(struct device *d, struct request *r)
+{
+	for (uint32_t i = 0; i < r->nstages; i++) {
+		struct stage *st = &r->stages[i];
+		if (st->placed)
+			continue;
+		if (extent_get(&d->staging_alloc, st->len, &st->off) != 0) {
+			do_unplace(d, r, i);
+			return -1;
+		}
+		st->placed = true;
+	}
+	return 0;
+}
+
+/* Writes each stage's staging offset into its command and copies the bytes in. */
+static void
+do_fill_stages(struct device *d, struct request *r)
+{
+	for (uint32_t i = 0; i < r->nstages; i++) {
+		struct stage *st = &r->stages[i];
+		unsigned char *cmd = r->cmds + st->cmd_off;
+		struct wrec_hdr h;
+		memcpy(&h, cmd, sizeof(h));
+		if (h.op == WR_MODULE_LOAD)
+			memcpy(cmd + offsetof(struct wrec_module_load, staging_off), &st->off, sizeof(st->off));
+		else
+			memcpy(cmd + offsetof(struct wrec_copy, host_off), &st->off, sizeof(st->off));
+		if (st->src)
+			memcpy(d->staging + st->off, st->src, st->len);
+	}
+}
+
+int
+do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
+{
+	(void)fe;
+	size_t len = sizeof(struct wrec_req) + r->cmds_len;
+	if (len > ring_max_record(d->cmd)) { /* can never fit: fail it rather than wait forever */
+		r->status = CUA_ETOO_LARGE;
+		free(r->status_msg);
+		r->status_msg = strdup("request too large for the worker ring; split the batch");
+		return CUA_ETOO_LARGE;
+	}
+	if (do_place(d, r) != 0)
+		return -1;
+	unsigned char *p = ring_reserve(d->cmd, len);
+	if (p == NULL) {
+		do_unplace(d, r, r->nstages);
+		return -1;
+	}
+	do_fill_stages(d, r);
+	struct wrec_req h = {r->id, r->ncmds, 0};
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + sizeof(h), r->cmds, r->cmds_len);
+	ring_commit(d->cmd, len);
+	HASH_ADD(hh, d->inflight, id, sizeof(r->id), r);
+	d->in_flight++;
+	return 0;
+}
+
+void
+do_dev_release_staging(struct device *d, struct request *r)
+{
+	do_unplace(d, r, r->nstages);
+}
+
+const void *
+dev_stage_bytes(const struct device *d, const struct request *r, uint32_t i)
+{
+	return d->staging + r->stages[i].off;
+}
+
+/* ------------------------------------------------------------------ completions */
+
+static struct request *
+do_inflight_take(struct device *d, uint64_t id)
+{
+	struct request *r;
+	HASH_FIND(hh, d->inflight, &id, sizeof(id), r);
+	if (r != NULL) {
+		HASH_DEL(d->inflight, r);
+		d->in_flight--;
+	}
+	return r;
+}
+
+/* One command's outcome into its item. */
+static void
+item_apply(struct ritem *it, const struct wcpl *c, const unsigned char *detail)
+{
+	it->status = c->status;
+	it->value = c->value;
+	if (c->status != CUA_OK) {
+		free(it->msg);
+		it->msg = strndup((const char *)detail, c->detail_len);
+	}
+	if (c->data_len) {
+		free(it->data);
+		it->data = malloc(c->data_len);
+		if (it->data) {
+			memcpy(it->data, detail + c->detail_len, c->data_len);
+			it->data_len = c->data_len;
+		}
+	}
+}
+
+/* Applies one completion record to its request and hands the request back. Caller holds fe->lock. */
+static void
+do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
+{
+	struct wcpl_req h;
+	if (len < sizeof(h)) {
+		log_error("device %d: short completion record", d->index);
+		return;
+	}
+	memcpy(&h, rec, sizeof(h));
+	struct request *r = do_inflight_take(d, h.req);
+	if (r == NULL) {
+		log_error("device %d: completion for unknown request %llu", d->index, (unsigned long long)h.req);
+		return;
+	}
+	if (h.fatal) {
+		log_error("device %d: sticky fault in request %llu of session %llu", d->index, (unsigned long long)h.req,
+			  (unsigned long long)r->s->id);
+		/* The worker exits next: send it nothing more, so new work waits for the fresh one. */
+		d->state = DEV_RESTARTING;
+	}
+	size_t off = sizeof(h);
+	/* Commands were planned in item order, so one cursor walks items and commands together. */
+	uint32_t cur = 0;
+	for (uint32_t ci = 0; ci < h.ncmds && off + sizeof(struct wcpl) <= len; ci++) {
+		struct wcpl c;
+		memcpy(&c, rec + off, sizeof(c));
+		off += sizeof(c);
+		const unsigned char *detail = rec + off;
+		if ((size_t)c.detail_len + c.data_len > len - off)
+			break;
+		off += wrec_align8(c.detail_len + c.data_len);
+		while (cur < r->nitems && r->items[cur].cmd < (int32_t)ci)
+			cur++;
+		if (cur < r->nitems && r->items[cur].cmd == (int32_t)ci)
+			item_apply(&r->items[cur], &c, detail);
+		/* else a command without an item (session cleanup) */
+	}
+	d->done(fe, r);
+}
+
+/* The worker is gone: answer everything in flight on it. Caller holds fe->lock. */
+static void
+do_fail_inflight(struct fe *fe, struct device *d)
+{
+	struct request *r, *tmp;
+	HASH_ITER(hh, d->inflight, r, tmp) {
+		HASH_DEL(d->inflight, r);
+		d->in_flight--;
+		for (uint32_t i = 0; i < r->nitems; i++) {
+			struct ritem *it = &r->items[i];
+			if (it->cmd >= 0 && it->status == CUA_OK) {
+				it->status = CUA_ECONTEXT_LOST;
+				free(it->msg);
+				it->msg = strdup("the GPU context was lost (another request faulted or the worker died) "
+						 "before this work completed; recreate modules, memory and streams");
+			}
+		}
+		d->done(fe, r);
+	}
+}
+
+/* The worker died (its last records were read): fail its work, mark its objects stale, start the next
+ * generation. Completion thread, without fe->lock. Returns 0 when the new worker serves. */
+static int
+restart(struct fe *fe, struct device *d, int st)
+{
+	if (WIFEXITED(st))
+		log_error("device %d: worker %d exited with status %d; restarting", d->index, d->pid, WEXITSTATUS(st));
+	else
+		log_error("device %d: worker %d killed by signal %d; restarting", d->index, d->pid, WTERMSIG(st));
+	pthread_mutex_lock(&fe->lock);
+	uint32_t old = d->gen;
+	d->pid = 0;
+	d->state = DEV_RESTARTING;
+	do_fail_inflight(fe, d);
+	d->gen++;
+	d->restarts++;
+	do_sessions_mark_stale(fe, d->index, old);
+	pthread_mutex_unlock(&fe->lock);
+
+	shm_destroy(d);
+	int rc = dev_launch(fe, d);
+	pthread_mutex_lock(&fe->lock);
+	if (rc == 0) {
+		d->state = DEV_READY;
+		log_info("device %d: worker generation %u ready", d->index, d->gen);
+	} else {
+		d->state = DEV_FAILED;
+		log_error("device %d: restart failed: %s", d->index, d->why);
+	}
+	pthread_cond_signal(&fe->cond); /* the dispatcher: waiting work can go (or be refused) now */
+	pthread_mutex_unlock(&fe->lock);
+	return rc;
+}
+
+static void *
+completion_main(void *arg)
+{
+	struct device *d = arg;
+	struct fe *fe = d->fe;
+	for (;;) {
+		size_t len;
+		const unsigned char *rec = ring_peek(d->cpl, &len);
+		if (rec != NULL) {
+			pthread_mutex_lock(&fe->lock);
+			do_apply(fe, d, rec, len);
+			pthread_mutex_unlock(&fe->lock);
+			ring_release(d->cpl);
+			continue;
+		}
+		if (atomic_load(&d->stop))
+			return NULL;
+		int st;
+		pid_t w = d->pid > 0 ? waitpid(d->pid, &st, WNOHANG) : 0;
+		if (w != d->pid) {
+			ring_wait_data(d->cpl, 50);
+			continue;
+		}
+		if (restart(fe, d, st) != 0)
+			return NULL;
+	}
+}

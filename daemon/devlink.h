@@ -1,0 +1,69 @@
+/*
+ * devlink.h — the front-end's side of a GPU worker: the shared-memory region (link/), spawning the worker
+ * (fork+exec, so the child starts clean before any CUDA initialisation), writing requests' command records
+ * into its ring, the completion thread, and restarting a worker that died or reported a sticky fault.
+ *
+ * devlink knows requests only as far as their commands and staging go (struct request, request.h); what a
+ * completion means is the caller's: devlink reports it through the callback given to dev_start.
+ */
+#ifndef CUAD_DEVLINK_H
+#define CUAD_DEVLINK_H
+
+#include "daemon.h"
+#include "session.h"
+#include "extent.h"
+#include "ring.h"
+#include "wrec.h"
+
+#include <sys/types.h>
+#include <uthash.h>
+
+enum dev_state { DEV_STARTING, DEV_READY, DEV_RESTARTING, DEV_FAILED };
+
+/* Called by a device's completion thread with fe->lock held, once per request that left the worker: the
+ * items of r carry the worker's results (or CONTEXT_LOST when the worker died). The callee owns r. */
+typedef void (*dev_done_fn)(struct fe *fe, struct request *r);
+
+struct device {
+	struct fe *fe;
+	int index;   /* daemon-visible index */
+	int ordinal; /* backend device ordinal */
+	enum dev_state state;
+	uint32_t gen; /* worker generation, 1.. */
+	uint32_t restarts;
+	pid_t pid;
+	struct wdev_info info;
+	char why[CUA_ERR_DETAIL_MAX]; /* why the device is unusable (DEV_FAILED) */
+	dev_done_fn done;
+	int shm_fd;
+	unsigned char *shm;
+	size_t shm_len;
+	struct ring *cmd, *cpl;
+	unsigned char *staging;
+	struct extent_alloc staging_alloc;
+	pthread_t cpl_thread;
+	bool cpl_thread_started;
+	atomic_int stop;
+	uint32_t next_pool;
+	uint32_t in_flight;
+	struct request *inflight; /* uthash on request id */
+	uint64_t allocations, alloc_bytes;
+};
+
+/* Starts d's worker and waits for it to report its device (up to a minute). 0, or an error code with
+ * d->why said and d->state DEV_FAILED. Called from main before the edge starts, without fe->lock. */
+int dev_start(struct fe *fe, struct device *d, dev_done_fn done);
+/* Stops the worker and its completion thread; the requests still in flight on d are moved to *left
+ * (initialised here), unanswered, for the caller to free. Without fe->lock. */
+void dev_stop(struct device *d, struct request_queue *left);
+
+/* Places r's staging and writes its commands into d's ring. 0: in flight (r now belongs to d until the done
+ * callback); -1: no room now (staging or ring full), retry later; CUA_ETOO_LARGE: can never fit (r->status
+ * set). Caller holds fe->lock. */
+int do_dev_dispatch(struct fe *fe, struct device *d, struct request *r);
+/* Gives back r's staging extents (after its reply was built). Caller holds fe->lock. */
+void do_dev_release_staging(struct device *d, struct request *r);
+/* The staging bytes of stage i of r, placed by do_dev_dispatch. */
+const void *dev_stage_bytes(const struct device *d, const struct request *r, uint32_t i);
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * edge.c — the NNG edge (see edge.h): contexts, pipes, and the reply path.
+ */
+#include "config.h"
+
+#include "cmd.h"
+#include "cua_log.h"
+#include "cua_nngmsg.h"
+#include "cua_wire.h"
+#include "edge.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An NNG context with its aio: receives a request, later sends its reply. */
+struct edge_ctx {
+	struct edge *ed;
+	nng_ctx ctx;
+	nng_aio *aio;
+	int sending;
+};
+
+static void
+ctx_send(struct edge_ctx *c, nng_msg *m)
+{
+	c->sending = 1;
+	nng_aio_set_msg(c->aio, m);
+	nng_ctx_send(c->ctx, c->aio);
+}
+
+static cua_wire_out
+msg_out(nng_msg *m)
+{
+	return (cua_wire_out){cua_nngmsg_write, m};
+}
+
+/* edge_ops.reply: encodes rep and sends it on the context it belongs to. */
+static void
+edge_reply(void *arg, const struct reply *rep)
+{
+	struct edge_ctx *c = arg;
+	nng_msg *m;
+	if (nng_msg_alloc(&m, 0) != 0) {
+		log_error("out of memory for a reply; the client will time out");
+		nng_ctx_recv(c->ctx, c->aio); /* the context receives again */
+		return;
+	}
+	if (cua_wire_pack_reply(msg_out(m), rep->op, rep->status, rep->message, rep->body) != 0) {
+		nng_msg_clear(m);
+		cua_wire_pack_reply(msg_out(m), rep->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
+	}
+	ctx_send(c, m);
+}
+
+static void
+edge_msg_free(void *msg)
+{
+	nng_msg_free(msg);
+}
+
+static int64_t
+edge_peer_pid(uint32_t pipe)
+{
+	nng_pipe p = NNG_PIPE_INITIALIZER;
+	uint64_t pid;
+	p.id = pipe;
+	return nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 ? (int64_t)pid : -1;
+}
+
+static const struct edge_ops nng_edge_ops = {edge_reply, edge_msg_free, edge_peer_pid};
+
+static void
+ctx_cb(void *arg)
+{
+	struct edge_ctx *c = arg;
+	struct edge *ed = c->ed;
+	int rv = nng_aio_result(c->aio);
+	if (c->sending) {
+		c->sending = 0;
+		if (rv != 0) {
+			nng_msg *m = nng_aio_get_msg(c->aio);
+			if (m)
+				nng_msg_free(m);
+		}
+		if (rv == NNG_ECLOSED)
+			return;
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	if (rv != 0) {
+		if (rv == NNG_ECLOSED || atomic_load(&ed->stopping))
+			return;
+		nng_ctx_recv(c->ctx, c->aio);
+		return;
+	}
+	nng_msg *m = nng_aio_get_msg(c->aio);
+	struct incoming in = {m, nng_msg_body(m), nng_msg_len(m), c, nng_pipe_id(nng_msg_get_pipe(m))};
+	request_receive(ed->fe, &in); /* takes m */
+}
+
+static void
+pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct edge *ed = arg;
+	/* No NNG calls on the socket in here (it runs inside NNG's pipe handling): closing a session, which
+	 * may answer requests, is left to the dispatcher thread. */
+	if (ev == NNG_PIPE_EV_ADD_POST && edge_listener_is_probe(ed, p))
+		atomic_fetch_add(&ed->probe_adds, 1); /* the listener watchdog's probe: not a client */
+	else if (ev == NNG_PIPE_EV_ADD_POST)
+		request_pipe_added(ed->fe, nng_pipe_id(p));
+	else if (ev == NNG_PIPE_EV_REM_POST)
+		request_pipe_removed(ed->fe, nng_pipe_id(p));
+}
+
+static int
+open_contexts(struct edge *ed, unsigned n)
+{
+	int rv;
+	ed->ctxs = calloc(n, sizeof(*ed->ctxs));
+	if (ed->ctxs == NULL)
+		return -1;
+	for (unsigned i = 0; i < n; i++) {
+		struct edge_ctx *c = &ed->ctxs[i];
+		c->ed = ed;
+		if ((rv = nng_aio_alloc(&c->aio, ctx_cb, c)) != 0 || (rv = nng_ctx_open(&c->ctx, ed->sock)) != 0) {
+			if (c->aio)
+				nng_aio_free(c->aio);
+			log_error("cannot open context %u: %s", i, nng_strerror(rv));
+			return -1;
+		}
+		ed->nctxs++;
+	}
+	return 0;
+}
+
+int
+edge_start(struct edge *ed, struct fe *fe)
+{
+	int rv;
+	ed->fe = fe;
+	fe->edge = &nng_edge_ops;
+	pthread_mutex_init(&ed->wd_lock, NULL);
+	pthread_cond_init(&ed->wd_cond, NULL);
+	if ((rv = nng_rep0_open(&ed->sock)) != 0) {
+		log_error("cannot open the REP socket: %s", nng_strerror(rv));
+		return -1;
+	}
+	nng_socket_set_size(ed->sock, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
+	nng_pipe_notify(ed->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, ed);
+	nng_pipe_notify(ed->sock, NNG_PIPE_EV_REM_POST, pipe_cb, ed);
+	if (open_contexts(ed, fe->cfg.contexts) != 0)
+		return -1;
+	for (int i = 0; i < fe->cfg.nlisten; i++) {
+		ed->listeners[i].url = fe->cfg.listen[i];
+		if (edge_listener_open(ed, &ed->listeners[i]) != 0)
+			return -1;
+		ed->nlisteners++;
+		log_info("listening on %s", fe->cfg.listen[i]);
+	}
+	if (edge_watchdog_start(ed) != 0)
+		return -1;
+	for (unsigned i = 0; i < ed->nctxs; i++)
+		nng_ctx_recv(ed->ctxs[i].ctx, ed->ctxs[i].aio);
+	return 0;
+}
+
+void
+edge_stop(struct edge *ed)
+{
+	atomic_store(&ed->stopping, 1);
+	edge_watchdog_stop(ed);
+	nng_close(ed->sock);
+	for (unsigned i = 0; i < ed->nctxs; i++)
+		nng_aio_stop(ed->ctxs[i].aio);
+}
+
+void
+edge_fini(struct edge *ed)
+{
+	for (unsigned i = 0; i < ed->nctxs; i++)
+		nng_aio_free(ed->ctxs[i].aio);
+	free(ed->ctxs);
+	ed->ctxs = NULL;
+	ed->nctxs = 0;
+	/* Reclaims what NNG still holds, e.g. a listener that the watchdog replaced (its accept loop is dead
+	 * and its socket's close cannot reach it). */
+	nng_fini();
+}

@@ -1,0 +1,57 @@
+/*
+ * edge.h — the NNG edge of cuasyncd: the only part of the daemon that touches NNG (and, through the wire
+ * codec, msgpack). One REP socket with many contexts, each with its own aio: a context receives a request,
+ * hands its bytes to the core (request_receive), and later sends the reply the core gives it back through
+ * struct edge_ops. Listeners, their TLS configuration and their watchdog live here too (edge-listen.c).
+ */
+#ifndef CUAD_EDGE_H
+#define CUAD_EDGE_H
+
+#include "daemon.h"
+
+#include <nng/nng.h>
+
+struct edge_listener {
+	const char *url;
+	nng_listener l;
+	int kind; /* EL_IPC, EL_TCP, EL_OTHER */
+	nng_sockaddr_in tcp; /* bound address of a tcp listener */
+};
+enum { EL_IPC, EL_TCP, EL_OTHER };
+
+struct edge_ctx;
+
+struct edge {
+	struct fe *fe;
+	nng_socket sock;
+	struct edge_ctx *ctxs;
+	unsigned nctxs;
+	struct edge_listener listeners[CUAD_MAX_LISTEN];
+	int nlisteners;
+	uint64_t listener_restarts;
+	pthread_t watchdog;
+	bool watchdog_started;
+	pthread_mutex_t wd_lock;
+	pthread_cond_t wd_cond;
+	atomic_ushort probe_port;
+	atomic_uint_fast64_t probe_adds; /* probe pipes the socket has seen */
+	atomic_int stopping;
+};
+
+/* Opens the socket, its contexts and the listeners of fe->cfg, and starts receiving. Sets fe->edge.
+ * Main thread. 0 or -1 (logged). */
+int edge_start(struct edge *ed, struct fe *fe);
+/* Stops receiving: closes the socket and waits for the contexts' callbacks to finish. After it, nothing
+ * calls into the core from NNG. Main thread, without fe->lock. */
+void edge_stop(struct edge *ed);
+/* Frees the contexts and what NNG still holds (after the core freed its requests). */
+void edge_fini(struct edge *ed);
+
+/* edge-listen.c: opens one listener (with TLS for tls+tcp://). 0 or -1 (logged). */
+int edge_listener_open(struct edge *ed, struct edge_listener *el);
+/* true when p is the watchdog's own probe connection, not a client. Any thread. */
+bool edge_listener_is_probe(struct edge *ed, nng_pipe p);
+int edge_watchdog_start(struct edge *ed);
+void edge_watchdog_stop(struct edge *ed);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * plan.c — building blocks of validation and planning, shared by the cmd-*.c files (see cmd.h).
+ * All functions run with fe->lock held.
+ */
+#include "config.h"
+
+#include "cmd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+item_fail(struct ritem *it, int status, const char *fmt, ...)
+{
+	char buf[CUA_ERR_DETAIL_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	it->status = (uint32_t)status;
+	free(it->msg);
+	it->msg = strdup(buf);
+	return status;
+}
+
+int
+item_fail_err(struct ritem *it, const cua_err *e)
+{
+	return item_fail(it, e->code, "%s", e->detail[0] ? e->detail : cua_strerror(e->code));
+}
+
+int
+items_init(struct request *r, uint32_t n)
+{
+	for (uint32_t i = 0; i < r->nitems; i++) {
+		free(r->items[i].msg);
+		free(r->items[i].data);
+	}
+	free(r->items);
+	r->nitems = 0;
+	r->items = calloc(n ? n : 1, sizeof(*r->items));
+	if (r->items == NULL)
+		return CUA_ENOMEM;
+	r->nitems = n;
+	for (uint32_t i = 0; i < n; i++)
+		r->items[i].cmd = r->items[i].stage = -1;
+	return 0;
+}
+
+int
+plan_cmd(struct request *r, void *rec, size_t fixed, const void *extra, uint32_t elen)
+{
+	uint32_t size = wrec_size(fixed, elen);
+	if (r->cmds_len + size > r->cmds_cap) {
+		size_t cap = r->cmds_cap ? r->cmds_cap : 256;
+		while (cap < r->cmds_len + size)
+			cap *= 2;
+		unsigned char *n = realloc(r->cmds, cap);
+		if (n == NULL)
+			return -1;
+		r->cmds = n;
+		r->cmds_cap = cap;
+	}
+	((struct wrec_hdr *)rec)->size = size;
+	unsigned char *p = r->cmds + r->cmds_len;
+	memcpy(p, rec, fixed);
+	if (elen)
+		memcpy(p + fixed, extra, elen);
+	memset(p + fixed + elen, 0, size - fixed - elen);
+	r->last_cmd_off = r->cmds_len;
+	r->cmds_len += size;
+	return (int)r->ncmds++;
+}
+
+int
+plan_stage(struct request *r, uint64_t len, const void *src)
+{
+	struct stage *n = realloc(r->stages, (r->nstages + 1) * sizeof(*n));
+	if (n == NULL)
+		return -1;
+	r->stages = n;
+	r->stages[r->nstages] = (struct stage){r->last_cmd_off, len, 0, src, false};
+	return (int)r->nstages++;
+}
+
+int
+plan_need_device(struct fe *fe, uint32_t dev, cua_err *e)
+{
+	if (dev >= (uint32_t)fe->ndevs)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "device %u does not exist (%d devices)", dev, fe->ndevs);
+	if (fe->devs[dev].state == DEV_FAILED)
+		return cua_err_set(e, CUA_ENO_DEVICE, "device %u is unusable: %s", dev, fe->devs[dev].why);
+	return 0;
+}
+
+int
+plan_bind_device(struct fe *fe, struct request *r, int dev, uint32_t gen, cua_err *e)
+{
+	(void)fe;
+	if (r->dev < 0)
+		r->dev = dev;
+	else if (r->dev != dev)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "one request must target one device (device %d, then %d)",
+				   r->dev, dev);
+	if (gen != 0)
+		r->dep_gen = gen;
+	return 0;
+}
+
+int
+plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *dev, cua_err *e)
+{
+	if (len == 0)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "zero-byte range at 0x%llx", (unsigned long long)p);
+	int rc = do_alloc_find(fe, r->s, p, len, dev, NULL, e);
+	if (rc == 0)
+		rc = plan_need_device(fe, (uint32_t)*dev, e);
+	if (rc == 0)
+		rc = plan_bind_device(fe, r, *dev, fe->devs[*dev].gen, e);
+	return rc;
+}
+
+int
+plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e)
+{
+	if (h == 0) {
+		struct device *d = &fe->devs[dev];
+		uint32_t n = d->info.pool_streams ? d->info.pool_streams : 1;
+		*wsid = d->next_pool++ % n;
+		return 0;
+	}
+	struct hslot *hs;
+	int rc = do_handle_get(fe, r->s, h, CUA_HK_STREAM, &hs, e);
+	if (rc != 0)
+		return rc;
+	if (hs->dev != dev)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "stream is on device %u, the work on device %d", hs->dev, dev);
+	*wsid = (uint32_t)hs->wid;
+	return 0;
+}
+
+int
+plan_handle_quota(struct fe *fe, struct request *r, cua_err *e)
+{
+	if (r->s->nhandles >= fe->cfg.session_handles)
+		return cua_err_set(e, CUA_EQUOTA, "session has %u handles, the limit", r->s->nhandles);
+	return 0;
+}
+
+uint64_t
+plan_max_copy(struct fe *fe)
+{
+	uint64_t m = fe->cfg.staging_bytes;
+	return fe->cfg.max_message - 4096 < m ? fe->cfg.max_message - 4096 : m;
+}
+
+int
+reply_value(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	(void)fe;
+	(void)scratch;
+	b->module_load.module = r->items[0].value; /* module, stream, buffer handle or pointer: one u64 */
+	return 0;
+}

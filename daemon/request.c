@@ -1,0 +1,494 @@
+/*
+ * request.c — the life of a request (see request.h): received, ordered, validated and planned, queued,
+ * dispatched, completed, answered, freed. It is the only file that moves a request from one stage to the
+ * next; the parts below it (sched.c, cmd-*.c, devlink.c) report back through the callbacks given here.
+ */
+#include "config.h"
+
+#include "cmd.h"
+#include "cua_log.h"
+#include "sched.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CUAD_MAX_PARKED 4096 /* out-of-order requests one session may have waiting */
+
+int
+request_fail(struct request *r, int status, const char *fmt, ...)
+{
+	char buf[CUA_ERR_DETAIL_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	r->status = (uint32_t)status;
+	free(r->status_msg);
+	r->status_msg = strdup(buf);
+	return status;
+}
+
+uint32_t
+request_status(const struct request *r)
+{
+	if (r->status != CUA_OK)
+		return r->status;
+	for (uint32_t i = 0; i < r->nitems; i++)
+		if (r->items[i].status != CUA_OK)
+			return r->items[i].status;
+	return CUA_OK;
+}
+
+void
+request_free(struct fe *fe, struct request *r)
+{
+	if (r->host_fd >= 0)
+		close(r->host_fd);
+	if (r->decoded)
+		cua_wire_request_free(&r->w);
+	if (r->msg)
+		fe->edge->msg_free(r->msg);
+	for (uint32_t i = 0; i < r->nitems; i++) {
+		free(r->items[i].msg);
+		free(r->items[i].data);
+	}
+	free(r->items);
+	free(r->cmds);
+	free(r->stages);
+	free(r->status_msg);
+	free(r);
+}
+
+/* ------------------------------------------------------------------ answering */
+
+/* Sends r's answer now (its status, or its body on success) and gives back its receive context. */
+static void
+do_answer(struct fe *fe, struct request *r)
+{
+	const struct cmd_entry *row = cmd_find(r->op);
+	struct reply rep = {r->op, CUA_OK, NULL, NULL};
+	cua_rep_body body;
+	void *scratch = NULL;
+	if (r->status != CUA_OK) {
+		rep.status = r->status;
+		rep.message = r->status_msg;
+	} else if (r->op != CUA_OP_BATCH && r->nitems > 0 && r->items[0].status != CUA_OK) {
+		rep.status = r->items[0].status;
+		rep.message = r->items[0].msg;
+	} else if (row != NULL && row->reply != NULL) {
+		memset(&body, 0, sizeof(body));
+		if (row->reply(fe, r, &body, &scratch) == 0) {
+			rep.body = &body;
+		} else {
+			rep.status = CUA_EINTERNAL;
+			rep.message = "cannot encode the reply (daemon out of memory)";
+		}
+	}
+	fe->edge->reply(r->reply_ctx, &rep);
+	free(scratch);
+	r->reply_ctx = NULL;
+	if (r->held) {
+		r->s->held--;
+		r->held = false;
+	}
+}
+
+/* Fire-and-forget work that failed: its first error waits for the session's next SYNCHRONIZE. */
+static void
+do_defer_error(struct request *r, uint32_t st)
+{
+	struct session *s = r->s;
+	const char *msg = r->status_msg;
+	if (s->deferred_status != CUA_OK)
+		return;
+	for (uint32_t i = 0; msg == NULL && i < r->nitems; i++)
+		if (r->items[i].status != CUA_OK)
+			msg = r->items[i].msg;
+	s->deferred_status = st;
+	snprintf(s->deferred_msg, sizeof(s->deferred_msg), "%s (request %s)", msg ? msg : cua_strerror((int)st),
+		 cua_op_name(r->op));
+}
+
+void
+do_request_finish(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	if (r->kind == REQ_CLIENT && r->status == CUA_OK) {
+		const struct cmd_entry *row = cmd_find(r->op);
+		if (row != NULL && row->complete != NULL)
+			row->complete(fe, r);
+	}
+	uint32_t st = request_status(r);
+	if (st != CUA_OK)
+		fe->errors++;
+	if (r->kind == REQ_CLEANUP)
+		s->cleanup_pending--;
+	else if (r->reply_ctx != NULL)
+		do_answer(fe, r);
+	else if (st != CUA_OK)
+		do_defer_error(r, st);
+	if (r->dev >= 0 && r->dev < fe->ndevs)
+		do_dev_release_staging(&fe->devs[r->dev], r);
+	request_free(fe, r);
+	do_sched_session_release(fe, s);
+	do_sched_wake(fe);
+}
+
+void
+do_request_done(struct fe *fe, struct request *r)
+{
+	r->s->in_flight--;
+	do_request_finish(fe, r);
+}
+
+/* ------------------------------------------------------------------ validation */
+
+/* Validates and plans r through its row. true: r is to be answered now (refused, or nothing to run). */
+static bool
+do_validate(struct fe *fe, struct request *r)
+{
+	const struct cmd_entry *row = cmd_find(r->op);
+	struct session *s = r->s;
+	cua_err e;
+	cua_err_clear(&e);
+	r->dev = -1;
+	if (items_init(r, 1) != 0)
+		return request_fail(r, CUA_ENOMEM, "daemon out of memory"), true;
+	if (row == NULL)
+		return request_fail(r, CUA_EUNKNOWN_OP, "unknown request kind %u", r->op), true;
+	if (row->needs_hello && !s->hello)
+		return request_fail(r, CUA_ENO_SESSION, "send HELLO first"), true;
+	if (s->queued + s->in_flight >= fe->cfg.session_inflight && r->op != CUA_OP_STATUS)
+		return request_fail(r, CUA_EQUOTA, "too many requests in flight for this session; wait for some to complete"),
+		       true;
+	int rc = row->validate(fe, r, &e);
+	if (rc != 0) {
+		request_fail(r, rc, "%s", e.detail[0] ? e.detail : cua_strerror(rc));
+		free(r->cmds);
+		r->cmds = NULL;
+		r->cmds_len = r->cmds_cap = 0;
+		r->ncmds = 0;
+		return true;
+	}
+	if (r->ncmds == 0 && !r->barrier)
+		return true; /* answered by the front-end alone (the row completes it in do_request_finish) */
+	return false;
+}
+
+/* r's turn has come: validate it, then answer it or queue it. */
+static void
+do_process(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	if (r->seq != 0)
+		s->next_seq++;
+	if (r->refused) { /* already answered QUOTA: only its turn was missing */
+		request_free(fe, r);
+		return;
+	}
+	r->id = ++fe->next_req;
+	if (do_validate(fe, r)) {
+		do_request_finish(fe, r);
+		return;
+	}
+	if (r->no_wait) /* accepted: answer now, errors surface at SYNCHRONIZE */
+		do_answer(fe, r);
+	do_sched_enqueue(fe, r);
+}
+
+/* Admission: the per-connection limit of unanswered requests, then sequence order. */
+static void
+do_admit(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	struct request *p;
+	/* Every unanswered request holds one of the edge's receive contexts: cap them per session so that one
+	 * client cannot take all of them (and with them everyone else's ability to send). */
+	if (s->held >= fe->cfg.session_pending && !(r->seq != 0 && r->seq == s->next_seq)) {
+		request_fail(r, CUA_EQUOTA, "too many unanswered requests on this connection; wait for some replies");
+		if (r->seq > s->next_seq && s->nparked < CUAD_MAX_PARKED) {
+			/* answered now, but its sequence number still has to pass in order */
+			do_answer(fe, r);
+			r->refused = true;
+			do_sched_park(s, r);
+		} else {
+			do_request_finish(fe, r);
+		}
+		return;
+	}
+	r->held = true;
+	s->held++;
+	if (r->seq != 0 && r->seq != s->next_seq) {
+		if (r->seq < s->next_seq || s->nparked >= CUAD_MAX_PARKED) {
+			request_fail(r, CUA_EPROTOCOL, "%s", r->seq < s->next_seq ? "request sequence number already used"
+									: "too many requests ahead of a missing sequence number");
+			do_request_finish(fe, r);
+		} else {
+			do_sched_park(s, r);
+		}
+		return;
+	}
+	do_process(fe, r);
+	while ((p = do_sched_unpark(s)) != NULL) /* the requests that were waiting for this one */
+		do_process(fe, p);
+}
+
+static void
+do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *msg)
+{
+	struct reply rep = {op, (uint32_t)status, msg, NULL};
+	fe->errors++;
+	fe->edge->reply(ctx, &rep);
+}
+
+void
+request_receive(struct fe *fe, const struct incoming *in)
+{
+	struct request *r = calloc(1, sizeof(*r));
+	cua_err e;
+	if (r == NULL) {
+		pthread_mutex_lock(&fe->lock);
+		fe->requests++;
+		fe->edge->msg_free(in->msg);
+		do_answer_early(fe, in->reply_ctx, 0, CUA_ENOMEM, "daemon out of memory");
+		pthread_mutex_unlock(&fe->lock);
+		return;
+	}
+	r->fe = fe;
+	r->msg = in->msg; /* transferred */
+	r->reply_ctx = in->reply_ctx;
+	r->pipe = in->pipe;
+	r->dev = -1;
+	r->host_fd = -1;
+	cua_err_clear(&e);
+	int rc = cua_wire_decode_request(in->body, in->len, &r->w, &e);
+	r->decoded = true;
+	pthread_mutex_lock(&fe->lock);
+	fe->requests++;
+	if (rc != 0) {
+		log_debug("pipe %u: undecodable request: %s: %s", in->pipe, cua_strerror_name(rc), e.detail);
+		do_answer_early(fe, r->reply_ctx, r->w.op, rc, e.detail); /* op is 0 when it could not be read */
+		goto drop;
+	}
+	r->op = r->w.op;
+	r->seq = r->w.seq;
+	r->s = do_session_by_pipe(fe, in->pipe);
+	if (r->s == NULL && !do_pipe_gone(fe, in->pipe))
+		r->s = do_session_new(fe, in->pipe); /* the message beat the edge's pipe-added event */
+	if (r->s == NULL) {
+		do_answer_early(fe, r->reply_ctx, r->op, CUA_ECLOSED, "the connection is closing");
+		goto drop;
+	}
+	do_admit(fe, r);
+	pthread_mutex_unlock(&fe->lock);
+	return;
+drop:
+	request_free(fe, r);
+	pthread_mutex_unlock(&fe->lock);
+}
+
+/* ------------------------------------------------------------------ dispatch (the scheduler's callback) */
+
+static enum sched_verdict
+do_dispatch(struct fe *fe, struct request *r)
+{
+	if (r->ncmds == 0) { /* a barrier with nothing to run (SYNCHRONIZE) */
+		do_request_finish(fe, r);
+		return SCHED_ANSWERED;
+	}
+	struct device *d = &fe->devs[r->dev];
+	if (d->state == DEV_STARTING || d->state == DEV_RESTARTING)
+		return SCHED_WAIT;
+	if (d->state == DEV_FAILED || (r->dep_gen != 0 && r->dep_gen != d->gen)) {
+		if (r->kind == REQ_CLEANUP) /* nothing left to release on a lost context */
+			;
+		else if (d->state == DEV_FAILED)
+			request_fail(r, CUA_ENO_DEVICE, "%s", d->why);
+		else
+			request_fail(r, CUA_ECONTEXT_LOST,
+				     "the GPU context this request refers to was lost; recreate modules, memory and streams");
+		do_request_finish(fe, r);
+		return SCHED_ANSWERED;
+	}
+	int rc = do_dev_dispatch(fe, d, r);
+	if (rc < 0)
+		return SCHED_FULL;
+	if (rc > 0) { /* refused for good */
+		do_request_finish(fe, r);
+		return SCHED_ANSWERED;
+	}
+	r->s->in_flight++;
+	return SCHED_SENT;
+}
+
+/* ------------------------------------------------------------------ sessions coming and going */
+
+void
+request_pipe_added(struct fe *fe, uint32_t pipe)
+{
+	pthread_mutex_lock(&fe->lock);
+	if (!do_pipe_gone(fe, pipe)) {
+		struct session *s = do_session_by_pipe(fe, pipe);
+		if (s == NULL)
+			s = do_session_new(fe, pipe);
+		if (s == NULL)
+			log_error("out of memory for a session");
+		else
+			log_debug("pipe %u: session %llu", pipe, (unsigned long long)s->id);
+	}
+	pthread_mutex_unlock(&fe->lock);
+}
+
+void
+request_pipe_removed(struct fe *fe, uint32_t pipe)
+{
+	pthread_mutex_lock(&fe->lock);
+	struct session *s = do_session_by_pipe(fe, pipe);
+	if (s != NULL && !s->pipe_gone) {
+		s->pipe_gone = true;
+		fe->pending_closes++;
+		do_sched_wake(fe);
+	}
+	do_pipe_tomb_add(fe, pipe);
+	pthread_mutex_unlock(&fe->lock);
+}
+
+static void
+cleanup_cmd(struct request *r, void *rec, size_t len, uint32_t op)
+{
+	((struct wrec_hdr *)rec)->op = op;
+	if (plan_cmd(r, rec, len, NULL, 0) < 0)
+		log_error("out of memory: session %llu leaks a device object", (unsigned long long)r->s->id);
+}
+
+/* The release of everything s holds on device dev, or NULL when it holds nothing there. Streams first
+ * (they drain), then modules (their functions go with them) and host buffers, then memory. */
+static struct request *
+cleanup_request(struct fe *fe, struct session *s, int dev)
+{
+	struct device *d = &fe->devs[dev];
+	struct request *r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return NULL;
+	*r = (struct request){.fe = fe, .s = s, .kind = REQ_CLEANUP, .barrier = true, .dev = dev, .dep_gen = d->gen,
+			      .host_fd = -1};
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		const struct hslot *h = &s->slots[i];
+		struct wrec_stream st = {{0, 0}, (uint32_t)h->wid, 0};
+		if (h->kind == CUA_HK_STREAM && h->dev == dev && !h->stale && h->gen == d->gen)
+			cleanup_cmd(r, &st, sizeof(st), WR_STREAM_DESTROY);
+	}
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		const struct hslot *h = &s->slots[i];
+		struct wrec_module_unload mu = {{0, 0}, h->wid};
+		struct wrec_host_unregister hu = {{0, 0}, h->wid};
+		if (h->dev != dev || h->stale || h->gen != d->gen)
+			continue;
+		if (h->kind == CUA_HK_MODULE)
+			cleanup_cmd(r, &mu, sizeof(mu), WR_MODULE_UNLOAD);
+		else if (h->kind == CUA_HK_HOSTBUF)
+			cleanup_cmd(r, &hu, sizeof(hu), WR_HOST_UNREGISTER);
+	}
+	for (uint32_t i = 0; i < s->nallocs; i++) {
+		const struct alloc_rec *a = &s->allocs[i];
+		struct wrec_mem_free mf = {{0, 0}, a->addr};
+		if (a->dev == dev && !a->stale && a->gen == d->gen)
+			cleanup_cmd(r, &mf, sizeof(mf), WR_MEM_FREE);
+	}
+	if (r->ncmds == 0) {
+		request_free(fe, r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Answers every request of q with CLOSED (refused ones were answered already). */
+static void
+do_answer_closed(struct fe *fe, struct request_queue *q, const char *why)
+{
+	struct request *r;
+	while ((r = TAILQ_FIRST(q)) != NULL) {
+		TAILQ_REMOVE(q, r, qlink);
+		if (r->refused) {
+			request_free(fe, r);
+			continue;
+		}
+		request_fail(r, CUA_ECLOSED, "%s", why);
+		do_request_finish(fe, r);
+	}
+}
+
+void
+do_request_close_session(struct fe *fe, struct session *s)
+{
+	struct request_queue q;
+	if (s->closing)
+		return;
+	/* Requests waiting for a predecessor that will never come, and queued work nobody will collect: answer
+	 * them now so their receive contexts recycle (before closing is set, so that answering them cannot free
+	 * the session under us). */
+	do_sched_take_parked(s, &q);
+	do_answer_closed(fe, &q, "the connection closed before this request's turn");
+	do_sched_take_queued(s, &q);
+	do_answer_closed(fe, &q, "the connection closed before this request ran");
+	s->closing = true;
+	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
+	/* Release its device objects through the workers, after its work in flight. */
+	for (int d = 0; d < fe->ndevs; d++) {
+		struct request *r = cleanup_request(fe, s, d);
+		if (r == NULL)
+			continue;
+		s->cleanup_pending++;
+		do_sched_enqueue(fe, r);
+	}
+	/* Host-side bookkeeping does not wait: quotas and status see the session gone at once. */
+	for (uint32_t i = 0; i < s->nallocs; i++)
+		if (!s->allocs[i].stale) {
+			struct device *dv = &fe->devs[s->allocs[i].dev];
+			dv->allocations--;
+			dv->alloc_bytes -= s->allocs[i].len;
+		}
+	memset(&s->counts, 0, sizeof(s->counts));
+	do_sched_session_release(fe, s);
+}
+
+/* ------------------------------------------------------------------ start / stop */
+
+static const struct sched_ops request_sched_ops = {do_dispatch, do_request_close_session};
+
+int
+request_start(struct fe *fe)
+{
+	return sched_start(fe, &request_sched_ops);
+}
+
+void
+request_stop(struct fe *fe)
+{
+	struct session *s;
+	struct request_queue q;
+	struct request *r;
+	sched_stop(fe);
+	for (int i = 0; i < fe->ndevs; i++) {
+		dev_stop(&fe->devs[i], &q);
+		while ((r = TAILQ_FIRST(&q)) != NULL) {
+			TAILQ_REMOVE(&q, r, qlink);
+			request_free(fe, r);
+		}
+	}
+	/* requests still queued or parked are freed with their sessions */
+	TAILQ_INIT(&q);
+	while ((s = TAILQ_FIRST(&fe->sessions)) != NULL) {
+		TAILQ_CONCAT(&q, &s->queue, qlink);
+		TAILQ_CONCAT(&q, &s->parked, qlink);
+		while ((r = TAILQ_FIRST(&q)) != NULL) {
+			TAILQ_REMOVE(&q, r, qlink);
+			request_free(fe, r);
+		}
+		do_session_free(fe, s);
+	}
+	do_pipe_tombs_free(fe);
+}

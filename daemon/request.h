@@ -1,0 +1,121 @@
+/*
+ * request.h — the life of a request: new → validate → plan → dispatch → complete → reply.
+ *
+ *   request_receive   (edge thread)   decode; then, under fe->lock: find the session, keep sequence order
+ *                                     (sched.c), validate and plan through the op's row (cmd-*.c), and either
+ *                                     answer at once or queue it for the dispatcher
+ *   dispatcher        (sched.c)       hands queued requests to their device fairly (devlink.c)
+ *   request_done      (device thread) the worker's results are in: the op's row completes it (tables
+ *                                     updated), the reply goes out through the edge's reply function
+ *
+ * A request is owned by exactly one place at a time: the edge until request_receive, then its session's
+ * parked or queued list, then its device's in-flight table, then request_finish, which frees it.
+ */
+#ifndef CUAD_REQUEST_H
+#define CUAD_REQUEST_H
+
+#include "cua_wire.h"
+#include "daemon.h"
+#include "session.h"
+
+#include <sys/queue.h>
+#include <uthash.h>
+
+/* What one item of a request (the request itself, or one batch item) came to. */
+struct ritem {
+	int32_t cmd;     /* index of its worker command, or -1 */
+	uint32_t status; /* set by validation or completion */
+	char *msg;       /* malloc'd message or NULL (the status table's) */
+	uint64_t value;  /* worker result */
+	void *data;      /* worker result data (malloc'd) */
+	uint32_t data_len;
+	int32_t stage;   /* staging index or -1 */
+};
+
+/* Bytes a command moves through the device's staging area (placed at dispatch). */
+struct stage {
+	size_t cmd_off;  /* byte offset of its command in request.cmds (patched with the offset at dispatch) */
+	uint64_t len;
+	uint64_t off;
+	const void *src; /* HTOD / MODULE_LOAD: bytes to copy in; NULL: DTOH (read out for the reply) */
+	bool placed;
+};
+
+enum req_kind {
+	REQ_CLIENT,  /* came from a client */
+	REQ_CLEANUP, /* releases what a closed session still held on one device; nobody is answered */
+};
+
+struct request {
+	uint64_t id;
+	struct fe *fe;
+	struct session *s;
+	enum req_kind kind;
+	void *reply_ctx;  /* the edge's context to answer on; NULL once answered (fire-and-forget) or cleanup */
+	void *msg;        /* the received message the decoded fields point into (edge_ops.msg_free) */
+	uint32_t pipe;    /* the connection it came on */
+	int host_fd;      /* HOST_REGISTER: the client's memfd, opened here (-1: none) */
+	cua_wire_request w;
+	bool decoded;
+	uint32_t op;
+	uint64_t seq;
+	int dev;          /* -1: no device work */
+	uint32_t dep_gen; /* generation the request's handles belong to, 0: none */
+	bool barrier;     /* runs once the session has nothing in flight */
+	bool no_wait;     /* fire-and-forget: answered when accepted */
+	bool held;        /* counted in s->held until answered */
+	bool refused;     /* answered QUOTA while parked: skipped when its turn comes */
+	uint32_t status;  /* whole-request status when not OK */
+	char *status_msg;
+	/* the worker commands (link/wrec.h records) */
+	unsigned char *cmds;
+	size_t cmds_len, cmds_cap, last_cmd_off;
+	uint32_t ncmds;
+	struct ritem *items;
+	uint32_t nitems;
+	struct stage *stages;
+	uint32_t nstages;
+	TAILQ_ENTRY(request) qlink; /* session queue or parked list */
+	UT_hash_handle hh;          /* device in-flight table */
+};
+
+/* One received message, as the edge hands it over. */
+struct incoming {
+	void *msg;          /* owned by the request from here (edge_ops.msg_free) */
+	const void *body;   /* the bytes, inside msg */
+	size_t len;
+	void *reply_ctx;    /* where the answer goes */
+	uint32_t pipe;      /* the connection */
+};
+
+/* The edge thread that received a message. Decodes it, then takes fe->lock and carries the request as far
+ * as it goes without waiting (answered, parked or queued). Never blocks on a device. Takes msg. */
+void request_receive(struct fe *fe, const struct incoming *in);
+
+/* Session events from the edge (any thread, takes fe->lock). */
+void request_pipe_added(struct fe *fe, uint32_t pipe);
+/* The connection left: the dispatcher closes its session (answers what waits, releases what it held). */
+void request_pipe_removed(struct fe *fe, uint32_t pipe);
+/* Dispatcher thread, fe->lock held: closes s (see request_pipe_removed). */
+void do_request_close_session(struct fe *fe, struct session *s);
+
+/* A request's last step: its reply goes out (or is recorded for fire-and-forget), staging is released,
+ * and r is freed. Caller holds fe->lock. Takes r. */
+void do_request_finish(struct fe *fe, struct request *r);
+/* The device callback (dev_done_fn). */
+void do_request_done(struct fe *fe, struct request *r);
+/* Starts the dispatcher (0 or -1); stops it, stops the devices and frees every request and session
+ * without answering (after the edge stopped receiving). Main thread, without fe->lock. */
+int request_start(struct fe *fe);
+void request_stop(struct fe *fe);
+
+/* Frees r without answering (shutdown). */
+void request_free(struct fe *fe, struct request *r);
+
+/* Sets the whole-request status with a formatted message. Returns status. */
+int request_fail(struct request *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The first status that is not OK (the request's, else its items'), or CUA_OK. */
+uint32_t request_status(const struct request *r);
+
+#endif

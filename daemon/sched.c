@@ -1,0 +1,234 @@
+/*
+ * sched.c — sequence order, fairness and the dispatcher thread (see sched.h).
+ */
+#include "config.h"
+
+#include "cua_log.h"
+#include "sched.h"
+
+#include <time.h>
+
+static const struct sched_ops *sched_ops;
+
+void
+do_sched_wake(struct fe *fe)
+{
+	pthread_cond_signal(&fe->cond);
+}
+
+static void
+ready_add(struct fe *fe, struct session *s)
+{
+	if (s->in_ready)
+		return;
+	s->in_ready = true;
+	TAILQ_INSERT_TAIL(&fe->ready, s, ready_link);
+}
+
+static void
+ready_remove(struct fe *fe, struct session *s)
+{
+	if (!s->in_ready)
+		return;
+	TAILQ_REMOVE(&fe->ready, s, ready_link);
+	s->in_ready = false;
+}
+
+void
+do_sched_enqueue(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	TAILQ_INSERT_TAIL(&s->queue, r, qlink);
+	s->queued++;
+	ready_add(fe, s);
+	do_sched_wake(fe);
+}
+
+void
+do_sched_take_queued(struct session *s, struct request_queue *out)
+{
+	struct request *r, *next;
+	TAILQ_INIT(out);
+	for (r = TAILQ_FIRST(&s->queue); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, qlink);
+		if (r->kind == REQ_CLEANUP)
+			continue;
+		TAILQ_REMOVE(&s->queue, r, qlink);
+		s->queued--;
+		TAILQ_INSERT_TAIL(out, r, qlink);
+	}
+}
+
+void
+do_sched_park(struct session *s, struct request *r)
+{
+	struct request *p;
+	TAILQ_FOREACH_REVERSE(p, &s->parked, request_queue, qlink)
+		if (p->seq < r->seq)
+			break;
+	if (p == NULL)
+		TAILQ_INSERT_HEAD(&s->parked, r, qlink);
+	else
+		TAILQ_INSERT_AFTER(&s->parked, p, r, qlink);
+	s->nparked++;
+}
+
+struct request *
+do_sched_unpark(struct session *s)
+{
+	struct request *r = TAILQ_FIRST(&s->parked);
+	if (r == NULL || r->seq != s->next_seq)
+		return NULL;
+	TAILQ_REMOVE(&s->parked, r, qlink);
+	s->nparked--;
+	return r;
+}
+
+void
+do_sched_take_parked(struct session *s, struct request_queue *out)
+{
+	TAILQ_INIT(out);
+	TAILQ_CONCAT(out, &s->parked, qlink);
+	s->nparked = 0;
+}
+
+void
+do_sched_session_release(struct fe *fe, struct session *s)
+{
+	if (!s->closing || s->in_flight > 0 || !TAILQ_EMPTY(&s->queue) || s->cleanup_pending > 0)
+		return;
+	if (fe->dispatching) { /* the dispatcher still holds a pointer to s: free it after its pass */
+		if (!s->zombie) {
+			s->zombie = true;
+			TAILQ_INSERT_TAIL(&fe->zombies, s, zombie_link);
+		}
+		return;
+	}
+	ready_remove(fe, s);
+	do_session_free(fe, s);
+}
+
+/* Tries to move the head request of s along. Returns true on progress; *full when a device had no room. */
+static bool
+dispatch_one(struct fe *fe, struct session *s, bool *full)
+{
+	struct request *r = TAILQ_FIRST(&s->queue);
+	if (r->barrier && s->in_flight > 0)
+		return false;
+	/* Fairness: a session keeps at most session_window requests in the workers; the rest wait here, so a
+	 * flooding client cannot fill a worker's queue ahead of everyone else. */
+	if (s->in_flight >= fe->cfg.session_window && r->kind != REQ_CLEANUP)
+		return false;
+	TAILQ_REMOVE(&s->queue, r, qlink);
+	s->queued--;
+	switch (sched_ops->dispatch(fe, r)) {
+	case SCHED_SENT:
+	case SCHED_ANSWERED:
+		return true;
+	case SCHED_FULL:
+		*full = true;
+		break;
+	case SCHED_WAIT:
+		break;
+	}
+	TAILQ_INSERT_HEAD(&s->queue, r, qlink);
+	s->queued++;
+	return false;
+}
+
+static void
+close_sessions(struct fe *fe)
+{
+	struct session *s, *next;
+	fe->pending_closes = 0;
+	for (s = TAILQ_FIRST(&fe->sessions); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, link); /* s may be freed by closing it */
+		if (s->pipe_gone && !s->closing)
+			sched_ops->close_session(fe, s);
+	}
+}
+
+/* One request per ready session, round-robin. Sessions that finish closing during the pass are freed after
+ * it (do_sched_session_release). */
+static bool
+pass(struct fe *fe, bool *full)
+{
+	bool progress = false;
+	struct session *s, *next;
+	fe->dispatching = true;
+	for (s = TAILQ_FIRST(&fe->ready); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, ready_link);
+		if (!TAILQ_EMPTY(&s->queue))
+			progress |= dispatch_one(fe, s, full);
+		if (TAILQ_EMPTY(&s->queue))
+			ready_remove(fe, s);
+	}
+	fe->dispatching = false;
+	/* the next pass starts with the next session */
+	if ((s = TAILQ_FIRST(&fe->ready)) != NULL && TAILQ_NEXT(s, ready_link) != NULL) {
+		TAILQ_REMOVE(&fe->ready, s, ready_link);
+		TAILQ_INSERT_TAIL(&fe->ready, s, ready_link);
+	}
+	while ((s = TAILQ_FIRST(&fe->zombies)) != NULL) {
+		TAILQ_REMOVE(&fe->zombies, s, zombie_link);
+		s->zombie = false;
+		do_sched_session_release(fe, s);
+	}
+	return progress;
+}
+
+static void
+wait_short(struct fe *fe)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 200000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&fe->cond, &fe->lock, &ts);
+}
+
+static void *
+dispatcher_main(void *arg)
+{
+	struct fe *fe = arg;
+	pthread_mutex_lock(&fe->lock);
+	while (!atomic_load(&fe->stopping)) {
+		bool full = false;
+		if (fe->pending_closes > 0)
+			close_sessions(fe);
+		if (pass(fe, &full))
+			continue;
+		if (full)
+			wait_short(fe); /* a device's ring or staging is full: completions make room */
+		else
+			pthread_cond_wait(&fe->cond, &fe->lock);
+	}
+	pthread_mutex_unlock(&fe->lock);
+	return NULL;
+}
+
+int
+sched_start(struct fe *fe, const struct sched_ops *ops)
+{
+	sched_ops = ops;
+	if (pthread_create(&fe->dispatcher, NULL, dispatcher_main, fe) != 0)
+		return -1;
+	fe->dispatcher_started = true;
+	return 0;
+}
+
+void
+sched_stop(struct fe *fe)
+{
+	atomic_store(&fe->stopping, 1);
+	if (!fe->dispatcher_started)
+		return;
+	pthread_mutex_lock(&fe->lock);
+	pthread_cond_broadcast(&fe->cond);
+	pthread_mutex_unlock(&fe->lock);
+	pthread_join(fe->dispatcher, NULL);
+	fe->dispatcher_started = false;
+}

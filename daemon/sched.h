@@ -1,0 +1,50 @@
+/*
+ * sched.h — the scheduler: a session's requests in sequence order, its queue of validated requests, and
+ * the dispatcher thread that moves queued requests to their devices round-robin across sessions (one
+ * request per session per round), so that a flooding client cannot starve the others.
+ *
+ * The scheduler decides *when*; what dispatching or closing means is the caller's (request.c), given as
+ * struct sched_ops. All do_* functions expect fe->lock held and never block.
+ */
+#ifndef CUAD_SCHED_H
+#define CUAD_SCHED_H
+
+#include "request.h"
+
+enum sched_verdict {
+	SCHED_SENT,     /* r is in its device now */
+	SCHED_ANSWERED, /* r was answered without running (and freed) */
+	SCHED_WAIT,     /* r's device is (re)starting: try again when woken */
+	SCHED_FULL,     /* no room in the device now: try again shortly */
+};
+
+struct sched_ops {
+	/* Dispatcher thread, fe->lock held; r has been taken off its session's queue (it is put back at the
+	 * head on WAIT/FULL). */
+	enum sched_verdict (*dispatch)(struct fe *fe, struct request *r);
+	/* Dispatcher thread, fe->lock held: the connection of s left. */
+	void (*close_session)(struct fe *fe, struct session *s);
+};
+
+/* Starts / stops the dispatcher thread (without fe->lock). 0 or -1. */
+int sched_start(struct fe *fe, const struct sched_ops *ops);
+void sched_stop(struct fe *fe);
+/* Wakes the dispatcher: work may be ready, or a session must be closed. */
+void do_sched_wake(struct fe *fe);
+
+/* Appends a validated request to its session's queue. Takes r. */
+void do_sched_enqueue(struct fe *fe, struct request *r);
+/* Takes every queued request of s off its queue except cleanup requests, into *out (in order). */
+void do_sched_take_queued(struct session *s, struct request_queue *out);
+/* Ordered requests that arrived early wait here, sorted by seq. Takes r. */
+void do_sched_park(struct session *s, struct request *r);
+/* The parked request whose turn has come (seq == s->next_seq), taken off the list, or NULL. */
+struct request *do_sched_unpark(struct session *s);
+/* Takes every parked request of s, into *out. */
+void do_sched_take_parked(struct session *s, struct request_queue *out);
+
+/* Frees s once it is closing and nothing of it is queued or in flight (after the dispatcher's pass if it
+ * is walking the sessions). Safe to call at any time. */
+void do_sched_session_release(struct fe *fe, struct session *s);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * session.h — sessions (one per client connection) and their tables: handles (modules, functions, streams,
+ * host buffers) and device allocations. Tables only: what a request does with them is request.c's and the
+ * cmd-*.c files' business. Every function here expects fe->lock held and never blocks.
+ */
+#ifndef CUAD_SESSION_H
+#define CUAD_SESSION_H
+
+#include "cua_wire.h"
+#include "daemon.h"
+
+#include <sys/queue.h>
+#include <uthash.h>
+
+/* One object of a session's handle table. */
+struct hslot {
+	uint8_t kind; /* CUA_HK_*, 0 = free */
+	uint8_t dev;
+	uint16_t tag;
+	uint32_t gen;
+	bool stale;
+	uint64_t wid;           /* the worker's id: module id, function id, stream id, host buffer id */
+	uint32_t module_slot;   /* functions: their module */
+	cua_param_info *params; /* functions: owned */
+	uint32_t nparams;
+	uint64_t size;          /* host buffers */
+	uint32_t next_free;     /* free slots: the next free slot + 1, 0: none */
+};
+
+struct alloc_rec {
+	uint64_t addr, len;
+	uint32_t gen;
+	uint8_t dev;
+	bool stale;
+};
+
+TAILQ_HEAD(request_queue, request);
+
+struct session {
+	uint64_t id;
+	uint32_t pipe;
+	bool hello;
+	bool pipe_gone; /* the edge saw the connection leave; the dispatcher closes the session */
+	bool closing;
+	bool zombie;    /* to be freed once the dispatcher's pass ends */
+	uint16_t tag_salt;
+
+	struct hslot *slots;
+	uint32_t nslots, slots_cap;
+	uint32_t free_slot; /* first free slot + 1, 0: none */
+	uint32_t nhandles;
+	struct alloc_rec *allocs; /* sorted by addr */
+	uint32_t nallocs, allocs_cap;
+	cua_wire_counts counts;
+	uint32_t host_buffers;
+
+	/* scheduler (sched.c) */
+	struct request_queue queue; /* validated, waiting for the worker */
+	uint32_t queued;
+	uint32_t in_flight;
+	uint32_t cleanup_pending;
+	bool in_ready;
+	TAILQ_ENTRY(session) ready_link;
+	TAILQ_ENTRY(session) zombie_link;
+	/* Ordered requests (seq != 0) are handled in seq order: NNG hands messages of one connection to several
+	 * contexts at once, so a later request can arrive first; it waits in `parked` (sorted by seq). */
+	uint64_t next_seq;
+	struct request_queue parked;
+	uint32_t nparked;
+	uint32_t held; /* requests holding an edge receive context (not yet answered) */
+
+	/* fire-and-forget errors, reported at the next SYNCHRONIZE */
+	uint32_t deferred_status;
+	char deferred_msg[CUA_ERR_DETAIL_MAX];
+
+	TAILQ_ENTRY(session) link; /* fe->sessions */
+	UT_hash_handle hh;         /* fe->by_pipe */
+};
+
+/* A new session for pipe, or NULL (out of memory). */
+struct session *do_session_new(struct fe *fe, uint32_t pipe);
+/* The live session of pipe (not closing, pipe not gone), or NULL. */
+struct session *do_session_by_pipe(struct fe *fe, uint32_t pipe);
+/* Frees s's tables and s itself (the caller made sure nothing refers to it any more). */
+void do_session_free(struct fe *fe, struct session *s);
+/* Live sessions that said HELLO (what STATUS reports). */
+uint32_t do_sessions_live(struct fe *fe);
+
+/* Remembers that pipe left (its late messages must not create a session); bounded, oldest forgotten. */
+void do_pipe_tomb_add(struct fe *fe, uint32_t pipe);
+bool do_pipe_gone(struct fe *fe, uint32_t pipe);
+void do_pipe_tombs_free(struct fe *fe);
+
+/* Handle table. do_handle_new: 0 and *h, or CUA_EQUOTA / CUA_ENOMEM. */
+int do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t wid, uint64_t *h);
+/* Looks h up: 0 and *slot, or NOT_FOUND / CONTEXT_LOST with a message in e. */
+int do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **slot, cua_err *e);
+/* The slot of h when it is a handle of kind in s (whatever its state), or NULL. */
+struct hslot *do_handle_slot(struct session *s, uint64_t h, unsigned kind);
+/* Frees the slot (and the parameter layout it owns); its tag is kept so the next use gets a new one. */
+void do_handle_free(struct session *s, struct hslot *slot);
+
+/* Allocation table: 0 when [p, p+len) is inside one live allocation of s (its device in *dev, its record
+ * in *rec when rec is not NULL); else CONTEXT_LOST or BAD_ARGUMENT with a message in e. */
+int do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
+		  cua_err *e);
+/* 0 or CUA_ENOMEM. */
+int do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t len);
+void do_alloc_remove(struct session *s, struct alloc_rec *rec);
+/* After a worker restart: marks everything of device dev's generation old_gen stale in every session. */
+void do_sessions_mark_stale(struct fe *fe, int dev, uint32_t old_gen);
+
+#endif
