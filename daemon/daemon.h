@@ -5,7 +5,7 @@
  * touches NNG or msgpack: edge.c is the only file that does, and it hands the core decoded bytes and a reply
  * function (struct edge_ops). A request's life is request.c; the parts it uses are below it:
  *
- *   edge.c ──▶ request.c ──▶ sched.c   (sequence order, fairness)
+ *   edge.c ──▶ request.c ──▶ scheduler.c   (sequence order, fairness)
  *                  │   └────▶ cmd-*.c   (one file per family of operations: validate, plan, complete, reply)
  *                  │             └────▶ plan.c, session.c (tables)
  *                  └────────▶ devlink.c (workers: spawn, rings, completions — reported back through a callback)
@@ -53,8 +53,6 @@ struct config {
 
 /* The defaults of every option (main.c's --help states them). */
 void config_defaults(struct config *c);
-/* Zeroes fe, sets the defaults and initialises its lock and lists. */
-void fe_init(struct fe *fe);
 
 struct request;
 struct session;
@@ -93,7 +91,7 @@ struct fe {
 	uint32_t nsessions;
 	uint64_t next_session;
 
-	/* scheduler (sched.c) */
+	/* scheduler (scheduler.c) */
 	struct session_list ready; /* sessions with queued requests, served round-robin */
 	uint32_t pending_closes;   /* sessions whose pipe left, not yet closed */
 	bool dispatching;          /* the dispatcher walks the ready list: sessions are freed after its pass */
@@ -107,6 +105,9 @@ struct fe {
 	uint64_t listener_restarts;
 	atomic_int stopping;
 };
+
+/* Zeroes fe, sets the defaults and initialises its lock and lists. */
+void fe_init(struct fe *fe);
 
 /* Monotonic milliseconds. Any thread. */
 uint64_t now_ms(void);

@@ -161,7 +161,7 @@ watchdog_main(void *arg)
 		if (atomic_load(&ed->stopping))
 			break;
 		for (int i = 0; i < ed->nlisteners; i++) {
-			struct flistener *fl = &ed->listeners[i];
+			struct edge_listener *fl = &ed->listeners[i];
 			if (fl->kind == EL_OTHER || probe(ed, fl) == 0)
 				continue;
 			if (atomic_load(&ed->stopping))

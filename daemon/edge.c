@@ -29,12 +29,6 @@ ctx_send(struct edge_ctx *c, nng_msg *m)
 	nng_ctx_send(c->ctx, c->aio);
 }
 
-static cua_wire_out
-msg_out(nng_msg *m)
-{
-	return (cua_wire_out){cua_nngmsg_write, m};
-}
-
 /* edge_ops.reply: encodes rep and sends it on the context it belongs to. */
 static void
 edge_reply(void *arg, const struct reply *rep)
@@ -46,9 +40,9 @@ edge_reply(void *arg, const struct reply *rep)
 		nng_ctx_recv(c->ctx, c->aio); /* the context receives again */
 		return;
 	}
-	if (cua_wire_pack_reply(msg_out(m), rep->op, rep->status, rep->message, rep->body) != 0) {
+	if (cua_wire_pack_reply(cua_nngmsg_out(m), rep->op, rep->status, rep->message, rep->body) != 0) {
 		nng_msg_clear(m);
-		cua_wire_pack_reply(msg_out(m), rep->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
+		cua_wire_pack_reply(cua_nngmsg_out(m), rep->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
 	}
 	ctx_send(c, m);
 }

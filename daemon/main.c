@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "cua_log.h"
+#include "devlink.h"
 #include "edge.h"
 #include "request.h"
 #include "worker.h"

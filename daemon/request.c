@@ -1,13 +1,13 @@
 /*
  * request.c — the life of a request (see request.h): received, ordered, validated and planned, queued,
  * dispatched, completed, answered, freed. It is the only file that moves a request from one stage to the
- * next; the parts below it (sched.c, cmd-*.c, devlink.c) report back through the callbacks given here.
+ * next; the parts below it (scheduler.c, cmd-*.c, devlink.c) report back through the callbacks given here.
  */
 #include "config.h"
 
 #include "cmd.h"
 #include "cua_log.h"
-#include "sched.h"
+#include "scheduler.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,9 +2,9 @@
  * request.h — the life of a request: new → validate → plan → dispatch → complete → reply.
  *
  *   request_receive   (edge thread)   decode; then, under fe->lock: find the session, keep sequence order
- *                                     (sched.c), validate and plan through the op's row (cmd-*.c), and either
+ *                                     (scheduler.c), validate and plan through the op's row (cmd-*.c), and either
  *                                     answer at once or queue it for the dispatcher
- *   dispatcher        (sched.c)       hands queued requests to their device fairly (devlink.c)
+ *   dispatcher        (scheduler.c)       hands queued requests to their device fairly (devlink.c)
  *   request_done      (device thread) the worker's results are in: the op's row completes it (tables
  *                                     updated), the reply goes out through the edge's reply function
  *

@@ -1,10 +1,10 @@
 /*
- * sched.c — sequence order, fairness and the dispatcher thread (see sched.h).
+ * scheduler.c — sequence order, fairness and the dispatcher thread (see scheduler.h).
  */
 #include "config.h"
 
 #include "cua_log.h"
-#include "sched.h"
+#include "scheduler.h"
 
 #include <time.h>
 

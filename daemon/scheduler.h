@@ -1,5 +1,5 @@
 /*
- * sched.h — the scheduler: a session's requests in sequence order, its queue of validated requests, and
+ * scheduler.h — the scheduler: a session's requests in sequence order, its queue of validated requests, and
  * the dispatcher thread that moves queued requests to their devices round-robin across sessions (one
  * request per session per round), so that a flooding client cannot starve the others.
  *
