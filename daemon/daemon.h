@@ -14,7 +14,7 @@
 #include "cua_wire.h"
 #include "extent.h"
 #include "ring.h"
-#include "wproto.h"
+#include "wrec.h"
 
 #include <nng/nng.h>
 #include <pthread.h>

@@ -56,12 +56,13 @@ items_init(struct request *r, uint32_t n)
 	return 0;
 }
 
-/* Appends a worker command; returns its index or -1 (out of memory). */
+/* Appends a worker command: cmd is its typed struct (link/wrec.h) of fixed bytes, op set (its size is filled
+ * in here), followed by plen bytes of payload, zero-padded to 8. Returns its index or -1 (out of memory). */
 static int
-cmd_add(struct request *r, uint32_t op, uint32_t stream, uint32_t format, uint64_t a, uint64_t b, uint64_t c,
-	const void *payload, uint32_t plen)
+cmd_add(struct request *r, void *cmd, uint32_t fixed, const void *payload, uint32_t plen)
 {
-	uint32_t size = (uint32_t)sizeof(struct wcmd) + w_align8(plen);
+	uint32_t size = wrec_size(fixed, plen);
+	((struct wrec_hdr *)cmd)->size = size;
 	if (r->cmds_len + size > r->cmds_cap) {
 		size_t cap = r->cmds_cap ? r->cmds_cap : 256;
 		while (cap < r->cmds_len + size)
@@ -72,15 +73,17 @@ cmd_add(struct request *r, uint32_t op, uint32_t stream, uint32_t format, uint64
 		r->cmds = n;
 		r->cmds_cap = cap;
 	}
-	struct wcmd w = {op, size, stream, format, a, b, c, 0};
 	r->last_cmd_off = r->cmds_len;
-	memcpy(r->cmds + r->cmds_len, &w, sizeof(w));
+	memcpy(r->cmds + r->cmds_len, cmd, fixed);
 	if (plen)
-		memcpy(r->cmds + r->cmds_len + sizeof(w), payload, plen);
-	memset(r->cmds + r->cmds_len + sizeof(w) + plen, 0, size - sizeof(w) - plen);
+		memcpy(r->cmds + r->cmds_len + fixed, payload, plen);
+	memset(r->cmds + r->cmds_len + fixed + plen, 0, size - fixed - plen);
 	r->cmds_len += size;
 	return (int)r->ncmds++;
 }
+
+/* A command without payload, from a typed struct variable. */
+#define CMD_ADD(r, cmd) cmd_add((r), &(cmd), (uint32_t)sizeof(cmd), NULL, 0)
 
 /* Staging for the command added last (its byte offset is kept, to patch the staging offset at dispatch). */
 static int
@@ -176,7 +179,8 @@ plan_htod(struct fe *fe, struct request *r, const struct cua_req_memcpy_htod *q,
 		return rc;
 	if (q->data.len > fe->cfg.staging_bytes)
 		return cua_err_set(e, CUA_ETOO_LARGE, "copy of %u bytes exceeds the staging area", q->data.len);
-	it->cmd = cmd_add(r, W_HTOD, sid, 0, q->dst, 0, q->data.len, NULL, 0);
+	struct wrec_copy c = {.h.op = WR_HTOD, .stream = sid, .dev = q->dst, .bytes = q->data.len};
+	it->cmd = CMD_ADD(r, c);
 	it->stage = it->cmd < 0 ? -1 : stage_add(r, q->data.len, q->data.ptr);
 	return it->stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
@@ -192,7 +196,8 @@ plan_dtoh(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtoh *q,
 	if ((rc = range(fe, r, q->src, q->bytes, &dev, e)) != 0 ||
 	    (rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
-	it->cmd = cmd_add(r, W_DTOH, sid, 0, q->src, 0, q->bytes, NULL, 0);
+	struct wrec_copy c = {.h.op = WR_DTOH, .stream = sid, .dev = q->src, .bytes = q->bytes};
+	it->cmd = CMD_ADD(r, c);
 	it->stage = it->cmd < 0 ? -1 : stage_add(r, q->bytes, NULL);
 	return it->stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
@@ -205,7 +210,8 @@ plan_dtod(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtod *q,
 	if ((rc = range(fe, r, q->dst, q->bytes, &dev, e)) != 0 || (rc = range(fe, r, q->src, q->bytes, &dev2, e)) != 0 ||
 	    (rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
-	it->cmd = cmd_add(r, W_DTOD, sid, 0, q->dst, q->src, q->bytes, NULL, 0);
+	struct wrec_dtod c = {.h.op = WR_DTOD, .stream = sid, .dst = q->dst, .src = q->src, .bytes = q->bytes};
+	it->cmd = CMD_ADD(r, c);
 	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -223,7 +229,9 @@ plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q, st
 	if ((rc = range(fe, r, q->dst, q->count * q->width, &dev, e)) != 0 ||
 	    (rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
-	it->cmd = cmd_add(r, W_MEMSET, sid, q->width, q->dst, q->value, q->count, NULL, 0);
+	struct wrec_memset c = {
+		.h.op = WR_MEMSET, .stream = sid, .width = q->width, .dst = q->dst, .value = q->value, .count = q->count};
+	it->cmd = CMD_ADD(r, c);
 	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -247,8 +255,13 @@ plan_host_copy(struct fe *fe, struct request *r, uint32_t kind, const struct cua
 				   hb->dev, dev);
 	if ((rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
-	it->cmd = cmd_add(r, kind == CUA_OP_MEMCPY_HTOD_HOST ? W_HTOD : W_DTOH, sid, (uint32_t)hb->wid, q->dev_ptr,
-			  q->offset, q->bytes, NULL, 0);
+	struct wrec_copy c = {.h.op = kind == CUA_OP_MEMCPY_HTOD_HOST ? WR_HTOD : WR_DTOH,
+			      .stream = sid,
+			      .hostbuf = (uint32_t)hb->wid,
+			      .dev = q->dev_ptr,
+			      .host_off = q->offset,
+			      .bytes = q->bytes};
+	it->cmd = CMD_ADD(r, c);
 	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -278,7 +291,7 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 	if (q->nargs != fn->nparams)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the kernel takes %u arguments, the launch has %u", fn->nparams,
 				   q->nargs);
-	uint32_t total = 0, plen = (uint32_t)sizeof(struct wlaunch_dims);
+	uint32_t total = 0, plen = 0;
 	for (uint32_t i = 0; i < q->nargs; i++) {
 		const cua_wire_arg *a = &q->args[i];
 		uint32_t want = fn->params[i].size;
@@ -296,7 +309,7 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 						   i, pdev, dev);
 		}
 		total += have;
-		plen += 8 + w_align8(have);
+		plen += (uint32_t)sizeof(struct wrec_arg) + wrec_align8(have);
 	}
 	if (total > CUA_MAX_PARAM_BYTES)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "arguments take %u bytes, more than the %u a launch may pass", total,
@@ -304,27 +317,31 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 	uint32_t sid;
 	if ((rc = resolve_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
-	unsigned char *payload = malloc(plen);
+	unsigned char *payload = malloc(plen ? plen : 1);
 	if (payload == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "out of memory");
-	struct wlaunch_dims dims;
-	memcpy(dims.grid, q->grid, sizeof(dims.grid));
-	memcpy(dims.block, q->block, sizeof(dims.block));
-	memcpy(payload, &dims, sizeof(dims));
-	size_t off = sizeof(dims);
+	struct wrec_launch c = {.h.op = WR_LAUNCH,
+				.stream = sid,
+				.flags = q->flags & CUA_LAUNCH_PDL ? WREC_LAUNCH_PDL : 0,
+				.function = fn->wid,
+				.shared_mem = q->shared_mem,
+				.nargs = q->nargs};
+	memcpy(c.grid, q->grid, sizeof(c.grid));
+	memcpy(c.block, q->block, sizeof(c.block));
+	size_t off = 0;
 	for (uint32_t i = 0; i < q->nargs; i++) {
 		const cua_wire_arg *a = &q->args[i];
-		uint32_t sz = a->kind == CUA_ARG_DEVPTR ? 8 : a->bytes.len, zero = 0;
-		memcpy(payload + off, &sz, 4);
-		memcpy(payload + off + 4, &zero, 4);
+		struct wrec_arg wa = {a->kind == CUA_ARG_DEVPTR ? 8 : a->bytes.len, 0};
+		memcpy(payload + off, &wa, sizeof(wa));
+		off += sizeof(wa);
 		if (a->kind == CUA_ARG_DEVPTR)
-			memcpy(payload + off + 8, &a->devptr, 8);
+			memcpy(payload + off, &a->devptr, 8);
 		else
-			memcpy(payload + off + 8, a->bytes.ptr, sz);
-		memset(payload + off + 8 + sz, 0, w_align8(sz) - sz);
-		off += 8 + w_align8(sz);
+			memcpy(payload + off, a->bytes.ptr, wa.size);
+		memset(payload + off + wa.size, 0, wrec_align8(wa.size) - wa.size);
+		off += wrec_align8(wa.size);
 	}
-	it->cmd = cmd_add(r, W_LAUNCH, sid, q->flags & CUA_LAUNCH_PDL, fn->wid, q->shared_mem, q->nargs, payload, plen);
+	it->cmd = cmd_add(r, &c, (uint32_t)sizeof(c), payload, plen);
 	free(payload);
 	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
@@ -368,9 +385,10 @@ v_module_load(struct fe *fe, struct request *r, cua_err *e)
 	if (r->s->nhandles >= fe->cfg.session_handles)
 		return cua_err_set(e, CUA_EQUOTA, "session has %u handles, the limit", r->s->nhandles);
 	bind_device(r, (int)q->device, e);
-	int c = cmd_add(r, W_MODULE_LOAD, 0, q->format, 0, q->image.len, 0, NULL, 0);
+	struct wrec_module_load cmd = {.h.op = WR_MODULE_LOAD, .format = q->format, .len = q->image.len};
+	int c = CMD_ADD(r, cmd);
 	r->items[0].cmd = c;
-	/* MODULE_LOAD carries the staging offset in a (see wproto.h): swap b into place at dispatch. */
+	/* staging_off is filled in at dispatch, when the image is placed */
 	r->items[0].stage = c < 0 ? -1 : stage_add(r, q->image.len, q->image.ptr);
 	return r->items[0].stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
@@ -406,7 +424,8 @@ v_module_unload(struct fe *fe, struct request *r, cua_err *e)
 	r->barrier = true;
 	r->dep_gen = m->gen;
 	bind_device(r, m->dev, e);
-	r->items[0].cmd = cmd_add(r, W_MODULE_UNLOAD, 0, 0, m->wid, 0, 0, NULL, 0);
+	struct wrec_module_unload c = {.h.op = WR_MODULE_UNLOAD, .module = m->wid};
+	r->items[0].cmd = CMD_ADD(r, c);
 	return 0;
 }
 
@@ -443,7 +462,8 @@ v_function_get(struct fe *fe, struct request *r, cua_err *e)
 	name[q->name.len] = '\0';
 	r->dep_gen = m->gen;
 	bind_device(r, m->dev, e);
-	r->items[0].cmd = cmd_add(r, W_FUNCTION_GET, 0, 0, m->wid, 0, 0, name, q->name.len + 1);
+	struct wrec_function_get c = {.h.op = WR_FUNCTION_GET, .module = m->wid};
+	r->items[0].cmd = cmd_add(r, &c, (uint32_t)sizeof(c), name, q->name.len + 1);
 	return 0;
 }
 
@@ -486,7 +506,8 @@ v_mem_alloc(struct fe *fe, struct request *r, cua_err *e)
 				   (unsigned long long)q->bytes, (unsigned long long)fe->cfg.session_mem,
 				   (unsigned long long)r->s->counts.alloc_bytes);
 	bind_device(r, (int)q->device, e);
-	r->items[0].cmd = cmd_add(r, W_MEM_ALLOC, 0, 0, q->bytes, 0, 0, NULL, 0);
+	struct wrec_mem_alloc c = {.h.op = WR_MEM_ALLOC, .bytes = q->bytes};
+	r->items[0].cmd = CMD_ADD(r, c);
 	return 0;
 }
 
@@ -531,7 +552,8 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 	r->barrier = true;
 	dep(fe, r, dev);
 	bind_device(r, dev, e);
-	r->items[0].cmd = cmd_add(r, W_MEM_FREE, 0, 0, p, 0, 0, NULL, 0);
+	struct wrec_mem_free c = {.h.op = WR_MEM_FREE, .addr = p};
+	r->items[0].cmd = CMD_ADD(r, c);
 	return 0;
 }
 
@@ -591,7 +613,8 @@ v_stream_create(struct fe *fe, struct request *r, cua_err *e)
 	if (prio < in->prio_greatest)
 		prio = in->prio_greatest;
 	bind_device(r, (int)q->device, e);
-	r->items[0].cmd = cmd_add(r, W_STREAM_CREATE, 0, 0, (uint64_t)(int64_t)prio, 0, 0, NULL, 0);
+	struct wrec_stream_create c = {.h.op = WR_STREAM_CREATE, .priority = prio};
+	r->items[0].cmd = CMD_ADD(r, c);
 	return 0;
 }
 
@@ -627,12 +650,11 @@ v_stream(struct fe *fe, struct request *r, cua_err *e)
 		return rc;
 	r->dep_gen = hs->gen;
 	bind_device(r, hs->dev, e);
-	if (r->op == CUA_OP_STREAM_DESTROY) {
+	struct wrec_stream c = {.h.op = r->op == CUA_OP_STREAM_DESTROY ? WR_STREAM_DESTROY : WR_STREAM_SYNC,
+				.stream = (uint32_t)hs->wid};
+	if (r->op == CUA_OP_STREAM_DESTROY)
 		r->barrier = true;
-		r->items[0].cmd = cmd_add(r, W_STREAM_DESTROY, (uint32_t)hs->wid, 0, 0, 0, 0, NULL, 0);
-	} else {
-		r->items[0].cmd = cmd_add(r, W_STREAM_SYNC, (uint32_t)hs->wid, 0, 0, 0, 0, NULL, 0);
-	}
+	r->items[0].cmd = CMD_ADD(r, c);
 	return 0;
 }
 
@@ -729,7 +751,8 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e)
 	}
 	r->host_fd = fd; /* the worker opens it through /proc/<daemon>/fd while the request runs */
 	bind_device(r, (int)q->device, e);
-	r->items[0].cmd = cmd_add(r, W_HOST_REGISTER, 0, 0, (uint64_t)fd, q->bytes, 0, NULL, 0);
+	struct wrec_host_register c = {.h.op = WR_HOST_REGISTER, .fd = fd, .bytes = q->bytes};
+	r->items[0].cmd = CMD_ADD(r, c);
 	return 0;
 }
 
@@ -765,7 +788,8 @@ v_host_unregister(struct fe *fe, struct request *r, cua_err *e)
 	r->barrier = true; /* no copy of this session may still use it */
 	r->dep_gen = hb->gen;
 	bind_device(r, hb->dev, e);
-	r->items[0].cmd = cmd_add(r, W_HOST_UNREGISTER, 0, 0, hb->wid, 0, 0, NULL, 0);
+	struct wrec_host_unregister c = {.h.op = WR_HOST_UNREGISTER, .buffer = hb->wid};
+	r->items[0].cmd = CMD_ADD(r, c);
 	return 0;
 }
 
@@ -1037,22 +1061,29 @@ do_cleanup_request(struct fe *fe, struct session *s, int dev)
 	/* streams first (they drain), then functions vanish with modules, then memory */
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];
-		if (h->kind == CUA_HK_STREAM && h->dev == dev && !h->stale && h->gen == d->gen)
-			cmd_add(r, W_STREAM_DESTROY, (uint32_t)h->wid, 0, 0, 0, 0, NULL, 0);
+		if (h->kind == CUA_HK_STREAM && h->dev == dev && !h->stale && h->gen == d->gen) {
+			struct wrec_stream c = {.h.op = WR_STREAM_DESTROY, .stream = (uint32_t)h->wid};
+			CMD_ADD(r, c);
+		}
 	}
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];
 		if (h->dev != dev || h->stale || h->gen != d->gen)
 			continue;
-		if (h->kind == CUA_HK_MODULE)
-			cmd_add(r, W_MODULE_UNLOAD, 0, 0, h->wid, 0, 0, NULL, 0);
-		else if (h->kind == CUA_HK_HOSTBUF)
-			cmd_add(r, W_HOST_UNREGISTER, 0, 0, h->wid, 0, 0, NULL, 0);
+		if (h->kind == CUA_HK_MODULE) {
+			struct wrec_module_unload c = {.h.op = WR_MODULE_UNLOAD, .module = h->wid};
+			CMD_ADD(r, c);
+		} else if (h->kind == CUA_HK_HOSTBUF) {
+			struct wrec_host_unregister c = {.h.op = WR_HOST_UNREGISTER, .buffer = h->wid};
+			CMD_ADD(r, c);
+		}
 	}
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct alloc_rec *a = &s->allocs[i];
-		if (a->dev == dev && !a->stale && a->gen == d->gen)
-			cmd_add(r, W_MEM_FREE, 0, 0, a->addr, 0, 0, NULL, 0);
+		if (a->dev == dev && !a->stale && a->gen == d->gen) {
+			struct wrec_mem_free c = {.h.op = WR_MEM_FREE, .addr = a->addr};
+			CMD_ADD(r, c);
+		}
 	}
 	if (r->ncmds == 0) {
 		free(r->cmds);

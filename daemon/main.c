@@ -6,7 +6,7 @@
 
 #include "cua_log.h"
 #include "daemon.h"
-#include "worker/worker.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -49,7 +49,7 @@ static int
 shm_create(struct fe *fe, struct device *d)
 {
 	size_t ring = fe->cfg.ring_bytes;
-	struct shm_hdr h = {SHM_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct wshm_hdr h = {WSHM_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0};
 	size_t off = 4096;
 	h.cmd_off = off;
 	h.cmd_size = ring;
@@ -259,7 +259,7 @@ do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
 		}
 		st->placed = true;
 	}
-	size_t len = sizeof(struct wcmd_req) + r->cmds_len;
+	size_t len = sizeof(struct wrec_req) + r->cmds_len;
 	if (len > ring_max_record(d->cmd)) {
 		/* cannot ever fit: fail it rather than wait forever */
 		for (uint32_t i = 0; i < r->nstages; i++)
@@ -279,17 +279,16 @@ do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
 	}
 	for (uint32_t i = 0; i < r->nstages; i++) {
 		struct stage *st = &r->stages[i];
-		struct wcmd c;
+		struct wrec_hdr c;
 		memcpy(&c, r->cmds + st->cmd_off, sizeof(c));
-		if (c.op == W_MODULE_LOAD)
-			c.a = st->off;
-		else
-			c.b = st->off;
-		memcpy(r->cmds + st->cmd_off, &c, sizeof(c));
+		if (c.op == WR_MODULE_LOAD)
+			memcpy(r->cmds + st->cmd_off + offsetof(struct wrec_module_load, staging_off), &st->off, 8);
+		else /* WR_HTOD, WR_DTOH */
+			memcpy(r->cmds + st->cmd_off + offsetof(struct wrec_copy, host_off), &st->off, 8);
 		if (st->src)
 			memcpy(d->staging + st->off, st->src, st->len);
 	}
-	struct wcmd_req h = {r->id, r->ncmds, 0};
+	struct wrec_req h = {r->id, r->ncmds, 0};
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), r->cmds, r->cmds_len);
 	ring_commit(d->cmd, len);
@@ -329,7 +328,7 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		const unsigned char *detail = rec + off;
 		if ((size_t)c.detail_len + c.data_len > len - off)
 			break;
-		off += w_align8(c.detail_len + c.data_len);
+		off += wrec_align8(c.detail_len + c.data_len);
 		while (cur < r->nitems && r->items[cur].cmd < (int32_t)ci)
 			cur++;
 		if (cur == r->nitems || r->items[cur].cmd != (int32_t)ci)
