@@ -21,14 +21,14 @@ u64_at(void *p)
 }
 
 static int
-k_empty(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+k_empty(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
 {
 	return 0;
 }
 
 /* y[i] = a * x[i] + y[i] for i < n (grid-stride in the CUDA version; the whole range here). */
 static int
-k_axpy(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+k_axpy(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
 {
 	float a;
 	memcpy(&a, params[0], sizeof(a));
@@ -49,7 +49,7 @@ k_axpy(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, 
 }
 
 static int
-k_fill_u32(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+k_fill_u32(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
 {
 	uint64_t pa = u64_at(params[0]), n = u64_at(params[2]);
 	uint32_t v;
@@ -66,7 +66,7 @@ k_fill_u32(struct emu *E, const struct wlaunch_dims *d, void **params, char *fau
 
 /* Busy-waits `cycles` clock cycles in CUDA; here it sleeps cycles nanoseconds (a 1 GHz clock), capped at 10 s. */
 static int
-k_spin(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+k_spin(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
 {
 	int64_t cycles;
 	memcpy(&cycles, params[0], sizeof(cycles));
@@ -82,7 +82,7 @@ k_spin(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, 
 
 /* One thread of the grid increments *counter after waiting for its predecessor (griddepcontrol.wait). */
 static int
-k_pdl_count(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+k_pdl_count(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
 {
 	uint64_t pa = u64_at(params[0]);
 	int *c = emu_ptr(E, pa, sizeof(int));
@@ -94,7 +94,7 @@ k_pdl_count(struct emu *E, const struct wlaunch_dims *d, void **params, char *fa
 
 /* Writes through p + 2^40 bytes: never mapped, so the device faults (sticky) as the CUDA kernel does. */
 static int
-k_bad_write(struct emu *E, const struct wlaunch_dims *d, void **params, char *fault, size_t len)
+k_bad_write(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
 {
 	uint64_t pa = u64_at(params[0]) + (1ull << 40);
 	int *p = emu_ptr(E, pa, sizeof(int));

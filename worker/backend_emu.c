@@ -5,25 +5,58 @@
  */
 #include "config.h"
 
+#include "backend.h"
 #include "cua_arena.h"
 #include "cua_log.h"
 #include "emu_kernels.h"
 #include "extent.h"
-#include "worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/queue.h>
 
 #define EMU_ALIGN 256u
 #define EMU_MAX_STREAMS 4096u
 
+enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE };
+
+/* One piece of stream work, queued by the main thread, run and freed by the stream's thread. */
+struct emu_job {
+	TAILQ_ENTRY(emu_job) link;
+	enum emu_job_kind kind;
+	struct wk_tag tag;
+	union {
+		struct {
+			uint64_t dev, bytes;
+			void *host; /* HTOD: the source, DTOH: the destination */
+		} copy;
+		struct {
+			uint64_t dst, src, bytes;
+		} dtod;
+		struct {
+			uint64_t dst, count;
+			uint32_t value, width;
+		} set;
+		struct {
+			const struct emu_kernel *k;
+			struct emu_dims dims;
+			cua_arena args; /* a copy: the core's arguments live only during the launch call */
+		} launch;
+		wk_done_fn done; /* EJ_NOTICE */
+	} u;
+};
+TAILQ_HEAD(emu_jobs, emu_job);
+
 struct emu_stream {
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct wop *head, *tail;
+	pthread_cond_t cond;  /* work queued, or stop */
+	pthread_cond_t idle;  /* a job finished and someone drains (drainers > 0) */
+	struct emu_jobs jobs; /* under lock */
+	uint64_t queued, done; /* jobs ever queued and finished, under lock */
+	int drainers;
 	int priority;
 	int stop;
 };
@@ -59,8 +92,17 @@ emu_ptr(struct emu *E, uint64_t addr, uint64_t len)
 	return E->mem + (addr - E->base);
 }
 
-static void run_op(struct emu *E, struct wop *op);
+static void run_job(struct emu *E, struct emu_job *j);
 
+static void
+job_free(struct emu_job *j)
+{
+	if (j->kind == EJ_LAUNCH)
+		cua_arena_fini(&j->u.launch.args);
+	free(j);
+}
+
+/* A stream's thread: runs its jobs in order until stopped and drained. */
 static void *
 stream_main(void *arg)
 {
@@ -68,23 +110,54 @@ stream_main(void *arg)
 	struct emu *E = a[0];
 	struct emu_stream *s = a[1];
 	free(arg);
+	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		pthread_mutex_lock(&s->lock);
-		while (s->head == NULL && !s->stop)
+		while (TAILQ_EMPTY(&s->jobs) && !s->stop)
 			pthread_cond_wait(&s->cond, &s->lock);
-		struct wop *op = s->head;
-		if (op == NULL) { /* stop requested and drained */
-			pthread_mutex_unlock(&s->lock);
-			return NULL;
-		}
-		s->head = op->next;
-		if (s->head == NULL)
-			s->tail = NULL;
+		struct emu_job *j = TAILQ_FIRST(&s->jobs);
+		if (j == NULL) /* stop requested and drained */
+			break;
+		TAILQ_REMOVE(&s->jobs, j, link);
 		pthread_mutex_unlock(&s->lock);
-		run_op(E, op);
+		run_job(E, j);
+		job_free(j);
+		pthread_mutex_lock(&s->lock);
+		s->done++;
+		if (s->drainers)
+			pthread_cond_broadcast(&s->idle);
 	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
 }
 
+/* Waits until everything queued on s so far has run. Main thread; allocates nothing. */
+static void
+stream_drain(struct emu_stream *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t target = s->queued;
+	s->drainers++;
+	while (s->done < target)
+		pthread_cond_wait(&s->idle, &s->lock);
+	s->drainers--;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void
+stream_stop(struct emu_stream *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stop = 1;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL); /* runs what is queued first */
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	pthread_cond_destroy(&s->idle);
+	free(s);
+}
+
+/* A stream and its thread, in a free slot. Caller holds E->lock. */
 static int
 stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e)
 {
@@ -97,6 +170,13 @@ stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e)
 			slot = i;
 			break;
 		}
+	if (slot == E->nstreams) {
+		struct emu_stream **n = realloc(E->streams, (E->nstreams + 1) * sizeof(*n));
+		if (n == NULL)
+			return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
+		E->streams = n;
+		E->streams[E->nstreams++] = NULL;
+	}
 	struct emu_stream *s = calloc(1, sizeof(*s));
 	void **arg = malloc(2 * sizeof(void *));
 	if (s == NULL || arg == NULL) {
@@ -106,44 +186,22 @@ stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e)
 	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	TAILQ_INIT(&s->jobs);
 	s->priority = priority;
 	arg[0] = E;
 	arg[1] = s;
 	if (pthread_create(&s->thread, NULL, stream_main, arg) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		pthread_cond_destroy(&s->cond);
+		pthread_cond_destroy(&s->idle);
 		free(s);
 		free(arg);
 		return cua_err_set(e, CUA_ENOMEM, "emulated device: cannot start a stream thread");
 	}
-	if (slot == E->nstreams) {
-		struct emu_stream **n = realloc(E->streams, (E->nstreams + 1) * sizeof(*n));
-		if (n == NULL) {
-			pthread_mutex_lock(&s->lock);
-			s->stop = 1;
-			pthread_cond_signal(&s->cond);
-			pthread_mutex_unlock(&s->lock);
-			pthread_join(s->thread, NULL);
-			free(s);
-			return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
-		}
-		E->streams = n;
-		E->nstreams++;
-	}
-	E->streams[slot] = s;
+	E->streams[slot] = s; /* transferred */
 	*sid = (uint32_t)slot;
 	return 0;
-}
-
-static void
-stream_stop(struct emu_stream *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->stop = 1;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->thread, NULL);
-	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->cond);
-	free(s);
 }
 
 static int
@@ -353,10 +411,12 @@ emu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ stream work */
+
 struct launch_ctx {
 	struct emu *E;
 	const struct emu_kernel *k;
-	const struct wlaunch_dims *d;
+	const struct emu_dims *d;
 	char fault[256];
 };
 
@@ -364,135 +424,206 @@ static int
 call_kernel(void **params, size_t n, void *ud)
 {
 	struct launch_ctx *L = ud;
-	if (n != L->k->nparams)
-		return snprintf(L->fault, sizeof(L->fault), "CUDA_ERROR_INVALID_VALUE: %zu arguments for %u parameters", n,
-				L->k->nparams),
-		       CUA_EBAD_ARGUMENT;
 	return L->k->fn(L->E, L->d, params, L->fault, sizeof(L->fault)) == 0 ? 0 : -1;
 }
 
-/* Runs on the stream's thread. */
+/* Runs a kernel over its copied argument buffer, on the stream's thread. */
 static void
-run_op(struct emu *E, struct wop *op)
+run_launch(struct emu *E, struct emu_job *j)
 {
-	struct wk *w = E->w;
-	const struct wcmd *c = op->cmd;
-	char fault[256] = "";
-	uint32_t status = CUA_OK;
-	switch (c->op) {
-	case W_STREAM_SYNC: break;
-	case W_HTOD:
-	case W_DTOH: {
-		void *stg = wk_copy_host(w, c);
-		void *dev = emu_ptr(E, c->a, c->c);
-		if (stg == NULL) {
-			status = CUA_EINTERNAL;
-			snprintf(fault, sizeof(fault), "copy outside the staging area or host buffer");
-			break;
-		}
-		if (dev == NULL)
-			wk_fatal(w, op->t, op->idx, "CUDA_ERROR_ILLEGAL_ADDRESS: copy touches unmapped device memory");
-		if (c->op == W_HTOD)
-			memcpy(dev, stg, c->c);
-		else
-			memcpy(stg, dev, c->c);
-		break;
-	}
-	case W_DTOD: {
-		void *dst = emu_ptr(E, c->a, c->c), *src = emu_ptr(E, c->b, c->c);
-		if (dst == NULL || src == NULL)
-			wk_fatal(w, op->t, op->idx, "CUDA_ERROR_ILLEGAL_ADDRESS: copy touches unmapped device memory");
-		memmove(dst, src, c->c);
-		break;
-	}
-	case W_MEMSET: {
-		uint32_t width = c->format;
-		if (width != 1 && width != 2 && width != 4) {
-			status = CUA_EBAD_ARGUMENT;
-			snprintf(fault, sizeof(fault), "memset width %u", width);
-			break;
-		}
-		unsigned char *dst = c->c <= UINT64_MAX / width ? emu_ptr(E, c->a, c->c * width) : NULL;
-		if (dst == NULL)
-			wk_fatal(w, op->t, op->idx, "CUDA_ERROR_ILLEGAL_ADDRESS: memset of unmapped device memory");
-		if (width == 1)
-			memset(dst, (int)c->b, c->c);
-		else
-			for (uint64_t i = 0; i < c->c; i++)
-				memcpy(dst + i * width, &c->b, width); /* little-endian low bytes */
-		break;
-	}
-	case W_LAUNCH: {
-		if (c->a == 0 || c->a > emu_nkernels) {
-			status = CUA_ENOT_FOUND;
-			snprintf(fault, sizeof(fault), "no function %llu", (unsigned long long)c->a);
-			break;
-		}
-		/* Rebuild the argument buffer as cuLaunchKernel would read it, and run the kernel over it. */
-		const struct wlaunch_dims *d;
-		cua_arena arena;
-		cua_arena_init(&arena);
-		int r = wk_launch_args(c, &d, &arena);
-		if (r != 0) {
-			cua_arena_fini(&arena);
-			status = (uint32_t)r;
-			snprintf(fault, sizeof(fault), "malformed launch arguments");
-			break;
-		}
-		struct launch_ctx L = {E, &emu_kernels[c->a - 1], d, ""};
-		r = cua_arena_with_params(&arena, call_kernel, &L);
-		cua_arena_fini(&arena);
-		if (r == -1)
-			wk_fatal(w, op->t, op->idx, L.fault);
-		if (r != 0) {
-			status = (uint32_t)r;
-			snprintf(fault, sizeof(fault), "%s", L.fault);
-		}
-		break;
-	}
-	default:
-		status = CUA_EINTERNAL;
-		snprintf(fault, sizeof(fault), "not a stream command: %u", c->op);
-	}
-	tracker_set(op->t, op->idx, status, 0, status ? fault : NULL);
-	tracker_put(w, op->t);
-	free(op->cmd);
-	free(op);
+	struct launch_ctx L = {E, j->u.launch.k, &j->u.launch.dims, ""};
+	int r = cua_arena_with_params(&j->u.launch.args, call_kernel, &L);
+	if (r == -1)
+		wk_fatal(E->w, j->tag, L.fault);
+	if (r != 0)
+		wk_report(E->w, j->tag, (uint32_t)r, L.fault);
 }
 
 static void
-emu_submit(struct wk *w, struct wop *op)
+run_memset(struct emu *E, struct emu_job *j)
 {
-	struct emu *E = w->be_state;
-	pthread_mutex_lock(&E->lock);
-	struct emu_stream *s = op->cmd->stream < E->nstreams ? E->streams[op->cmd->stream] : NULL;
-	pthread_mutex_unlock(&E->lock);
-	if (s == NULL) {
-		tracker_set(op->t, op->idx, CUA_ENOT_FOUND, 0, "no such stream");
-		free(op->cmd);
-		free(op);
-		return;
-	}
-	tracker_hold(op->t);
-	pthread_mutex_lock(&s->lock);
-	if (s->tail)
-		s->tail->next = op;
+	uint32_t width = j->u.set.width;
+	uint64_t count = j->u.set.count;
+	unsigned char *dst = count <= UINT64_MAX / width ? emu_ptr(E, j->u.set.dst, count * width) : NULL;
+	if (dst == NULL)
+		wk_fatal(E->w, j->tag, "CUDA_ERROR_ILLEGAL_ADDRESS: memset of unmapped device memory");
+	if (width == 1)
+		memset(dst, (int)j->u.set.value, count);
 	else
-		s->head = op;
-	s->tail = op;
+		for (uint64_t i = 0; i < count; i++)
+			memcpy(dst + i * width, &j->u.set.value, width); /* little-endian low bytes */
+}
+
+/* Runs one job on its stream's thread. A fault ends the worker (wk_fatal). */
+static void
+run_job(struct emu *E, struct emu_job *j)
+{
+	static const char unmapped[] = "CUDA_ERROR_ILLEGAL_ADDRESS: copy touches unmapped device memory";
+	switch (j->kind) {
+	case EJ_HTOD:
+	case EJ_DTOH: {
+		void *dev = emu_ptr(E, j->u.copy.dev, j->u.copy.bytes);
+		if (dev == NULL)
+			wk_fatal(E->w, j->tag, unmapped);
+		if (j->kind == EJ_HTOD)
+			memcpy(dev, j->u.copy.host, j->u.copy.bytes);
+		else
+			memcpy(j->u.copy.host, dev, j->u.copy.bytes);
+		break;
+	}
+	case EJ_DTOD: {
+		void *dst = emu_ptr(E, j->u.dtod.dst, j->u.dtod.bytes), *src = emu_ptr(E, j->u.dtod.src, j->u.dtod.bytes);
+		if (dst == NULL || src == NULL)
+			wk_fatal(E->w, j->tag, unmapped);
+		memmove(dst, src, j->u.dtod.bytes);
+		break;
+	}
+	case EJ_MEMSET: run_memset(E, j); break;
+	case EJ_LAUNCH: run_launch(E, j); break;
+	case EJ_NOTICE: j->u.done(E->w, j->tag); break;
+	}
+}
+
+static struct emu_job *
+job_new(enum emu_job_kind kind, struct wk_tag tag, cua_err *e)
+{
+	struct emu_job *j = calloc(1, sizeof(*j));
+	if (j == NULL) {
+		cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
+		return NULL;
+	}
+	j->kind = kind;
+	j->tag = tag;
+	if (kind == EJ_LAUNCH)
+		cua_arena_init(&j->u.launch.args);
+	return j;
+}
+
+static struct emu_stream *
+stream_get(struct emu *E, uint32_t sid)
+{
+	pthread_mutex_lock(&E->lock);
+	struct emu_stream *s = sid < E->nstreams ? E->streams[sid] : NULL;
+	pthread_mutex_unlock(&E->lock);
+	return s;
+}
+
+/* Queues j on stream sid; takes j in every case. */
+static int
+enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e)
+{
+	struct emu_stream *s = stream_get(E, sid);
+	if (s == NULL) {
+		job_free(j);
+		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
+	}
+	pthread_mutex_lock(&s->lock);
+	TAILQ_INSERT_TAIL(&s->jobs, j, link); /* transferred */
+	s->queued++;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
-static void
-emu_flush(struct wk *w, struct tracker *t)
+static int
+emu_copy(struct wk *w, enum emu_job_kind kind, uint32_t sid, uint64_t dev, void *host, uint64_t bytes,
+	 struct wk_tag tag, cua_err *e)
 {
-	/* every stream op completes its own part of the tracker */
+	struct emu_job *j = job_new(kind, tag, e);
+	if (j == NULL)
+		return e->code;
+	j->u.copy.dev = dev;
+	j->u.copy.host = host;
+	j->u.copy.bytes = bytes;
+	return enqueue(w->be_state, sid, j, e);
 }
 
-const struct backend backend_emu = {
+static int
+emu_htod(struct wk *w, uint32_t sid, uint64_t dst, const void *src, uint64_t bytes, struct wk_tag tag, cua_err *e)
+{
+	return emu_copy(w, EJ_HTOD, sid, dst, (void *)(uintptr_t)src, bytes, tag, e);
+}
+
+static int
+emu_dtoh(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e)
+{
+	return emu_copy(w, EJ_DTOH, sid, src, dst, bytes, tag, e);
+}
+
+static int
+emu_dtod(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e)
+{
+	struct emu_job *j = job_new(EJ_DTOD, tag, e);
+	if (j == NULL)
+		return e->code;
+	j->u.dtod.dst = dst;
+	j->u.dtod.src = src;
+	j->u.dtod.bytes = bytes;
+	return enqueue(w->be_state, sid, j, e);
+}
+
+static int
+emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count,
+	   struct wk_tag tag, cua_err *e)
+{
+	struct emu_job *j = job_new(EJ_MEMSET, tag, e);
+	if (j == NULL)
+		return e->code;
+	j->u.set.dst = dst;
+	j->u.set.count = count;
+	j->u.set.value = value;
+	j->u.set.width = width;
+	return enqueue(w->be_state, sid, j, e);
+}
+
+/* Copies the arguments (they live only during this call) and queues the kernel. */
+static int
+emu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag tag, cua_err *e)
+{
+	if (l->fn == 0 || l->fn > emu_nkernels)
+		return cua_err_set(e, CUA_ENOT_FOUND, "no function %llu", (unsigned long long)l->fn);
+	const struct emu_kernel *k = &emu_kernels[l->fn - 1];
+	if (l->nparams != k->nparams)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: %zu arguments for %u parameters",
+				   l->nparams, k->nparams);
+	struct emu_job *j = job_new(EJ_LAUNCH, tag, e);
+	if (j == NULL)
+		return e->code;
+	j->u.launch.k = k;
+	memcpy(j->u.launch.dims.grid, l->grid, sizeof(l->grid));
+	memcpy(j->u.launch.dims.block, l->block, sizeof(l->block));
+	for (size_t i = 0; i < l->nparams; i++)
+		if (cua_arena_push(&j->u.launch.args, l->params[i], l->sizes[i]) != 0) {
+			job_free(j);
+			return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory for arguments");
+		}
+	return enqueue(w->be_state, sid, j, e);
+}
+
+/* A marker job after what is queued; without memory for one, waits for the stream here. */
+static void
+emu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
+{
+	struct emu *E = w->be_state;
+	cua_err e;
+	struct emu_job *j = job_new(EJ_NOTICE, tag, &e);
+	if (j != NULL) {
+		j->u.done = done;
+		if (enqueue(E, sid, j, &e) == 0)
+			return;
+	} else {
+		struct emu_stream *s = stream_get(E, sid);
+		log_warn("emulated device: no memory for a completion marker on stream %u; waiting for it", sid);
+		if (s != NULL)
+			stream_drain(s);
+	}
+	done(w, tag); /* an unknown stream has nothing queued */
+}
+
+const struct wk_backend backend_emu = {
 	.name = "emu",
 	.init = emu_init,
+	.fini = emu_fini,
 	.module_load = emu_module_load,
 	.module_unload = emu_module_unload,
 	.function_get = emu_function_get,
@@ -500,7 +631,10 @@ const struct backend backend_emu = {
 	.mem_free = emu_mem_free,
 	.stream_create = emu_stream_create,
 	.stream_destroy = emu_stream_destroy,
-	.submit = emu_submit,
-	.flush = emu_flush,
-	.fini = emu_fini,
+	.htod = emu_htod,
+	.dtoh = emu_dtoh,
+	.dtod = emu_dtod,
+	.memset = emu_memset,
+	.launch = emu_launch,
+	.notify = emu_notify,
 };

@@ -2,17 +2,16 @@
  * backend_cuda.c — the worker's real GPU: the CUDA driver API, loaded at run time (dlopen libcuda.so.1 and
  * cuGetProcAddress for every entry point), so cuasyncd builds and starts on machines without a driver.
  *
- * Completion: after a request's commands are issued, one event is recorded on every stream the request used;
- * a reactor thread polls those events (spinning briefly, then sleeping in short steps) and completes the
- * request when all have fired. No host callbacks on the hot path (they cost ~8 µs more per completion).
+ * Completion: the core asks for one notice per stream a request used (cu_notify); each is an event recorded
+ * on that stream, which a reactor thread polls (spinning briefly, then sleeping in short steps) and calls back
+ * when it has fired. No host callbacks on the hot path (they cost ~8 µs more per completion).
  * A sticky error (illegal address, launch failure, …) is reported with the request it surfaced in, and the
  * worker exits: the context is unusable and only a new process gets a working one.
  */
 #include "config.h"
 
-#include "cua_arena.h"
+#include "backend.h"
 #include "cua_log.h"
-#include "worker.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -20,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #define CUDA_API_VERSION 12040 /* cuFuncGetParamInfo appeared in 12.4 */
@@ -131,12 +131,14 @@ cuda_probe(int *count, cua_err *e)
 
 /* ------------------------------------------------------------------ worker state */
 
+/* A completion notice: an event recorded on a stream, watched by the reactor. */
 struct marker {
+	TAILQ_ENTRY(marker) link;
 	CUevent ev;
-	struct tracker *t;
-	uint32_t idx; /* item blamed if the stream faulted */
-	struct marker *next;
+	struct wk_tag tag; /* whose notice; blamed if the stream faulted */
+	wk_done_fn done;
 };
+TAILQ_HEAD(markers, marker);
 
 struct cu {
 	struct wk *w;
@@ -150,16 +152,12 @@ struct cu {
 	CUfunction *functions;
 	size_t nfunctions;
 	int staging_registered;
-	/* streams used by the request being issued (main thread only) */
-	uint32_t touched[64];
-	uint32_t touched_idx[64];
-	uint32_t ntouched;
 	/* reactor */
 	pthread_t reactor;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct marker *pending;
-	struct marker *free_markers;
+	pthread_cond_t cond;          /* markers pending, or stop */
+	struct markers pending;       /* under lock: recorded and not yet seen complete */
+	struct markers free_markers;  /* under lock: their events are reused */
 	int stop;
 };
 
@@ -170,13 +168,14 @@ cerr(cua_err *e, CUresult r, const char *what)
 			   errstr(r));
 }
 
+/* A marker with its event, from the free list or new; NULL without memory or event. Main thread. */
 static struct marker *
-marker_get(struct cu *C, cua_err *e)
+marker_get(struct cu *C)
 {
 	pthread_mutex_lock(&C->lock);
-	struct marker *m = C->free_markers;
+	struct marker *m = TAILQ_FIRST(&C->free_markers);
 	if (m)
-		C->free_markers = m->next;
+		TAILQ_REMOVE(&C->free_markers, m, link);
 	pthread_mutex_unlock(&C->lock);
 	if (m)
 		return m;
@@ -185,7 +184,7 @@ marker_get(struct cu *C, cua_err *e)
 		return NULL;
 	CUresult r = drv.cuEventCreate(&m->ev, CU_EVENT_DISABLE_TIMING);
 	if (r != CUDA_SUCCESS) {
-		cerr(e, r, "cuEventCreate");
+		log_warn("cuEventCreate: %s", errname(r));
 		free(m);
 		return NULL;
 	}
@@ -193,40 +192,65 @@ marker_get(struct cu *C, cua_err *e)
 }
 
 /* A sticky error surfaced (in a marker query or a call): blame every request with work in flight, since
- * the device does not say whose kernel faulted, then exit. extra is the work that saw it, if any.
- * `held` markers (taken off the pending list by the caller) are blamed too. */
+ * the device does not say whose kernel faulted, then exit. tag is the work that saw it, if any; `held`
+ * markers (taken off the pending list by the caller) are blamed too. Any thread; never returns. */
 _Noreturn static void
-cu_fatal(struct cu *C, CUresult r, struct tracker *t, uint32_t idx, struct marker *held)
+cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct markers *held)
 {
 	char d[512];
 	snprintf(d, sizeof(d),
 		 "%s: %s (the GPU does not say which kernel in flight faulted; this request had work on the device)",
 		 errname(r), errstr(r));
-	pthread_mutex_lock(&C->lock);
+	pthread_mutex_lock(&C->lock); /* kept: wk_fatal_many exits */
 	size_t n = 0, cap = 1;
-	for (struct marker *m = C->pending; m; m = m->next)
+	struct marker *m;
+	if (held)
+		TAILQ_FOREACH(m, held, link)
+			cap++;
+	TAILQ_FOREACH(m, &C->pending, link)
 		cap++;
-	for (struct marker *m = held; m; m = m->next)
-		cap++;
-	struct tracker **ts = calloc(cap, sizeof(*ts));
-	uint32_t *ix = calloc(cap, sizeof(*ix));
-	if (ts == NULL || ix == NULL)
-		wk_fatal(C->w, t, idx, d);
-	if (t) {
-		ts[n] = t;
-		ix[n++] = idx;
+	struct wk_tag *tags = calloc(cap, sizeof(*tags));
+	if (tags == NULL) { /* no memory to name them all: the one at hand (the rest get CONTEXT_LOST) */
+		m = held && !TAILQ_EMPTY(held) ? TAILQ_FIRST(held) : TAILQ_FIRST(&C->pending);
+		if (tag == NULL && m != NULL)
+			tag = &m->tag;
+		wk_fatal_many(C->w, tag, tag ? 1 : 0, d);
 	}
-	for (struct marker *m = held; m; m = m->next) {
-		ts[n] = m->t;
-		ix[n++] = m->idx;
-	}
-	for (struct marker *m = C->pending; m; m = m->next) {
-		ts[n] = m->t;
-		ix[n++] = m->idx;
-	}
-	wk_fatal_many(C->w, ts, ix, n, d); /* keeps C->lock: nothing else completes now */
+	if (tag)
+		tags[n++] = *tag;
+	if (held)
+		TAILQ_FOREACH(m, held, link)
+			tags[n++] = m->tag;
+	TAILQ_FOREACH(m, &C->pending, link)
+		tags[n++] = m->tag;
+	wk_fatal_many(C->w, tags, n, d);
 }
 
+/* Queries every marker of work once: the finished ones move to done; a fault ends the worker. */
+static void
+reactor_pass(struct cu *C, struct markers *work, struct markers *done)
+{
+	struct marker *m, *next;
+	for (m = TAILQ_FIRST(work); m; m = next) {
+		next = TAILQ_NEXT(m, link);
+		CUresult r = drv.cuEventQuery(m->ev);
+		if (r == CUDA_ERROR_NOT_READY)
+			continue;
+		TAILQ_REMOVE(work, m, link);
+		if (r == CUDA_SUCCESS) {
+			TAILQ_INSERT_TAIL(done, m, link);
+			continue;
+		}
+		struct marker *k;
+		TAILQ_FOREACH(k, done, link) /* those finished before the fault */
+			k->done(C->w, k->tag);
+		TAILQ_INSERT_HEAD(work, m, link); /* m and the ones still running */
+		cu_fatal(C, r, NULL, work);
+	}
+}
+
+/* The reactor thread: polls pending markers (spinning briefly, then sleeping in short steps) and calls their
+ * notices back. */
 static void *
 reactor_main(void *arg)
 {
@@ -235,54 +259,28 @@ reactor_main(void *arg)
 	int idle = 0;
 	pthread_mutex_lock(&C->lock);
 	for (;;) {
-		while (C->pending == NULL && !C->stop) {
+		while (TAILQ_EMPTY(&C->pending) && !C->stop) {
 			idle = 0;
 			pthread_cond_wait(&C->cond, &C->lock);
 		}
-		if (C->pending == NULL && C->stop)
+		if (TAILQ_EMPTY(&C->pending) && C->stop)
 			break;
-		struct marker *list = C->pending;
-		C->pending = NULL;
+		struct markers work, done;
+		TAILQ_INIT(&work);
+		TAILQ_INIT(&done);
+		TAILQ_CONCAT(&work, &C->pending, link);
 		pthread_mutex_unlock(&C->lock);
-		struct marker *keep = NULL, *done = NULL;
-		while (list) {
-			struct marker *m = list;
-			list = m->next;
-			CUresult r = drv.cuEventQuery(m->ev);
-			if (r == CUDA_ERROR_NOT_READY) {
-				m->next = keep;
-				keep = m;
-			} else if (r == CUDA_SUCCESS) {
-				m->next = done;
-				done = m;
-			} else {
-				for (struct marker *k = done; k; k = k->next) /* those finished before the fault */
-					tracker_put(C->w, k->t);
-				m->next = list; /* m, the rest of this pass and the ones still running */
-				struct marker **tail = &m->next;
-				while (*tail)
-					tail = &(*tail)->next;
-				*tail = keep;
-				cu_fatal(C, r, NULL, 0, m);
-			}
-		}
-		for (struct marker *m = done; m; m = m->next)
-			tracker_put(C->w, m->t);
+		reactor_pass(C, &work, &done);
+		struct marker *m;
+		TAILQ_FOREACH(m, &done, link)
+			m->done(C->w, m->tag);
+		int progressed = !TAILQ_EMPTY(&done);
 		pthread_mutex_lock(&C->lock);
-		while (done) {
-			struct marker *m = done;
-			done = m->next;
-			m->next = C->free_markers;
-			C->free_markers = m;
-		}
+		TAILQ_CONCAT(&C->free_markers, &done, link);
 		/* put back what is still running, ahead of newer markers */
-		while (keep) {
-			struct marker *m = keep;
-			keep = m->next;
-			m->next = C->pending;
-			C->pending = m;
-		}
-		if (C->pending != NULL && done == NULL) {
+		TAILQ_CONCAT(&work, &C->pending, link);
+		TAILQ_CONCAT(&C->pending, &work, link);
+		if (!TAILQ_EMPTY(&C->pending) && !progressed) {
 			/* nothing finished this pass: spin a little, then sleep in short steps */
 			if (++idle > 64) {
 				pthread_mutex_unlock(&C->lock);
@@ -369,6 +367,8 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 			 (unsigned long long)w->staging_size, errname(cr));
 	pthread_mutex_init(&C->lock, NULL);
 	pthread_cond_init(&C->cond, NULL);
+	TAILQ_INIT(&C->pending);
+	TAILQ_INIT(&C->free_markers);
 	if (pthread_create(&C->reactor, NULL, reactor_main, C) != 0)
 		return cua_err_set(e, CUA_EINTERNAL, "cannot start the completion reactor");
 	return 0;
@@ -528,181 +528,142 @@ cu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e)
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuStreamDestroy");
 }
 
-struct cu_launch {
-	CUfunction f;
-	const struct wlaunch_dims *d;
-	uint32_t smem;
-	CUstream s;
-	int pdl;
-	CUresult r;
-};
+/* ------------------------------------------------------------------ stream work (main thread) */
+
+static CUstream
+stream_of(struct cu *C, uint32_t sid)
+{
+	return sid < C->nstreams ? C->streams[sid] : NULL;
+}
+
+/* The outcome of issuing stream work: a sticky error ends the worker, others fail the command. */
+static int
+issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e)
+{
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (is_sticky(r))
+		cu_fatal(C, r, &tag, NULL);
+	int status = r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM
+		     : r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? CUA_EBAD_ARGUMENT
+												 : CUA_EDEVICE;
+	return cua_err_set(e, status, "%s: %s", errname(r), errstr(r));
+}
+
+#define NEED_STREAM(C, sid, s, e)                                                                            \
+	CUstream s = stream_of((C), (sid));                                                                 \
+	if (s == NULL)                                                                                       \
+		return cua_err_set((e), CUA_ENOT_FOUND, "no stream %u", (sid));
 
 static int
-do_launch(void **params, size_t n, void *ud)
+cu_htod(struct wk *w, uint32_t sid, uint64_t dst, const void *src, uint64_t bytes, struct wk_tag tag, cua_err *e)
 {
-	struct cu_launch *L = ud;
-	if (!L->pdl) {
-		L->r = drv.cuLaunchKernel(L->f, L->d->grid[0], L->d->grid[1], L->d->grid[2], L->d->block[0], L->d->block[1],
-					  L->d->block[2], L->smem, L->s, params, NULL);
-		return 0;
-	}
+	struct cu *C = w->be_state;
+	NEED_STREAM(C, sid, s, e)
+	return issued(C, drv.cuMemcpyHtoDAsync((CUdeviceptr)dst, src, bytes, s), tag, e);
+}
+
+static int
+cu_dtoh(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e)
+{
+	struct cu *C = w->be_state;
+	NEED_STREAM(C, sid, s, e)
+	return issued(C, drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, bytes, s), tag, e);
+}
+
+static int
+cu_dtod(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e)
+{
+	struct cu *C = w->be_state;
+	NEED_STREAM(C, sid, s, e)
+	return issued(C, drv.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, s), tag, e);
+}
+
+static int
+cu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count,
+	  struct wk_tag tag, cua_err *e)
+{
+	struct cu *C = w->be_state;
+	NEED_STREAM(C, sid, s, e)
+	CUresult r = width == 1   ? drv.cuMemsetD8Async((CUdeviceptr)dst, (unsigned char)value, count, s)
+		     : width == 2 ? drv.cuMemsetD16Async((CUdeviceptr)dst, (unsigned short)value, count, s)
+				  : drv.cuMemsetD32Async((CUdeviceptr)dst, (unsigned int)value, count, s);
+	return issued(C, r, tag, e);
+}
+
+/* cuLaunchKernel, or cuLaunchKernelEx with programmatic stream serialization for PDL. */
+static CUresult
+launch_kernel(CUfunction f, const struct wk_launch *l, CUstream s)
+{
+	if (!(l->flags & WREC_LAUNCH_PDL))
+		return drv.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+					  l->shared_mem, s, l->params, NULL);
 	CUlaunchAttribute attr;
 	memset(&attr, 0, sizeof(attr));
 	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
 	attr.value.programmaticStreamSerializationAllowed = 1;
 	CUlaunchConfig cfg;
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.gridDimX = L->d->grid[0];
-	cfg.gridDimY = L->d->grid[1];
-	cfg.gridDimZ = L->d->grid[2];
-	cfg.blockDimX = L->d->block[0];
-	cfg.blockDimY = L->d->block[1];
-	cfg.blockDimZ = L->d->block[2];
-	cfg.sharedMemBytes = L->smem;
-	cfg.hStream = L->s;
+	cfg.gridDimX = l->grid[0];
+	cfg.gridDimY = l->grid[1];
+	cfg.gridDimZ = l->grid[2];
+	cfg.blockDimX = l->block[0];
+	cfg.blockDimY = l->block[1];
+	cfg.blockDimZ = l->block[2];
+	cfg.sharedMemBytes = l->shared_mem;
+	cfg.hStream = s;
 	cfg.attrs = &attr;
 	cfg.numAttrs = 1;
-	L->r = drv.cuLaunchKernelEx(&cfg, L->f, params, NULL);
-	return 0;
+	return drv.cuLaunchKernelEx(&cfg, f, l->params, NULL);
 }
 
-static void
-touch(struct cu *C, uint32_t sid, uint32_t idx)
-{
-	for (uint32_t i = 0; i < C->ntouched; i++)
-		if (C->touched[i] == sid)
-			return;
-	if (C->ntouched < sizeof(C->touched) / sizeof(C->touched[0])) {
-		C->touched_idx[C->ntouched] = idx;
-		C->touched[C->ntouched++] = sid;
-	}
-}
-
-/* Issues one stream operation (asynchronously). Runs on the worker's main thread. */
-static void
-cu_submit(struct wk *w, struct wop *op)
+static int
+cu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag tag, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	const struct wcmd *c = op->cmd;
-	CUresult r = CUDA_SUCCESS;
-	char detail[256] = "";
-	uint32_t status = CUA_OK;
-	CUstream s = c->stream < C->nstreams ? C->streams[c->stream] : NULL;
-	if (s == NULL) {
-		status = CUA_ENOT_FOUND;
-		snprintf(detail, sizeof(detail), "no stream %u", c->stream);
-		goto out;
-	}
-	switch (c->op) {
-	case W_STREAM_SYNC: break;
-	case W_HTOD:
-	case W_DTOH: {
-		void *stg = wk_copy_host(w, c);
-		if (stg == NULL) {
-			status = CUA_EINTERNAL;
-			snprintf(detail, sizeof(detail), "copy outside the staging area or host buffer");
-			goto out;
-		}
-		r = c->op == W_HTOD ? drv.cuMemcpyHtoDAsync((CUdeviceptr)c->a, stg, c->c, s)
-				    : drv.cuMemcpyDtoHAsync(stg, (CUdeviceptr)c->a, c->c, s);
-		break;
-	}
-	case W_DTOD: r = drv.cuMemcpyDtoDAsync((CUdeviceptr)c->a, (CUdeviceptr)c->b, c->c, s); break;
-	case W_MEMSET:
-		r = c->format == 1   ? drv.cuMemsetD8Async((CUdeviceptr)c->a, (unsigned char)c->b, c->c, s)
-		    : c->format == 2 ? drv.cuMemsetD16Async((CUdeviceptr)c->a, (unsigned short)c->b, c->c, s)
-				     : drv.cuMemsetD32Async((CUdeviceptr)c->a, (unsigned int)c->b, c->c, s);
-		break;
-	case W_LAUNCH: {
-		if (c->a == 0 || c->a > C->nfunctions) {
-			status = CUA_ENOT_FOUND;
-			snprintf(detail, sizeof(detail), "no function %llu", (unsigned long long)c->a);
-			goto out;
-		}
-		if ((c->format & CUA_LAUNCH_PDL) && C->sm < 90) {
-			status = CUA_EPDL_UNSUPPORTED;
-			snprintf(detail, sizeof(detail), "programmatic dependent launch requires sm_90 or newer; target sm_%d",
-				 C->sm);
-			goto out;
-		}
-		/* Rebuild the argument buffer (16-byte slots) that cuLaunchKernel reads. */
-		const struct wlaunch_dims *d;
-		cua_arena arena;
-		cua_arena_init(&arena);
-		if (wk_launch_args(c, &d, &arena) != 0) {
-			cua_arena_fini(&arena);
-			status = CUA_EINTERNAL;
-			snprintf(detail, sizeof(detail), "malformed launch arguments");
-			goto out;
-		}
-		struct cu_launch L = {C->functions[c->a - 1], d, (uint32_t)c->b, s, (c->format & CUA_LAUNCH_PDL) != 0,
-				      CUDA_SUCCESS};
-		int ar = cua_arena_with_params(&arena, do_launch, &L);
-		cua_arena_fini(&arena);
-		if (ar != 0) {
-			status = (uint32_t)ar;
-			snprintf(detail, sizeof(detail), "out of host memory for arguments");
-			goto out;
-		}
-		r = L.r;
-		break;
-	}
-	default:
-		status = CUA_EINTERNAL;
-		snprintf(detail, sizeof(detail), "not a stream command: %u", c->op);
-		goto out;
-	}
-	if (r != CUDA_SUCCESS) {
-		snprintf(detail, sizeof(detail), "%s: %s", errname(r), errstr(r));
-		if (is_sticky(r))
-			cu_fatal(C, r, op->t, op->idx, NULL);
-		status = r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM
-			 : r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? CUA_EBAD_ARGUMENT
-												   : CUA_EDEVICE;
-	} else {
-		touch(C, c->stream, op->idx);
-	}
-out:
-	tracker_set(op->t, op->idx, status, 0, status ? detail : NULL);
-	free(op->cmd);
-	free(op);
+	NEED_STREAM(C, sid, s, e)
+	if (l->fn == 0 || l->fn > C->nfunctions)
+		return cua_err_set(e, CUA_ENOT_FOUND, "no function %llu", (unsigned long long)l->fn);
+	if ((l->flags & WREC_LAUNCH_PDL) && C->sm < 90)
+		return cua_err_set(e, CUA_EPDL_UNSUPPORTED,
+				   "programmatic dependent launch requires sm_90 or newer; target sm_%d", C->sm);
+	return issued(C, launch_kernel(C->functions[l->fn - 1], l, s), tag, e);
 }
 
-/* One completion marker per stream the request used. */
+/* An event recorded after what is queued on the stream, for the reactor to watch; when that cannot be done,
+ * waits for the stream here. */
 static void
-cu_flush(struct wk *w, struct tracker *t)
+cu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
 {
 	struct cu *C = w->be_state;
-	for (uint32_t i = 0; i < C->ntouched; i++) {
-		cua_err e;
-		cua_err_clear(&e);
-		struct marker *m = marker_get(C, &e);
-		CUresult r = m ? drv.cuEventRecord(m->ev, C->streams[C->touched[i]]) : CUDA_ERROR_OUT_OF_MEMORY;
-		if (r != CUDA_SUCCESS) {
-			char d[256];
-			snprintf(d, sizeof(d), "%s: cuEventRecord: %s", errname(r), errstr(r));
-			if (is_sticky(r))
-				cu_fatal(C, r, t, C->touched_idx[i], NULL);
-			/* cannot watch this stream: wait for it here instead */
-			drv.cuStreamSynchronize(C->streams[C->touched[i]]);
-			if (m) {
-				pthread_mutex_lock(&C->lock);
-				m->next = C->free_markers;
-				C->free_markers = m;
-				pthread_mutex_unlock(&C->lock);
-			}
-			continue;
-		}
-		m->t = t;
-		m->idx = C->touched_idx[i];
-		tracker_hold(t);
+	CUstream s = stream_of(C, sid);
+	if (s == NULL) { /* destroyed: the core took its notice before, nothing is queued on it */
+		done(w, tag);
+		return;
+	}
+	struct marker *m = marker_get(C);
+	CUresult r = m ? drv.cuEventRecord(m->ev, s) : CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS) {
+		m->tag = tag;
+		m->done = done;
 		pthread_mutex_lock(&C->lock);
-		m->next = C->pending;
-		C->pending = m;
+		TAILQ_INSERT_TAIL(&C->pending, m, link); /* transferred */
 		pthread_cond_signal(&C->cond);
 		pthread_mutex_unlock(&C->lock);
+		return;
 	}
-	C->ntouched = 0;
+	if (is_sticky(r))
+		cu_fatal(C, r, &tag, NULL);
+	if (m) {
+		pthread_mutex_lock(&C->lock);
+		TAILQ_INSERT_HEAD(&C->free_markers, m, link);
+		pthread_mutex_unlock(&C->lock);
+	}
+	/* cannot watch this stream: wait for it here instead */
+	r = drv.cuStreamSynchronize(s);
+	if (is_sticky(r))
+		cu_fatal(C, r, &tag, NULL);
+	done(w, tag);
 }
 
 /* Page-locks a client's shared buffer: copies from and to it then run at pinned-memory speed. */
@@ -721,9 +682,10 @@ cu_host_unregister(struct wk *w, void *p)
 	drv.cuMemHostUnregister(p); /* fails harmlessly when registration had failed */
 }
 
-const struct backend backend_cuda = {
+const struct wk_backend backend_cuda = {
 	.name = "cuda",
 	.init = cu_init,
+	.fini = cu_fini,
 	.module_load = cu_module_load,
 	.module_unload = cu_module_unload,
 	.function_get = cu_function_get,
@@ -731,9 +693,12 @@ const struct backend backend_cuda = {
 	.mem_free = cu_mem_free,
 	.stream_create = cu_stream_create,
 	.stream_destroy = cu_stream_destroy,
-	.submit = cu_submit,
-	.flush = cu_flush,
-	.fini = cu_fini,
 	.host_register = cu_host_register,
 	.host_unregister = cu_host_unregister,
+	.htod = cu_htod,
+	.dtoh = cu_dtoh,
+	.dtod = cu_dtod,
+	.memset = cu_memset,
+	.launch = cu_launch,
+	.notify = cu_notify,
 };

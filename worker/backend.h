@@ -1,0 +1,158 @@
+/*
+ * backend.h — what a device backend implements (struct wk_backend) and the few services the worker core
+ * offers it. Backends get typed calls and never see a record of link/wrec.h: the core decodes commands,
+ * checks them, resolves host pointers and builds launch arguments.
+ *
+ * Threads: every wk_backend function is called on the worker's main thread, one call at a time. Stream work
+ * is queued and finishes later on threads of the backend's own (emu: one per stream; cuda: the GPU and the
+ * reactor); a backend reports its outcome only through the services below.
+ *
+ * Completion: the core never waits for stream work. After issuing a request it asks for one notice per stream
+ * the request touched (wk_backend.notify); the request's completion is written when the last notice is done.
+ */
+#ifndef CUAW_BACKEND_H
+#define CUAW_BACKEND_H
+
+#include "cua_error.h"
+#include "cua_proto.h"
+#include "worker.h"
+#include "wrec.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct wk;
+struct tracker; /* the core's per-request state; opaque to backends */
+
+/* The command a piece of stream work belongs to: where its asynchronous outcome goes. A plain value; valid
+ * until the notice that follows the work on its stream is done (the core guarantees that notice exists). */
+struct wk_tag {
+	struct tracker *t;
+	uint32_t idx; /* command index in its request */
+};
+
+/* A launch, as the core hands it over. params and sizes are valid during the launch call only. */
+struct wk_launch {
+	uint64_t fn; /* a function id from function_get */
+	uint32_t grid[3], block[3];
+	uint32_t shared_mem;
+	uint32_t flags;        /* WREC_LAUNCH_* */
+	void **params;         /* params[i] points at argument i, 16-byte aligned, as cuLaunchKernel reads it */
+	const uint32_t *sizes; /* bytes of argument i */
+	size_t nparams;
+};
+
+/* Called by a backend, from any thread, exactly once per notify. */
+typedef void (*wk_done_fn)(struct wk *w, struct wk_tag tag);
+
+/*
+ * The backend. Every int-returning call returns 0 or a CUA_E* code with the reason in e. All are called on
+ * the main thread. Ids (module, function, stream) are the backend's own, small and non-zero except stream
+ * ids, where 0 .. info.pool_streams-1 are the pool streams created by init.
+ */
+struct wk_backend {
+	const char *name;
+	/* Opens the device and fills *info (pool_streams included; those streams exist on return). On failure
+	 * the worker reports e and exits; fini is not called. */
+	int (*init)(struct wk *w, struct wdev_info *info, cua_err *e);
+	/* Drains every stream and releases the device. */
+	void (*fini)(struct wk *w);
+
+	/* Synchronous commands. img is only borrowed; *params (function_get) is malloc'd and becomes the
+	 * caller's. */
+	int (*module_load)(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t *id, cua_err *e);
+	int (*module_unload)(struct wk *w, uint64_t id, cua_err *e);
+	int (*function_get)(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_param_info **params,
+			    uint32_t *nparams, cua_err *e);
+	int (*mem_alloc)(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e);
+	int (*mem_free)(struct wk *w, uint64_t addr, cua_err *e);
+	int (*stream_create)(struct wk *w, int priority, uint32_t *sid, cua_err *e);
+	/* The core has already asked for a notice covering what the current request queued on sid. */
+	int (*stream_destroy)(struct wk *w, uint32_t sid, cua_err *e);
+	/* Optional: page-lock a client's shared buffer for fast copies (and undo it). */
+	int (*host_register)(struct wk *w, void *p, size_t len, cua_err *e);
+	void (*host_unregister)(struct wk *w, void *p);
+
+	/*
+	 * Stream work: queue it on stream sid (which the core knows to exist) and return. 0: queued; its failure,
+	 * if any, is reported later with wk_report (or wk_fatal for a sticky fault) under tag. Non-zero: nothing
+	 * was queued and the command fails with e. Host pointers stay valid until the work is done.
+	 */
+	int (*htod)(struct wk *w, uint32_t sid, uint64_t dst, const void *src, uint64_t bytes, struct wk_tag tag,
+		    cua_err *e);
+	int (*dtoh)(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, struct wk_tag tag,
+		    cua_err *e);
+	int (*dtod)(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, struct wk_tag tag,
+		    cua_err *e);
+	/* width: 1, 2 or 4 bytes (checked by the core); value fits width. */
+	int (*memset)(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count,
+		      struct wk_tag tag, cua_err *e);
+	int (*launch)(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag tag, cua_err *e);
+
+	/*
+	 * Completion notice: calls done(w, tag) exactly once, from any thread and possibly before returning, when
+	 * everything queued on sid so far has finished. Cannot fail: a backend that cannot watch the stream waits
+	 * for it instead. If the device faults first, the backend blames tag.idx with wk_fatal or wk_fatal_many
+	 * (the worker exits) instead of calling done.
+	 */
+	void (*notify)(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
+};
+
+/* A client's memfd mapped into the worker (WR_HOST_REGISTER). Main thread only. */
+struct hostbuf {
+	unsigned char *p; /* NULL: a free slot */
+	size_t len;
+};
+
+/* The core's view of one backend stream id. Main thread only. */
+struct wk_stream {
+	uint64_t mark; /* serial of the last request that queued work on it (and has no notice for it yet) */
+	uint8_t live;
+};
+
+/* A stream the request being issued queued work on, and the command blamed if it faults. */
+struct wk_touch {
+	uint32_t sid, blame;
+};
+
+/* The worker. Fields marked (core) are the core's alone. */
+struct wk {
+	struct worker_opts opts;
+	const struct wk_backend *be;
+	void *be_state;           /* the backend's own, set by init */
+	struct wdev_info info;    /* filled by init */
+	unsigned char *staging;   /* the staging area of the shared region (backends may page-lock it) */
+	uint64_t staging_size;
+	unsigned char *shm;       /* (core) */
+	struct ring *cmd, *cpl;   /* (core) */
+	pthread_mutex_t cpl_lock; /* (core) serialises producers of the completion ring */
+	struct hostbuf *hostbufs; /* (core) id = index + 1 */
+	size_t nhostbufs;
+	struct wk_stream *streams; /* (core) indexed by stream id */
+	size_t nstreams;
+	struct wk_touch *touched; /* (core) streams of the request being issued */
+	size_t ntouched, touched_cap;
+	uint64_t serial;          /* (core) of the request being issued */
+	struct tracker *issuing;  /* (core) the request being issued */
+};
+
+/* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;
+ * distinct commands may be reported concurrently. Never blocks on the device. */
+void wk_report(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail);
+
+/* A sticky device fault while running tag's command: writes its request's completion (the command gets
+ * CUA_EDEVICE with detail, later unfinished commands CONTEXT_LOST) flagged fatal, and exits the process so the
+ * front-end starts a fresh worker. Any thread. Never returns. */
+_Noreturn void wk_fatal(struct wk *w, struct wk_tag tag, const char *detail);
+/* The same when the device cannot say which work faulted (a sticky CUDA error surfaces in whatever is
+ * queried next): every one of the n tags gets CUA_EDEVICE with detail; a request may repeat. n may be 0 (then
+ * the worker just exits and the front-end fails what was in flight). Never returns. */
+_Noreturn void wk_fatal_many(struct wk *w, const struct wk_tag *tags, size_t n, const char *detail);
+
+extern const struct wk_backend backend_emu;
+#ifdef HAVE_CUDA_H
+extern const struct wk_backend backend_cuda;
+#endif
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * commands.c — the worker's command table: one row per enum wrec_op ({name, fixed size, sync or stream,
+ * handler}), and the handlers, which turn a checked record into a typed backend call. Everything here runs on
+ * the worker's main thread; the caller (worker.c) has checked that the command lies inside its record and is
+ * at least its row's fixed size.
+ */
+#include "config.h"
+
+#include "core.h"
+
+#include "cua_arena.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Bounds-checked view of the staging area; NULL when [off, off+len) is outside it. */
+static void *
+staging_at(struct wk *w, uint64_t off, uint64_t len)
+{
+	if (off > w->staging_size || len > w->staging_size - off)
+		return NULL;
+	return w->staging + off;
+}
+
+/* The host side of a copy: the staging area (hostbuf 0) or a registered host buffer; NULL when outside. */
+static void *
+copy_host(struct wk *w, const struct wrec_copy *c)
+{
+	if (c->hostbuf == 0)
+		return staging_at(w, c->host_off, c->bytes);
+	if (c->hostbuf > w->nhostbufs || w->hostbufs[c->hostbuf - 1].p == NULL)
+		return NULL;
+	struct hostbuf *h = &w->hostbufs[c->hostbuf - 1];
+	if (c->host_off > h->len || c->bytes > h->len - c->host_off)
+		return NULL;
+	return h->p + c->host_off;
+}
+
+/* Stream work goes on sid: it must exist. */
+static int
+use_stream(struct wk *w, struct wk_run *x, uint32_t sid, cua_err *e)
+{
+	if (!wk_stream_live(w, sid))
+		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
+	x->sid = sid;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ modules, functions, memory */
+
+static int
+c_module_load(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_module_load *c = (const struct wrec_module_load *)h;
+	const void *img = staging_at(w, c->staging_off, c->len);
+	if (img == NULL)
+		return cua_err_set(e, CUA_EINTERNAL, "module image outside the staging area");
+	return w->be->module_load(w, img, c->len, c->format, &x->value, e);
+}
+
+static int
+c_module_unload(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	return w->be->module_unload(w, ((const struct wrec_module_unload *)h)->module, e);
+}
+
+static int
+c_function_get(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_function_get *c = (const struct wrec_function_get *)h;
+	const char *name = (const char *)(c + 1);
+	size_t room = h->size - sizeof(*c);
+	if (room == 0 || memchr(name, '\0', room) == NULL)
+		return cua_err_set(e, CUA_EINTERNAL, "function name not terminated");
+	cua_param_info *params = NULL;
+	uint32_t n = 0;
+	int r = w->be->function_get(w, c->module, name, &x->value, &params, &n, e);
+	if (r != 0) {
+		free(params);
+		return r;
+	}
+	x->data = params; /* transferred */
+	x->data_len = n * (uint32_t)sizeof(*params);
+	return 0;
+}
+
+static int
+c_mem_alloc(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	return w->be->mem_alloc(w, ((const struct wrec_mem_alloc *)h)->bytes, &x->value, e);
+}
+
+static int
+c_mem_free(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	return w->be->mem_free(w, ((const struct wrec_mem_free *)h)->addr, e);
+}
+
+/* ------------------------------------------------------------------ streams */
+
+static int
+c_stream_create(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	uint32_t sid = 0;
+	int r = w->be->stream_create(w, ((const struct wrec_stream_create *)h)->priority, &sid, e);
+	if (r != 0)
+		return r;
+	if (wk_stream_add(w, sid) != 0) {
+		cua_err ignored;
+		w->be->stream_destroy(w, sid, &ignored);
+		return cua_err_set(e, CUA_ENOMEM, "worker out of memory for a stream");
+	}
+	x->value = sid;
+	return 0;
+}
+
+static int
+c_stream_destroy(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	uint32_t sid = ((const struct wrec_stream *)h)->stream;
+	if (sid < w->info.pool_streams || !wk_stream_live(w, sid))
+		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
+	wk_stream_retire(w, sid); /* what this request queued on it completes through its own notice */
+	return w->be->stream_destroy(w, sid, e);
+}
+
+/* Queues nothing: the stream's notice completes the request after everything before it on the stream. */
+static int
+c_stream_sync(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	int r = use_stream(w, x, ((const struct wrec_stream *)h)->stream, e);
+	x->queued = r == 0;
+	return r;
+}
+
+/* ------------------------------------------------------------------ copies and memset */
+
+static int
+c_copy(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_copy *c = (const struct wrec_copy *)h;
+	int r = use_stream(w, x, c->stream, e);
+	if (r != 0)
+		return r;
+	void *host = copy_host(w, c);
+	if (host == NULL)
+		return cua_err_set(e, CUA_EINTERNAL, "copy outside the staging area or host buffer");
+	r = h->op == WR_HTOD ? w->be->htod(w, c->stream, c->dev, host, c->bytes, x->tag, e)
+			     : w->be->dtoh(w, c->stream, host, c->dev, c->bytes, x->tag, e);
+	x->queued = r == 0;
+	return r;
+}
+
+static int
+c_dtod(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_dtod *c = (const struct wrec_dtod *)h;
+	int r = use_stream(w, x, c->stream, e);
+	if (r == 0)
+		r = w->be->dtod(w, c->stream, c->dst, c->src, c->bytes, x->tag, e);
+	x->queued = r == 0;
+	return r;
+}
+
+static int
+c_memset(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_memset *c = (const struct wrec_memset *)h;
+	int r = use_stream(w, x, c->stream, e);
+	if (r != 0)
+		return r;
+	if (c->width != 1 && c->width != 2 && c->width != 4)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "memset width %u", c->width);
+	r = w->be->memset(w, c->stream, c->dst, (uint32_t)c->value, c->width, c->count, x->tag, e);
+	x->queued = r == 0;
+	return r;
+}
+
+/* ------------------------------------------------------------------ launch */
+
+struct launch_call {
+	struct wk *w;
+	struct wk_run *x;
+	struct wk_launch l;
+	cua_err *e;
+	int r;
+};
+
+static int
+launch_with(void **params, size_t n, void *ud)
+{
+	struct launch_call *L = ud;
+	L->l.params = params;
+	L->l.nparams = n;
+	L->r = L->w->be->launch(L->w, L->x->sid, &L->l, L->x->tag, L->e);
+	return 0;
+}
+
+/* Pushes the launch's arguments (nargs × (wrec_arg, bytes padded to 8) after c) into arena and their sizes
+ * into sizes[CUA_MAX_PARAMS]. 0, CUA_EINTERNAL (malformed) or CUA_ENOMEM. */
+static int
+launch_args(const struct wrec_launch *c, cua_arena *arena, uint32_t *sizes)
+{
+	const unsigned char *p = (const unsigned char *)(c + 1), *end = (const unsigned char *)c + c->h.size;
+	if (c->nargs > CUA_MAX_PARAMS)
+		return CUA_EINTERNAL;
+	for (uint32_t i = 0; i < c->nargs; i++) {
+		struct wrec_arg a;
+		if ((size_t)(end - p) < sizeof(a))
+			return CUA_EINTERNAL;
+		memcpy(&a, p, sizeof(a));
+		if ((size_t)(end - p) - sizeof(a) < wrec_align8(a.size) || a.size > CUA_MAX_PARAM_BYTES)
+			return CUA_EINTERNAL;
+		int r = cua_arena_push(arena, p + sizeof(a), a.size);
+		if (r != 0)
+			return r == CUA_ENOMEM ? r : CUA_EINTERNAL;
+		sizes[i] = a.size;
+		p += sizeof(a) + wrec_align8(a.size);
+	}
+	return 0;
+}
+
+static int
+c_launch(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_launch *c = (const struct wrec_launch *)h;
+	static uint32_t sizes[CUA_MAX_PARAMS]; /* main thread only */
+	int r = use_stream(w, x, c->stream, e);
+	if (r != 0)
+		return r;
+	cua_arena arena;
+	cua_arena_init(&arena);
+	r = launch_args(c, &arena, sizes);
+	if (r != 0) {
+		r = cua_err_set(e, r, r == CUA_ENOMEM ? "worker out of memory for launch arguments"
+						      : "malformed launch arguments");
+		goto out;
+	}
+	struct launch_call L = {w, x, {c->function, {0}, {0}, c->shared_mem, c->flags, NULL, sizes, 0}, e, 0};
+	memcpy(L.l.grid, c->grid, sizeof(L.l.grid));
+	memcpy(L.l.block, c->block, sizeof(L.l.block));
+	r = cua_arena_with_params(&arena, launch_with, &L);
+	if (r != 0) {
+		r = cua_err_set(e, r, "out of host memory for arguments");
+		goto out;
+	}
+	r = L.r;
+	x->queued = r == 0;
+out:
+	cua_arena_fini(&arena);
+	return r;
+}
+
+/* ------------------------------------------------------------------ host buffers */
+
+/* Maps the client's memfd, which the front-end holds open as its fd number c->fd. */
+static int
+c_host_register(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_host_register *c = (const struct wrec_host_register *)h;
+	char path[64];
+	int r = CUA_EINTERNAL;
+	void *p = MAP_FAILED;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), c->fd);
+	int f = open(path, O_RDWR | O_CLOEXEC);
+	if (f < 0)
+		return cua_err_set(e, CUA_EINTERNAL, "worker cannot open %s: %s", path, strerror(errno));
+	p = mmap(NULL, c->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	close(f);
+	if (p == MAP_FAILED)
+		return cua_err_set(e, CUA_ENOMEM, "cannot map the %llu-byte host buffer: %s",
+				   (unsigned long long)c->bytes, strerror(errno));
+	size_t slot = w->nhostbufs;
+	for (size_t i = 0; i < w->nhostbufs; i++)
+		if (w->hostbufs[i].p == NULL) {
+			slot = i;
+			break;
+		}
+	if (slot == w->nhostbufs) {
+		struct hostbuf *n = realloc(w->hostbufs, (w->nhostbufs + 1) * sizeof(*n));
+		if (n == NULL) {
+			r = cua_err_set(e, CUA_ENOMEM, "out of host memory");
+			goto out;
+		}
+		w->hostbufs = n;
+		w->hostbufs[w->nhostbufs++] = (struct hostbuf){NULL, 0};
+	}
+	if (w->be->host_register && (r = w->be->host_register(w, p, c->bytes, e)) != 0)
+		goto out;
+	w->hostbufs[slot] = (struct hostbuf){p, c->bytes};
+	p = MAP_FAILED; /* transferred */
+	x->value = slot + 1;
+	r = 0;
+out:
+	if (p != MAP_FAILED)
+		munmap(p, c->bytes);
+	return r;
+}
+
+static int
+c_host_unregister(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	uint64_t id = ((const struct wrec_host_unregister *)h)->buffer;
+	if (id == 0 || id > w->nhostbufs || w->hostbufs[id - 1].p == NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND, "no host buffer %llu", (unsigned long long)id);
+	struct hostbuf *b = &w->hostbufs[id - 1];
+	if (w->be->host_unregister)
+		w->be->host_unregister(w, b->p);
+	munmap(b->p, b->len);
+	b->p = NULL;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ the table */
+
+#define SYNC(op, name, type, fn) [op] = {name, sizeof(type), false, fn}
+#define STREAM(op, name, type, fn) [op] = {name, sizeof(type), true, fn}
+
+const struct wk_cmd wk_cmds[WR_OP_MAX] = {
+	SYNC(WR_MODULE_LOAD, "module_load", struct wrec_module_load, c_module_load),
+	SYNC(WR_MODULE_UNLOAD, "module_unload", struct wrec_module_unload, c_module_unload),
+	SYNC(WR_FUNCTION_GET, "function_get", struct wrec_function_get, c_function_get),
+	SYNC(WR_MEM_ALLOC, "mem_alloc", struct wrec_mem_alloc, c_mem_alloc),
+	SYNC(WR_MEM_FREE, "mem_free", struct wrec_mem_free, c_mem_free),
+	SYNC(WR_STREAM_CREATE, "stream_create", struct wrec_stream_create, c_stream_create),
+	SYNC(WR_STREAM_DESTROY, "stream_destroy", struct wrec_stream, c_stream_destroy),
+	STREAM(WR_STREAM_SYNC, "stream_sync", struct wrec_stream, c_stream_sync),
+	STREAM(WR_HTOD, "htod", struct wrec_copy, c_copy),
+	STREAM(WR_DTOH, "dtoh", struct wrec_copy, c_copy),
+	STREAM(WR_DTOD, "dtod", struct wrec_dtod, c_dtod),
+	STREAM(WR_MEMSET, "memset", struct wrec_memset, c_memset),
+	STREAM(WR_LAUNCH, "launch", struct wrec_launch, c_launch),
+	SYNC(WR_HOST_REGISTER, "host_register", struct wrec_host_register, c_host_register),
+	SYNC(WR_HOST_UNREGISTER, "host_unregister", struct wrec_host_unregister, c_host_unregister),
+};

@@ -1,0 +1,37 @@
+/*
+ * emu_kernels.h — the emulated device's built-in kernel library. Names and parameter layouts match
+ * tests/kernels/test_kernels.cu exactly; each runs over its whole grid on the calling stream thread (the
+ * thread of the stream it was launched on, in stream order; kernels keep no state of their own).
+ */
+#ifndef CUAW_EMU_KERNELS_H
+#define CUAW_EMU_KERNELS_H
+
+#include "cua_proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct emu;
+struct emu_dims {
+	uint32_t grid[3], block[3];
+};
+
+/* Device memory view for kernels: a host pointer for [addr, addr+len), or NULL (an illegal address). Any
+ * thread; valid while the allocation lives (the front-end frees memory only after the work using it). */
+void *emu_ptr(struct emu *E, uint64_t addr, uint64_t len);
+
+/* Runs the kernel over params (the argument buffer, laid out as in params[] of the row). Returns 0, or -1
+ * after writing the CUDA error name and a description into fault (a sticky fault). */
+typedef int (*emu_kernel_fn)(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len);
+
+struct emu_kernel {
+	const char *name;
+	uint32_t nparams;
+	cua_param_info params[4];
+	emu_kernel_fn fn;
+};
+
+extern const struct emu_kernel emu_kernels[];
+extern const size_t emu_nkernels;
+
+#endif

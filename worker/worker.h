@@ -1,0 +1,34 @@
+/*
+ * worker.h — the GPU worker process, as daemon/main.c starts it: one per device, spawned by the front-end
+ * with fork+exec (`cuasyncd --worker FD ...`) before anything touches CUDA. It reads command records
+ * (link/wrec.h) from the shared-memory ring, runs them through its backend, and writes one completion record
+ * per request once all of the request's work has finished.
+ */
+#ifndef CUAW_WORKER_H
+#define CUAW_WORKER_H
+
+#include "cua_error.h"
+
+#include <stdint.h>
+
+struct worker_opts {
+	int shm_fd;          /* the shared region (link/wrec.h); the worker maps it and closes the fd */
+	int device;
+	uint32_t generation;
+	const char *backend; /* "emu" or "cuda" */
+	int emu_sm;          /* e.g. 90 */
+	uint64_t emu_mem;
+	unsigned pool_streams;
+};
+
+/* Runs the worker in the calling (freshly exec'd) process until the front-end's shutdown record or its death.
+ * Returns the process exit status. A sticky device fault ends the process from inside (never returns). */
+int worker_main(const struct worker_opts *o);
+
+#ifdef HAVE_CUDA_H
+/* Loads the driver and counts devices: 0 and *count >= 1, or an error saying why no GPU is usable.
+ * Initialises CUDA in the calling process: the front-end runs it in a child (`cuasyncd --cuda-probe`). */
+int cuda_probe(int *count, cua_err *e);
+#endif
+
+#endif
