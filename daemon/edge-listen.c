@@ -135,7 +135,7 @@ out:
 }
 
 bool
-listener_is_probe(struct edge *ed, nng_pipe p)
+edge_listener_is_probe(struct edge *ed, nng_pipe p)
 {
 	uint64_t pid;
 	if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0)
