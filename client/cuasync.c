@@ -201,16 +201,13 @@ rpc_ordered(cua_client *c, uint32_t op, const void *body, cua_wire_reply *reply,
 	int r = open_ctx(c, &ctx), rv;
 	*keep = NULL;
 	memset(reply, 0, sizeof(*reply));
-	msgpack_unpacked_init(&reply->unp);
 	if (r != 0)
 		return r;
 	if ((rv = nng_aio_alloc(&aio, NULL, NULL)) != 0 || (rv = nng_msg_alloc(&m, 0)) != 0) {
 		r = fail(CUA_ENOMEM, "out of memory");
 		goto out;
 	}
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, cua_nngmsg_write);
-	if ((r = cua_wire_pack_request(&pk, op, 0, body)) != 0) {
+	if ((r = cua_wire_pack_request(cua_nngmsg_out(m), op, 0, body)) != 0) {
 		r = fail(r, "cannot encode the request");
 		goto out;
 	}
@@ -1181,9 +1178,7 @@ encode_batch(struct pending *items, size_t n, bool no_wait, nng_msg *m)
 		}
 	}
 	struct cua_req_batch b = {no_wait ? CUA_FLAG_NO_WAIT : 0, bi, (uint32_t)n};
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, cua_nngmsg_write);
-	int r = cua_wire_pack_request(&pk, CUA_OP_BATCH, 0, &b);
+	int r = cua_wire_pack_request(cua_nngmsg_out(m), CUA_OP_BATCH, 0, &b);
 	free(bi);
 	free(args);
 	return r;
@@ -1288,7 +1283,6 @@ flight_cb(void *arg)
 	nng_msg *m = NULL;
 	cua_wire_reply rep;
 	memset(&rep, 0, sizeof(rep));
-	msgpack_unpacked_init(&rep.unp);
 	pthread_mutex_lock(&c->lock);
 	if (rv != 0) {
 		if (!fl->receiving) {

@@ -16,3 +16,9 @@ cua_nngmsg_write(void *data, const char *buf, size_t len)
 	}
 	return nng_msg_append(m, buf, len) == 0 ? 0 : -1;
 }
+
+cua_wire_out
+cua_nngmsg_out(void *msg)
+{
+	return (cua_wire_out){cua_nngmsg_write, msg};
+}

@@ -2,6 +2,7 @@
 
 #include "cua_wire.h"
 
+#include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -481,15 +482,31 @@ dec_struct(const struct schema *s, const msgpack_object *o, char *base, msgpack_
 	return 0;
 }
 
-/* Checks the structure, then lets msgpack-c build the object tree (bounded by the checks). */
-static int
-unpack(const void *buf, size_t len, msgpack_unpacked *unp, cua_err *err)
+/* Frees what unpack_new made (NULL is fine). */
+static void
+owner_free(void *owner)
 {
+	msgpack_unpacked *unp = owner;
+	if (unp == NULL)
+		return;
+	msgpack_unpacked_destroy(unp);
+	free(unp);
+}
+
+/* Checks the structure, then lets msgpack-c build the object tree (bounded by the checks) in a new
+ * msgpack_unpacked. *unp is set whatever the result (NULL only when out of memory); the caller owns it. */
+static int
+unpack_new(const void *buf, size_t len, msgpack_unpacked **unp, cua_err *err)
+{
+	*unp = malloc(sizeof(**unp));
+	if (*unp == NULL)
+		return cua_err_set(err, CUA_ENOMEM, "out of memory for the decoder");
+	msgpack_unpacked_init(*unp);
 	int r = cua_wire_check(buf, len, err);
 	if (r != 0)
 		return r;
 	size_t off = 0;
-	msgpack_unpack_return ur = msgpack_unpack_next(unp, buf, len, &off);
+	msgpack_unpack_return ur = msgpack_unpack_next(*unp, buf, len, &off);
 	if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
 		return cua_err_set(err, CUA_EPROTOCOL, "msgpack-c rejected the message (%d)", (int)ur);
 	return 0;
@@ -519,36 +536,39 @@ dec_header(const msgpack_object *root, uint32_t nfields, uint32_t *version, uint
 int
 cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_err *err)
 {
+	msgpack_unpacked *unp;
+	int r = unpack_new(buf, len, &unp, err);
 	memset(out, 0, sizeof(*out));
-	msgpack_unpacked_init(&out->unp);
-	int r = unpack(buf, len, &out->unp, err);
+	out->owner = unp;
 	if (r != 0)
 		return r;
-	const msgpack_object *root = &out->unp.data;
+	const msgpack_object *root = &unp->data;
 	if ((r = dec_header(root, 4, &out->version, &out->op, err)) != 0)
 		return r;
 	uint64_t seq;
 	if (dec_u64(&root->via.array.ptr[2], UINT64_MAX, &seq) != 0)
 		return cua_err_set(err, CUA_EPROTOCOL, "message.seq: expected uint64, got %s", type_name(&root->via.array.ptr[2]));
 	out->seq = seq;
-	return dec_struct(op_schemas[out->op].req, &root->via.array.ptr[3], (char *)&out->body, out->unp.zone, err);
+	return dec_struct(op_schemas[out->op].req, &root->via.array.ptr[3], (char *)&out->body, unp->zone, err);
 }
 
 void
 cua_wire_request_free(cua_wire_request *r)
 {
-	msgpack_unpacked_destroy(&r->unp);
+	owner_free(r->owner);
+	r->owner = NULL;
 }
 
 int
 cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err *err)
 {
+	msgpack_unpacked *unp;
+	int r = unpack_new(buf, len, &unp, err);
 	memset(out, 0, sizeof(*out));
-	msgpack_unpacked_init(&out->unp);
-	int r = unpack(buf, len, &out->unp, err);
+	out->owner = unp;
 	if (r != 0)
 		return r;
-	const msgpack_object *root = &out->unp.data;
+	const msgpack_object *root = &unp->data;
 	/* An error reply may echo an op this side does not know (or 0): its body is [] anyway. */
 	int hr = dec_header(root, 6, &out->version, &out->op, err);
 	if (hr != 0 && hr != CUA_EUNKNOWN_OP)
@@ -569,13 +589,14 @@ cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err 
 	out->message.ptr = f[4].via.str.ptr;
 	out->message.len = f[4].via.str.size;
 	const struct schema *s = out->status == CUA_OK ? op_schemas[out->op].rep : &empty_schema;
-	return dec_struct(s, &f[5], (char *)&out->body, out->unp.zone, err);
+	return dec_struct(s, &f[5], (char *)&out->body, unp->zone, err);
 }
 
 void
 cua_wire_reply_free(cua_wire_reply *r)
 {
-	msgpack_unpacked_destroy(&r->unp);
+	owner_free(r->owner);
+	r->owner = NULL;
 }
 
 /* ------------------------------------------------------------------ encode */
@@ -661,13 +682,15 @@ packer_result(int r)
 }
 
 int
-cua_wire_pack_request(msgpack_packer *pk, uint32_t op, uint64_t seq, const void *body)
+cua_wire_pack_request(cua_wire_out out, uint32_t op, uint64_t seq, const void *body)
 {
 	if (!op_known(op))
 		return CUA_EUNKNOWN_OP;
 	const struct schema *s = op_schemas[op].req;
 	if (s->nfields > 0 && body == NULL)
 		return CUA_EBAD_ARGUMENT;
+	msgpack_packer packer, *pk = &packer;
+	msgpack_packer_init(pk, out.data, out.write);
 	int r = msgpack_pack_array(pk, 4);
 	if (r == 0)
 		r = msgpack_pack_uint32(pk, CUA_PROTO_VERSION);
@@ -681,7 +704,7 @@ cua_wire_pack_request(msgpack_packer *pk, uint32_t op, uint64_t seq, const void 
 }
 
 int
-cua_wire_pack_reply(msgpack_packer *pk, uint32_t op, uint32_t status, const char *message, const void *body)
+cua_wire_pack_reply(cua_wire_out out, uint32_t op, uint32_t status, const char *message, const void *body)
 {
 	const struct schema *s = &empty_schema;
 	if (status == CUA_OK && op_known(op))
@@ -695,6 +718,8 @@ cua_wire_pack_reply(msgpack_packer *pk, uint32_t op, uint32_t status, const char
 		mlen = CUA_MAX_MESSAGE_TEXT;
 	const char *name = cua_strerror_name((int)status);
 	cua_bytes nb = {name, (uint32_t)strlen(name)}, mb = {message, (uint32_t)mlen};
+	msgpack_packer packer, *pk = &packer;
+	msgpack_packer_init(pk, out.data, out.write);
 	int r = msgpack_pack_array(pk, 6);
 	if (r == 0)
 		r = msgpack_pack_uint32(pk, CUA_PROTO_VERSION);
@@ -743,6 +768,12 @@ cua_wbuf_write(void *data, const char *buf, size_t len)
 	memcpy(b->data + b->len, buf, len);
 	b->len += len;
 	return 0;
+}
+
+cua_wire_out
+cua_wbuf_out(cua_wbuf *b)
+{
+	return (cua_wire_out){cua_wbuf_write, b};
 }
 
 void

@@ -10,7 +10,11 @@
  * bytes left and <= CUA_WIRE_MAX_ARRAY, at most CUA_WIRE_MAX_OBJECTS values, no maps, floats, nil or ext
  * (protocol v1 uses none), exactly one value with no trailing bytes. Then the schema of the op checks exact
  * types, field counts and limits for every field. str and bin payloads point into the caller's buffer, which
- * must outlive the decoded message; arrays live in the message's msgpack zone.
+ * must outlive the decoded message; arrays live in the decoder's zone (the message's owner).
+ *
+ * msgpack-c stays inside cua_wire.c: this header names no msgpack type. Encoding writes through a plain
+ * writer (cua_wire_out); cua_wbuf_out and cua_nngmsg_out (cua_nngmsg.h) make one for a growable buffer and
+ * for an NNG message body.
  */
 #ifndef CUA_WIRE_H
 #define CUA_WIRE_H
@@ -18,7 +22,8 @@
 #include "cua_error.h"
 #include "cua_proto.h"
 
-#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #define CUA_WIRE_MAX_ARRAY 4096u
 #define CUA_WIRE_MAX_OBJECTS (1u << 20)
@@ -27,21 +32,30 @@ typedef struct cua_wire_request {
 	uint32_t version, op; /* op is set as soon as it was read, even when decoding fails later */
 	uint64_t seq;
 	cua_req_body body;
-	msgpack_unpacked unp; /* owns the decoded objects and arrays */
+	void *owner; /* the decoder's zone (objects and arrays); NULL or owned, freed by cua_wire_request_free */
 } cua_wire_request;
 
 typedef struct cua_wire_reply {
 	uint32_t version, op, status;
 	cua_bytes name, message;
 	cua_rep_body body;
-	msgpack_unpacked unp;
+	void *owner; /* the decoder's zone; NULL or owned, freed by cua_wire_reply_free */
 } cua_wire_reply;
+
+/* Where an encoder writes: write(data, buf, len) appends len bytes and returns 0, or nonzero when it could
+ * not (out of memory). Called only during cua_wire_pack_*, on the caller's thread. */
+typedef struct cua_wire_out {
+	int (*write)(void *data, const char *buf, size_t len);
+	void *data;
+} cua_wire_out;
 
 /* Structural walk only (see above). Returns 0, CUA_EPROTOCOL or CUA_ETOO_LARGE with a detail in err. */
 int cua_wire_check(const void *buf, size_t len, cua_err *err);
 
-/* Decode a request. Returns 0 or CUA_EPROTOCOL / CUA_ETOO_LARGE / CUA_EVERSION / CUA_EUNKNOWN_OP with a
- * detail in err. cua_wire_request_free must be called afterwards whatever the result. */
+/* Decode a request. Returns 0 or CUA_EPROTOCOL / CUA_ETOO_LARGE / CUA_EVERSION / CUA_EUNKNOWN_OP / CUA_ENOMEM
+ * with a detail in err. *out is overwritten (not freed first); cua_wire_request_free must be called afterwards
+ * whatever the result, and may be called again (it leaves owner NULL). A zeroed request needs no decode to be
+ * freed. Any thread; no shared state. */
 int cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_err *err);
 void cua_wire_request_free(cua_wire_request *r);
 
@@ -49,10 +63,11 @@ void cua_wire_request_free(cua_wire_request *r);
 int cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err *err);
 void cua_wire_reply_free(cua_wire_reply *r);
 
-/* Pack a request for op with its body (the cua_req_body member for op; NULL for ops without one).
+/* Pack a request for op with its body (the cua_req_body member for op; NULL for ops without one) through out.
  * seq is packed as a 9-byte uint64 so that cua_wire_patch_seq can change it in place (op < 128).
- * Returns 0, CUA_EUNKNOWN_OP, or CUA_ENOMEM when the packer's writer failed. */
-int cua_wire_pack_request(msgpack_packer *pk, uint32_t op, uint64_t seq, const void *body);
+ * Returns 0, CUA_EUNKNOWN_OP, CUA_EBAD_ARGUMENT, or CUA_ENOMEM when out's writer failed (what it already
+ * wrote stays written). */
+int cua_wire_pack_request(cua_wire_out out, uint32_t op, uint64_t seq, const void *body);
 
 /* Sets the sequence number of a request packed by cua_wire_pack_request. 0 or CUA_EBAD_ARGUMENT. */
 #define CUA_WIRE_SEQ_OFFSET 4
@@ -60,14 +75,17 @@ int cua_wire_patch_seq(void *msg, size_t len, uint64_t seq);
 
 /* Pack a reply. body is the cua_rep_body member for op and is used only when status == CUA_OK (NULL for ops
  * without a reply body). message may be NULL (the table's message for status is used). */
-int cua_wire_pack_reply(msgpack_packer *pk, uint32_t op, uint32_t status, const char *message, const void *body);
+int cua_wire_pack_reply(cua_wire_out out, uint32_t op, uint32_t status, const char *message, const void *body);
 
-/* msgpack write callback that appends to a growable buffer (for tests, the fuzzer and the worker). */
+/* A growable plain buffer to encode into (for tests and the fuzzer). Start from {0}; free with cua_wbuf_free. */
 typedef struct cua_wbuf {
 	char *data;
 	size_t len, cap;
 } cua_wbuf;
+/* cua_wire_out writer: data is a cua_wbuf *. Returns 0 or -1 (out of memory; the buffer is unchanged). */
 int cua_wbuf_write(void *data, const char *buf, size_t len);
+/* A writer that appends to b (b must outlive its use). */
+cua_wire_out cua_wbuf_out(cua_wbuf *b);
 void cua_wbuf_free(cua_wbuf *b);
 
 #endif

@@ -274,8 +274,8 @@ void do_sessions_mark_stale(struct fe *fe, struct device *d, uint32_t old_gen);
 enum handled { H_REPLY, H_QUEUE };
 /* Validates r (decoded) and plans its worker commands. Caller holds fe->lock. */
 enum handled do_handle_request(struct fe *fe, struct request *r);
-/* Builds the reply body of a completed request into pk. Caller holds fe->lock. */
-int do_pack_reply(struct fe *fe, struct request *r, msgpack_packer *pk);
+/* Packs the reply of a completed request through out. Caller holds fe->lock. */
+int do_pack_reply(struct fe *fe, struct request *r, cua_wire_out out);
 /* Plans the release of everything s holds on dev (session close). */
 struct request *do_cleanup_request(struct fe *fe, struct session *s, int dev);
 void request_free(struct request *r);

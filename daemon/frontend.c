@@ -9,6 +9,7 @@
 #include "daemon.h"
 
 #include <nng/protocol/reqrep0/rep.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,13 +50,10 @@ do_reply(struct fe *fe, struct request *r, struct fectx *c)
 		c->sending = 0;
 		return;
 	}
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, cua_nngmsg_write);
-	int rc = do_pack_reply(fe, r, &pk);
+	int rc = do_pack_reply(fe, r, cua_nngmsg_out(m));
 	if (rc != 0) {
 		nng_msg_clear(m);
-		msgpack_packer_init(&pk, m, cua_nngmsg_write);
-		cua_wire_pack_reply(&pk, r->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
+		cua_wire_pack_reply(cua_nngmsg_out(m), r->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
 	}
 	ctx_send(c, m);
 }
@@ -268,9 +266,7 @@ reply_error(struct fectx *c, uint32_t op, int status, const char *msg)
 		nng_ctx_recv(c->ctx, c->aio);
 		return;
 	}
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, m, cua_nngmsg_write);
-	cua_wire_pack_reply(&pk, op, (uint32_t)status, msg, NULL);
+	cua_wire_pack_reply(cua_nngmsg_out(m), op, (uint32_t)status, msg, NULL);
 	ctx_send(c, m);
 }
 

@@ -799,31 +799,31 @@ c_synchronize(struct fe *fe, struct request *r)
 
 /* ------------------------------------------------------------------ reply bodies */
 
-typedef int (*pack_fn)(struct fe *fe, struct request *r, msgpack_packer *pk);
+typedef int (*pack_fn)(struct fe *fe, struct request *r, cua_wire_out out);
 
 static int
-pack(msgpack_packer *pk, struct request *r, uint32_t status, const char *msg, const void *body)
+pack(cua_wire_out out, struct request *r, uint32_t status, const char *msg, const void *body)
 {
-	return cua_wire_pack_reply(pk, r->op, status, msg, body);
+	return cua_wire_pack_reply(out, r->op, status, msg, body);
 }
 
 static int
-p_hello(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_hello(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	static const char server[] = PACKAGE_NAME " " PACKAGE_VERSION;
 	struct cua_rep_hello b = {CUA_PROTO_VERSION, r->s->id, {server, sizeof(server) - 1}, fe->cfg.max_message,
 				  CUA_MAX_BATCH, CUA_MAX_ARGS, (uint32_t)fe->ndevs};
-	return pack(pk, r, 0, NULL, &b);
+	return pack(out, r, 0, NULL, &b);
 }
 
 static int
-p_ping(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_ping(struct fe *fe, struct request *r, cua_wire_out out)
 {
-	return pack(pk, r, 0, NULL, &r->w.body.ping);
+	return pack(out, r, 0, NULL, &r->w.body.ping);
 }
 
 static int
-p_devices(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_devices(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	cua_wire_device infos[CUA_MAX_DEVICES];
 	uint32_t n = 0;
@@ -843,42 +843,42 @@ p_devices(struct fe *fe, struct request *r, msgpack_packer *pk)
 					       d->gen};
 	}
 	struct cua_rep_devices b = {infos, n};
-	return pack(pk, r, 0, NULL, &b);
+	return pack(out, r, 0, NULL, &b);
 }
 
 static int
-p_handle(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_handle(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	uint64_t v = r->items[0].value; /* module/stream handle or device pointer: all one-u64 bodies */
-	return pack(pk, r, 0, NULL, &v);
+	return pack(out, r, 0, NULL, &v);
 }
 
 static int
-p_function_get(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_function_get(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	uint64_t h = r->items[0].value;
 	const struct hslot *hs = &r->s->slots[cua_handle_slot(h)];
 	struct cua_rep_function_get b = {h, hs->params, hs->nparams};
-	return pack(pk, r, 0, NULL, &b);
+	return pack(out, r, 0, NULL, &b);
 }
 
 static int
-p_dtoh(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_dtoh(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	const struct ritem *it = &r->items[0];
 	const struct stage *st = &r->stages[it->stage];
 	struct cua_rep_memcpy_dtoh b = {{fe->devs[r->dev].staging + st->off, (uint32_t)st->len}};
-	return pack(pk, r, 0, NULL, &b);
+	return pack(out, r, 0, NULL, &b);
 }
 
 static int
-p_empty(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_empty(struct fe *fe, struct request *r, cua_wire_out out)
 {
-	return pack(pk, r, 0, NULL, NULL);
+	return pack(out, r, 0, NULL, NULL);
 }
 
 static int
-p_batch(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_batch(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	cua_item_result *res = calloc(r->nitems ? r->nitems : 1, sizeof(*res));
 	if (res == NULL)
@@ -896,13 +896,13 @@ p_batch(struct fe *fe, struct request *r, msgpack_packer *pk)
 						  (uint32_t)r->stages[it->stage].len};
 	}
 	struct cua_rep_batch b = {res, r->nitems};
-	int rc = pack(pk, r, 0, NULL, &b);
+	int rc = pack(out, r, 0, NULL, &b);
 	free(res);
 	return rc;
 }
 
 static int
-p_status(struct fe *fe, struct request *r, msgpack_packer *pk)
+p_status(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	cua_wire_dev_status ds[CUA_MAX_DEVICES];
 	uint32_t n = 0;
@@ -927,7 +927,7 @@ p_status(struct fe *fe, struct request *r, msgpack_packer *pk)
 	for (const struct session *s = fe->sessions; s; s = s->next)
 		live += s->hello && !s->closing && !s->pipe_gone; /* connections that never said HELLO are no sessions */
 	struct cua_rep_status b = {now_ms() - fe->start_ms, live, fe->requests, fe->errors, ds, n, mine, total};
-	return pack(pk, r, 0, NULL, &b);
+	return pack(out, r, 0, NULL, &b);
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -1011,13 +1011,13 @@ do_complete_request(struct fe *fe, struct request *r)
 }
 
 int
-do_pack_reply(struct fe *fe, struct request *r, msgpack_packer *pk)
+do_pack_reply(struct fe *fe, struct request *r, cua_wire_out out)
 {
 	if (r->status != CUA_OK)
-		return cua_wire_pack_reply(pk, r->op, r->status, r->status_msg, NULL);
+		return cua_wire_pack_reply(out, r->op, r->status, r->status_msg, NULL);
 	if (r->op != CUA_OP_BATCH && r->items && r->items[0].status != CUA_OK)
-		return cua_wire_pack_reply(pk, r->op, r->items[0].status, r->items[0].msg, NULL);
-	return ops[r->op].pack(fe, r, pk);
+		return cua_wire_pack_reply(out, r->op, r->items[0].status, r->items[0].msg, NULL);
+	return ops[r->op].pack(fe, r, out);
 }
 
 struct request *

@@ -13,16 +13,13 @@ static void
 reencode_request(cua_wire_request *req)
 {
 	cua_wbuf b = {0}, b2 = {0};
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, &b, cua_wbuf_write);
-	if (cua_wire_pack_request(&pk, req->op, req->seq, &req->body) != 0)
+	if (cua_wire_pack_request(cua_wbuf_out(&b), req->op, req->seq, &req->body) != 0)
 		abort();
 	cua_wire_request again;
 	cua_err err;
 	if (cua_wire_decode_request(b.data, b.len, &again, &err) != 0)
 		abort();
-	msgpack_packer_init(&pk, &b2, cua_wbuf_write);
-	if (cua_wire_pack_request(&pk, again.op, again.seq, &again.body) != 0 || b2.len != b.len || memcmp(b.data, b2.data, b.len))
+	if (cua_wire_pack_request(cua_wbuf_out(&b2), again.op, again.seq, &again.body) != 0 || b2.len != b.len || memcmp(b.data, b2.data, b.len))
 		abort();
 	cua_wire_request_free(&again);
 	cua_wbuf_free(&b);

@@ -261,9 +261,7 @@ static size_t
 pack_req(uint32_t op, const void *body, char *out, size_t cap)
 {
 	cua_wbuf b = {0};
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, &b, cua_wbuf_write);
-	ck_assert_int_eq(cua_wire_pack_request(&pk, op, 0, body), 0);
+	ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&b), op, 0, body), 0);
 	ck_assert_uint_le(b.len, cap);
 	memcpy(out, b.data, b.len);
 	size_t n = b.len;
@@ -461,9 +459,7 @@ raw_send(nng_socket s, struct raw_req *q, uint32_t op, uint64_t seq, const void 
 	ck_assert_int_eq(nng_aio_alloc(&q->aio, raw_cb, q), 0);
 	nng_aio_set_timeout(q->aio, 30000);
 	cua_wbuf b = {0};
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, &b, cua_wbuf_write);
-	ck_assert_int_eq(cua_wire_pack_request(&pk, op, seq, body), 0);
+	ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&b), op, seq, body), 0);
 	nng_msg *m;
 	ck_assert_int_eq(nng_msg_alloc(&m, 0), 0);
 	nng_msg_append(m, b.data, b.len);
