@@ -74,8 +74,8 @@ push(cua_launch *l, const void *v, size_t size, uint8_t kind)
 	if (l->error)
 		return l->error;
 	if (size == 0 || size > CUA_MAX_ARG_BYTES)
-		return l->error = cuac_fail(CUA_EBAD_ARGUMENT, "argument %zu: %zu bytes (1..%u allowed)", l->nargs, size,
-					    CUA_MAX_ARG_BYTES);
+		return l->error = cuac_fail(CUA_EBAD_ARGUMENT, "argument %zu: %zu bytes (1..%u allowed)", l->nargs,
+					    size, CUA_MAX_ARG_BYTES);
 	if (l->nargs == CUA_MAX_ARGS)
 		return l->error = cuac_fail(CUA_ETOO_LARGE, "more than %u arguments", CUA_MAX_ARGS);
 	if (l->nargs == l->cap && grow(l) != 0)

@@ -123,8 +123,9 @@ cuac_transport_open(cua_client *c, const char *url)
 	nng_socket_set_size(t->sock, NNG_OPT_RECVMAXSZ, CUA_WIRE_MAX_MESSAGE);
 	if ((rv = nng_dialer_create(&d, t->sock, url)) != 0 ||
 	    (strncmp(url, "tls+", 4) == 0 && (rv = tls_setup(d, url)) != 0) || (rv = nng_dialer_start(d, 0)) != 0) {
-		r = cuac_fail(nng_status(rv), "cannot connect to cuasyncd at %s: %s (is the daemon running? set $CUASYNC_URL)",
-			      url, nng_strerror(rv));
+		r = cuac_fail(nng_status(rv),
+			      "cannot connect to cuasyncd at %s: %s (is the daemon running? set $CUASYNC_URL)", url,
+			      nng_strerror(rv));
 		goto out;
 	}
 	c->t = t;
