@@ -1,0 +1,427 @@
+/*
+ * calls.c — the synchronous calls: one request, one reply, the calling thread waits. HELLO, DEVICES,
+ * STATUS, PING, modules and function layouts, device memory, copies (through a host buffer when the host
+ * side is one), memset, streams and synchronisation.
+ */
+#include "config.h"
+
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The largest copy one message carries; bigger copies are split. */
+#define COPY_CHUNK ((size_t)32 << 20)
+
+/* A function's parameter layout, as FUNCTION_GET returned it. */
+struct cuac_layout {
+	uint64_t id;
+	uint32_t n;
+	cua_param_info *params; /* owned */
+	LIST_ENTRY(cuac_layout) link;
+};
+
+int
+cuac_call(cua_client *c, uint32_t op, const void *body)
+{
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, op, body, true, &rep);
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cuac_call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out)
+{
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, op, body, true, &rep);
+	if (r == 0)
+		memcpy(out, &rep.w.body, sizeof(*out)); /* every one-u64 reply body starts with that u64 */
+	cuac_reply_done(&rep);
+	return r;
+}
+
+/* ------------------------------------------------------------------ session and devices */
+
+int
+cuac_hello(cua_client *c)
+{
+	struct cua_req_hello h = {CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION, {"libcuasync", 10}, (uint32_t)getpid()};
+	struct cuac_reply rep;
+	int r;
+	/* HELLO is safe to repeat: a connection reset before the daemon's socket took the pipe (a listener
+	 * being restarted) loses nothing, and the dialer reconnects by itself. */
+	for (int attempt = 0;; attempt++) {
+		r = cuac_rpc(c, CUA_OP_HELLO, &h, false, &rep);
+		if (r == 0)
+			c->session = rep.w.body.hello.session;
+		cuac_reply_done(&rep);
+		if (r != CUA_ETRANSPORT || attempt == 4)
+			break;
+	}
+	return r;
+}
+
+static void
+device_from_wire(cua_device_info *o, const cua_wire_device *d)
+{
+	memset(o, 0, sizeof(*o));
+	o->index = (int)d->index;
+	snprintf(o->name, sizeof(o->name), "%.*s", (int)d->name.len, (const char *)d->name.ptr);
+	o->sm_major = (int)d->sm_major;
+	o->sm_minor = (int)d->sm_minor;
+	o->total_mem = d->total_mem;
+	o->multiprocessors = (int)d->multiprocessors;
+	o->priority_least = d->prio_least;
+	o->priority_greatest = d->prio_greatest;
+	snprintf(o->backend, sizeof(o->backend), "%.*s", (int)d->backend.len, (const char *)d->backend.ptr);
+	o->generation = d->generation;
+}
+
+int
+cuac_load_devices(cua_client *c)
+{
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, CUA_OP_DEVICES, NULL, true, &rep);
+	if (r == 0) {
+		const struct cua_rep_devices *d = &rep.w.body.devices;
+		pthread_mutex_lock(&c->lock);
+		c->ndevs = 0;
+		for (uint32_t i = 0; i < d->ndevices && i < CUA_MAX_DEVICES; i++)
+			device_from_wire(&c->devs[c->ndevs++], &d->devices[i]);
+		pthread_mutex_unlock(&c->lock);
+	}
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_ping(cua_client *c)
+{
+	struct cua_req_ping p = {(uint64_t)time(NULL)};
+	uint64_t back = 0;
+	int r = cuac_call_u64(c, CUA_OP_PING, &p, &back);
+	if (r == 0 && back != p.nonce)
+		return cuac_fail(CUA_EPROTOCOL, "ping answered with a different nonce");
+	return r;
+}
+
+int
+cua_status(cua_client *c, cua_daemon_status *out)
+{
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, CUA_OP_STATUS, NULL, true, &rep);
+	if (r == 0) {
+		const struct cua_rep_status *s = &rep.w.body.status;
+		memset(out, 0, sizeof(*out));
+		out->uptime_ms = s->uptime_ms;
+		out->sessions = s->sessions;
+		out->requests = s->requests;
+		out->errors = s->errors;
+		out->ndevices = s->ndevices < 64 ? s->ndevices : 64;
+		for (uint32_t i = 0; i < out->ndevices; i++) {
+			out->devices[i].generation = s->devices[i].generation;
+			out->devices[i].restarts = s->devices[i].restarts;
+			out->devices[i].in_flight = s->devices[i].in_flight;
+			out->devices[i].allocations = s->devices[i].allocations;
+			out->devices[i].alloc_bytes = s->devices[i].alloc_bytes;
+		}
+		memcpy(&out->session, &s->session, sizeof(out->session));
+		memcpy(&out->total, &s->total, sizeof(out->total));
+	}
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_device_count(cua_client *c, int *n)
+{
+	pthread_mutex_lock(&c->lock);
+	*n = c->ndevs;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int
+cua_device_get_info(cua_client *c, int dev, cua_device_info *out)
+{
+	int r = cuac_load_devices(c); /* fresh: the generation moves when a context is lost */
+	if (r != 0)
+		return r;
+	r = CUA_EBAD_ARGUMENT;
+	pthread_mutex_lock(&c->lock);
+	for (int i = 0; i < c->ndevs; i++)
+		if (c->devs[i].index == dev) {
+			*out = c->devs[i];
+			r = 0;
+		}
+	int n = c->ndevs;
+	pthread_mutex_unlock(&c->lock);
+	return r == 0 ? 0 : cuac_fail(r, "no device %d (%d devices)", dev, n);
+}
+
+/* ------------------------------------------------------------------ modules and functions */
+
+int
+cua_module_load(cua_client *c, int dev, const void *image, size_t len, cua_module *out)
+{
+	if (image == NULL || len == 0 || len > UINT32_MAX)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "module image must be 1 byte to 4 GiB");
+	struct cua_req_module_load q = {(uint32_t)dev, CUA_IMAGE_AUTO, {image, (uint32_t)len}};
+	return cuac_call_u64(c, CUA_OP_MODULE_LOAD, &q, &out->id);
+}
+
+int
+cua_module_load_file(cua_client *c, int dev, const char *path, cua_module *out)
+{
+	FILE *f = NULL;
+	void *buf = NULL;
+	struct stat st;
+	int r;
+
+	if ((f = fopen(path, "rb")) == NULL) {
+		r = cuac_fail(CUA_EBAD_ARGUMENT, "cannot open module %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fileno(f), &st) != 0 || st.st_size <= 0) {
+		r = cuac_fail(CUA_EBAD_ARGUMENT, "module %s is empty or unreadable", path);
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (buf == NULL || fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+		r = cuac_fail(CUA_EBAD_ARGUMENT, "cannot read module %s", path);
+		goto out;
+	}
+	fclose(f);
+	f = NULL;
+	r = cua_module_load(c, dev, buf, (size_t)st.st_size, out);
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	return r;
+}
+
+int
+cua_module_unload(cua_client *c, cua_module m)
+{
+	struct cua_req_module_unload q = {m.id};
+	return cuac_call(c, CUA_OP_MODULE_UNLOAD, &q);
+}
+
+/* Remembers g's parameter layout (newest first, so a reused id finds the latest). Takes c->lock. */
+static int
+layout_add(cua_client *c, const struct cua_rep_function_get *g)
+{
+	struct cuac_layout *fl = calloc(1, sizeof(*fl));
+	cua_param_info *p = malloc((g->nparams ? g->nparams : 1) * sizeof(*p));
+	int r;
+
+	if (fl == NULL || p == NULL) {
+		r = cuac_fail(CUA_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (g->nparams)
+		memcpy(p, g->params, g->nparams * sizeof(*p));
+	fl->id = g->function;
+	fl->n = g->nparams;
+	fl->params = p;
+	p = NULL; /* transferred */
+	pthread_mutex_lock(&c->lock);
+	LIST_INSERT_HEAD(&c->layouts, fl, link);
+	pthread_mutex_unlock(&c->lock);
+	fl = NULL; /* transferred */
+	r = 0;
+out:
+	free(fl);
+	free(p);
+	return r;
+}
+
+int
+cua_module_get_function(cua_client *c, cua_module m, const char *name, cua_function *out)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > CUA_MAX_NAME)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "kernel name must be 1..%u bytes", CUA_MAX_NAME);
+	struct cua_req_function_get q = {m.id, {name, (uint32_t)n}};
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, CUA_OP_FUNCTION_GET, &q, true, &rep);
+	if (r == 0 && (r = layout_add(c, &rep.w.body.function_get)) == 0)
+		out->id = rep.w.body.function_get.function;
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_function_get_params(cua_client *c, cua_function f, uint32_t *n, uint32_t *offsets, uint32_t *sizes)
+{
+	int r = cuac_fail(CUA_ENOT_FOUND, "function 0x%llx was not looked up by this client", (unsigned long long)f.id);
+	struct cuac_layout *fl;
+	pthread_mutex_lock(&c->lock);
+	LIST_FOREACH(fl, &c->layouts, link) {
+		if (fl->id != f.id)
+			continue;
+		for (uint32_t i = 0; i < fl->n && offsets && sizes; i++) {
+			offsets[i] = fl->params[i].offset;
+			sizes[i] = fl->params[i].size;
+		}
+		*n = fl->n;
+		r = 0;
+		break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+void
+cuac_layouts_fini(cua_client *c)
+{
+	struct cuac_layout *fl;
+	while ((fl = LIST_FIRST(&c->layouts)) != NULL) {
+		LIST_REMOVE(fl, link);
+		free(fl->params);
+		free(fl);
+	}
+}
+
+/* ------------------------------------------------------------------ memory and copies */
+
+int
+cua_mem_alloc(cua_client *c, int dev, size_t bytes, cua_deviceptr *out)
+{
+	struct cua_req_mem_alloc q = {(uint32_t)dev, bytes};
+	return cuac_call_u64(c, CUA_OP_MEM_ALLOC, &q, out);
+}
+
+int
+cua_mem_free(cua_client *c, cua_deviceptr p)
+{
+	struct cua_req_mem_free q = {p};
+	return cuac_call(c, CUA_OP_MEM_FREE, &q);
+}
+
+int
+cua_memcpy_htod_on(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes, cua_stream s)
+{
+	if (bytes == 0)
+		return 0;
+	uint64_t hb, hoff;
+	if (cuac_host_lookup(c, src, bytes, &hb, &hoff)) {
+		struct cua_req_memcpy_host q = {dst, s.id, hb, hoff, bytes};
+		int r = cuac_call(c, CUA_OP_MEMCPY_HTOD_HOST, &q);
+		if (r != CUA_EBAD_ARGUMENT) /* else: registered for another device; go through the socket */
+			return r;
+	}
+	for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
+		size_t n = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
+		struct cua_req_memcpy_htod q = {dst + off, s.id, {(const char *)src + off, (uint32_t)n}};
+		int r = cuac_call(c, CUA_OP_MEMCPY_HTOD, &q);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+int
+cua_memcpy_htod(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes)
+{
+	return cua_memcpy_htod_on(c, dst, src, bytes, CUA_STREAM_DEFAULT);
+}
+
+/* One MEMCPY_DTOH message of n bytes into dst. */
+static int
+dtoh_chunk(cua_client *c, void *dst, cua_deviceptr src, size_t n, cua_stream s)
+{
+	struct cua_req_memcpy_dtoh q = {src, n, s.id};
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, CUA_OP_MEMCPY_DTOH, &q, true, &rep);
+	if (r == 0) {
+		const cua_bytes *data = &rep.w.body.memcpy_dtoh.data;
+		if (data->len != n)
+			r = cuac_fail(CUA_EPROTOCOL, "daemon returned %u bytes for a %zu-byte copy", data->len, n);
+		else
+			memcpy(dst, data->ptr, n);
+	}
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_memcpy_dtoh_on(cua_client *c, void *dst, cua_deviceptr src, size_t bytes, cua_stream s)
+{
+	uint64_t hb, hoff;
+	if (bytes > 0 && cuac_host_lookup(c, dst, bytes, &hb, &hoff)) {
+		struct cua_req_memcpy_host q = {src, s.id, hb, hoff, bytes};
+		int r = cuac_call(c, CUA_OP_MEMCPY_DTOH_HOST, &q);
+		if (r != CUA_EBAD_ARGUMENT)
+			return r;
+	}
+	for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
+		size_t n = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
+		int r = dtoh_chunk(c, (char *)dst + off, src + off, n, s);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+int
+cua_memcpy_dtoh(cua_client *c, void *dst, cua_deviceptr src, size_t bytes)
+{
+	return cua_memcpy_dtoh_on(c, dst, src, bytes, CUA_STREAM_DEFAULT);
+}
+
+int
+cua_memcpy_dtod(cua_client *c, cua_deviceptr dst, cua_deviceptr src, size_t bytes)
+{
+	struct cua_req_memcpy_dtod q = {dst, src, bytes, 0};
+	return cuac_call(c, CUA_OP_MEMCPY_DTOD, &q);
+}
+
+int
+cua_memset(cua_client *c, cua_deviceptr dst, uint32_t value, unsigned width, size_t count)
+{
+	struct cua_req_memset q = {dst, value, width, count, 0};
+	return cuac_call(c, CUA_OP_MEMSET, &q);
+}
+
+/* ------------------------------------------------------------------ streams and synchronisation */
+
+int
+cua_stream_create(cua_client *c, int dev, int priority, cua_stream *out)
+{
+	struct cua_req_stream_create q = {(uint32_t)dev, priority, 0};
+	return cuac_call_u64(c, CUA_OP_STREAM_CREATE, &q, &out->id);
+}
+
+int
+cua_stream_destroy(cua_client *c, cua_stream s)
+{
+	struct cua_req_stream q = {s.id};
+	return cuac_call(c, CUA_OP_STREAM_DESTROY, &q);
+}
+
+int
+cua_stream_synchronize(cua_client *c, cua_stream s)
+{
+	cuac_wait_sent(c);
+	struct cua_req_stream q = {s.id};
+	return cuac_call(c, CUA_OP_STREAM_SYNC, &q);
+}
+
+int
+cua_synchronize(cua_client *c)
+{
+	char msg[sizeof(c->deferred_msg)];
+	int local = cuac_wait_idle(c, true, msg, sizeof(msg));
+	int r = cuac_call(c, CUA_OP_SYNCHRONIZE, NULL);
+	if (local != CUA_OK)
+		return cuac_fail(local, "%s", msg);
+	return r;
+}

@@ -1,0 +1,90 @@
+/*
+ * client.c — the client handle: connecting (socket, HELLO, the device table), disconnecting (waiting for
+ * every launch to be answered first), and the calling thread's last error.
+ */
+#include "config.h"
+
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static _Thread_local char last_error[CUA_MAX_MESSAGE_TEXT / 16];
+
+const char *
+cua_last_error(void)
+{
+	return last_error;
+}
+
+int
+cuac_fail(int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* A client with nothing connected; NULL when out of memory. */
+static cua_client *
+client_new(void)
+{
+	cua_client *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	TAILQ_INIT(&c->queue);
+	LIST_INIT(&c->layouts);
+	LIST_INIT(&c->hostbufs);
+	return c;
+}
+
+/* Frees c after any part of cua_connect: closes the socket first (the daemon then releases the session's
+ * host buffers), then what the client kept. Nothing may be queued or in flight. */
+static void
+client_free(cua_client *c)
+{
+	if (c == NULL)
+		return;
+	cuac_transport_close(c);
+	cuac_hostbufs_fini(c);
+	cuac_layouts_fini(c);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
+int
+cua_connect(const char *url, cua_client **out)
+{
+	cua_client *c = NULL;
+	int r;
+
+	*out = NULL;
+	last_error[0] = '\0';
+	if ((c = client_new()) == NULL) {
+		r = cuac_fail(CUA_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = cuac_transport_open(c, url)) != 0 || (r = cuac_hello(c)) != 0 || (r = cuac_load_devices(c)) != 0)
+		goto out;
+	*out = c;
+	c = NULL; /* transferred */
+	r = 0;
+out:
+	client_free(c);
+	return r;
+}
+
+void
+cua_disconnect(cua_client *c)
+{
+	if (c == NULL)
+		return;
+	cuac_wait_idle(c, false, NULL, 0);
+	client_free(c);
+}

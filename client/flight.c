@@ -1,0 +1,243 @@
+/*
+ * flight.c — the send queue. Submitted launches wait in the client's queue while CUAC_MAX_INFLIGHT_BATCHES
+ * BATCH messages are in flight and are then coalesced, up to CUA_MAX_BATCH per message; explicit batches go
+ * out at once. A flight is one BATCH message on the wire: its reply fills in the items' futures, and a
+ * failed fire-and-forget item becomes the client's deferred error (reported by cua_synchronize).
+ */
+#include "config.h"
+
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One BATCH message in flight. */
+struct flight {
+	cua_client *c;
+	struct cuac_pendq items; /* owned, in message order */
+	size_t n;
+};
+
+void
+cuac_pending_free(struct cuac_pending *p)
+{
+	if (p == NULL)
+		return;
+	cua_launch_free(p->launch);
+	free(p);
+}
+
+void
+cuac_pendq_free(struct cuac_pendq *q)
+{
+	struct cuac_pending *p;
+	while ((p = TAILQ_FIRST(q)) != NULL) {
+		TAILQ_REMOVE(q, p, link);
+		cuac_pending_free(p);
+	}
+}
+
+static void
+flight_free(struct flight *fl)
+{
+	cuac_pendq_free(&fl->items);
+	free(fl);
+}
+
+/* Keeps the first failure of a fire-and-forget item. Caller holds c->lock. */
+static void
+defer_locked(cua_client *c, int status, const char *msg, size_t len)
+{
+	if (status == CUA_OK || c->deferred_status != CUA_OK)
+		return;
+	c->deferred_status = status;
+	snprintf(c->deferred_msg, sizeof(c->deferred_msg), "%.*s", (int)len, msg);
+}
+
+/* Fails every item of a flight that could not be sent or answered. Caller holds c->lock. */
+static void
+flight_fail(cua_client *c, struct flight *fl, int status, const char *msg)
+{
+	struct cuac_pending *p;
+	TAILQ_FOREACH(p, &fl->items, link) {
+		if (p->fut)
+			cuac_future_item_done(p->fut, p->fut_idx, status, msg, strlen(msg));
+		else
+			defer_locked(c, status, msg, strlen(msg));
+	}
+}
+
+/* Hands out the per-item results of an answered flight (as many as items). Caller holds c->lock. */
+static void
+flight_results(cua_client *c, struct flight *fl, const struct cua_rep_batch *rb)
+{
+	struct cuac_pending *p;
+	size_t i = 0;
+	TAILQ_FOREACH(p, &fl->items, link) {
+		const cua_item_result *res = &rb->results[i++];
+		if (p->fut == NULL) {
+			defer_locked(c, (int)res->status, res->message.ptr, res->message.len);
+			continue;
+		}
+		if (res->status == CUA_OK && p->item.kind == CUA_OP_MEMCPY_DTOH) {
+			void *dst = p->fut->dtoh_dst[p->fut_idx];
+			if (res->data.len == p->fut->dtoh_len[p->fut_idx] && dst)
+				memcpy(dst, res->data.ptr, res->data.len);
+		}
+		cuac_future_item_done(p->fut, p->fut_idx, (int)res->status, res->message.ptr, res->message.len);
+	}
+}
+
+/* cuac_done_fn of a flight, on an NNG thread: records the results, lets the queue move on, frees fl. */
+static void
+flight_done(void *arg, int status, const char *why, const cua_wire_reply *rep)
+{
+	struct flight *fl = arg;
+	cua_client *c = fl->c;
+
+	pthread_mutex_lock(&c->lock);
+	if (status != 0) {
+		flight_fail(c, fl, status, why);
+	} else if (rep->status != CUA_OK) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%.*s", (int)rep->message.len, (const char *)rep->message.ptr);
+		flight_fail(c, fl, (int)rep->status, msg);
+	} else if (rep->body.batch.nresults != fl->n) {
+		flight_fail(c, fl, CUA_EPROTOCOL, "batch reply has the wrong number of results");
+	} else {
+		flight_results(c, fl, &rep->body.batch);
+	}
+	c->inflight--;
+	cuac_flush_locked(c);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	flight_free(fl);
+}
+
+/* The BATCH request for fl's items: *items and *args are allocated here (free both after encoding; the
+ * request points into them, into the launches' arenas and into the callers' HTOD bytes). 0 or CUA_ENOMEM. */
+static int
+batch_request(const struct flight *fl, struct cua_req_batch *b, cua_batch_item **items, cua_wire_arg **args)
+{
+	const struct cuac_pending *p;
+	bool no_wait = true;
+	size_t nargs = 0, i = 0, a = 0;
+
+	TAILQ_FOREACH(p, &fl->items, link) {
+		no_wait &= p->fut == NULL;
+		if (p->launch)
+			nargs += p->launch->nargs;
+	}
+	*items = calloc(fl->n, sizeof(**items));
+	*args = calloc(nargs ? nargs : 1, sizeof(**args));
+	if (*items == NULL || *args == NULL)
+		return CUA_ENOMEM;
+	TAILQ_FOREACH(p, &fl->items, link) {
+		cua_batch_item *bi = &(*items)[i++];
+		*bi = p->item;
+		if (p->item.kind == CUA_OP_MEMCPY_HTOD && p->launch == NULL)
+			bi->u.htod.data.ptr = p->htod_src;
+		if (p->launch == NULL)
+			continue;
+		const cua_launch *l = p->launch;
+		bi->u.launch.args = &(*args)[a];
+		for (size_t k = 0; k < l->nargs; k++, a++) {
+			const void *v = cua_arena_arg(&l->vals, k);
+			(*args)[a].kind = l->kinds[k];
+			if (l->kinds[k] == CUA_ARG_DEVPTR)
+				memcpy(&(*args)[a].devptr, v, 8);
+			else
+				(*args)[a].bytes = (cua_bytes){v, l->sizes[k]};
+		}
+	}
+	*b = (struct cua_req_batch){no_wait ? CUA_FLAG_NO_WAIT : 0, *items, (uint32_t)fl->n};
+	return 0;
+}
+
+void
+cuac_send_flight_locked(cua_client *c, struct cuac_pendq *items, size_t n)
+{
+	struct flight *fl = calloc(1, sizeof(*fl));
+	cua_batch_item *bi = NULL;
+	cua_wire_arg *args = NULL;
+	struct cua_req_batch b;
+
+	if (fl == NULL) {
+		struct flight tmp = {.c = c, .n = n};
+		TAILQ_INIT(&tmp.items);
+		TAILQ_CONCAT(&tmp.items, items, link);
+		flight_fail(c, &tmp, CUA_ENOMEM, "out of memory");
+		cuac_pendq_free(&tmp.items);
+		return;
+	}
+	fl->c = c;
+	fl->n = n;
+	TAILQ_INIT(&fl->items);
+	TAILQ_CONCAT(&fl->items, items, link);
+	if (batch_request(fl, &b, &bi, &args) != 0 || cuac_send_async(c, CUA_OP_BATCH, &b, flight_done, fl) != 0) {
+		flight_fail(c, fl, CUA_ENOMEM, "cannot build the batch message");
+		flight_free(fl);
+	} else {
+		c->inflight++; /* fl is flight_done's now; it cannot run before the caller drops c->lock */
+	}
+	free(bi);
+	free(args);
+}
+
+void
+cuac_flush_locked(cua_client *c)
+{
+	while (!TAILQ_EMPTY(&c->queue) && c->inflight < CUAC_MAX_INFLIGHT_BATCHES) {
+		struct cuac_pendq items = TAILQ_HEAD_INITIALIZER(items);
+		struct cuac_pending *p;
+		size_t n = 0;
+		while (n < CUA_MAX_BATCH && (p = TAILQ_FIRST(&c->queue)) != NULL) {
+			TAILQ_REMOVE(&c->queue, p, link);
+			TAILQ_INSERT_TAIL(&items, p, link);
+			n++;
+		}
+		cuac_send_flight_locked(c, &items, n);
+	}
+}
+
+void
+cuac_enqueue(cua_client *c, struct cuac_pending *p)
+{
+	pthread_mutex_lock(&c->lock);
+	TAILQ_INSERT_TAIL(&c->queue, p, link);
+	cuac_flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void
+cuac_wait_sent(cua_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	while (!TAILQ_EMPTY(&c->queue)) {
+		if (c->inflight == 0)
+			cuac_flush_locked(c);
+		else
+			pthread_cond_wait(&c->cond, &c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+int
+cuac_wait_idle(cua_client *c, bool take, char *msg, size_t len)
+{
+	pthread_mutex_lock(&c->lock);
+	while (!TAILQ_EMPTY(&c->queue) || c->inflight > 0) {
+		if (c->inflight == 0)
+			cuac_flush_locked(c);
+		else
+			pthread_cond_wait(&c->cond, &c->lock);
+	}
+	int st = c->deferred_status;
+	if (take) {
+		snprintf(msg, len, "%s", c->deferred_msg);
+		c->deferred_status = CUA_OK;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}

@@ -1,0 +1,141 @@
+/*
+ * hostbuf.c — host buffers shared with the daemon: memfd memory, sealed against shrinking, registered with
+ * HOST_REGISTER so that copies to and from it skip the socket (calls.c looks buffers up by address).
+ */
+#include "config.h"
+
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct cuac_hostbuf {
+	unsigned char *p; /* the mapping, len bytes */
+	size_t len;
+	int fd;
+	int dev;
+	uint64_t handle; /* the daemon's */
+	LIST_ENTRY(cuac_hostbuf) link;
+};
+
+/* Unmaps and closes hb, then frees it; after partial setup too (p NULL or MAP_FAILED, fd -1). */
+static void
+hostbuf_free(struct cuac_hostbuf *hb)
+{
+	if (hb == NULL)
+		return;
+	if (hb->p != NULL && hb->p != MAP_FAILED)
+		munmap(hb->p, hb->len);
+	if (hb->fd >= 0)
+		close(hb->fd);
+	free(hb);
+}
+
+/* bytes of new shared memory, mapped (not registered); NULL with the last error set (CUA_ENOMEM) if not. */
+static struct cuac_hostbuf *
+hostbuf_map(size_t bytes)
+{
+	struct cuac_hostbuf *hb = calloc(1, sizeof(*hb)), *ret = NULL;
+
+	if (hb == NULL) {
+		cuac_fail(CUA_ENOMEM, "out of memory");
+		return NULL;
+	}
+	hb->len = bytes;
+	hb->p = MAP_FAILED;
+	if ((hb->fd = memfd_create("cuasync-host", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0) {
+		cuac_fail(CUA_ENOMEM, "memfd_create: %s", strerror(errno));
+		goto out;
+	}
+	/* sealed against shrinking: the daemon refuses a buffer that could vanish under the GPU worker */
+	if (ftruncate(hb->fd, (off_t)bytes) != 0 || fcntl(hb->fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
+	    (hb->p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, hb->fd, 0)) == MAP_FAILED) {
+		cuac_fail(CUA_ENOMEM, "cannot create %zu bytes of shared memory: %s", bytes, strerror(errno));
+		goto out;
+	}
+	ret = hb;
+	hb = NULL; /* transferred */
+out:
+	hostbuf_free(hb);
+	return ret;
+}
+
+int
+cua_host_alloc(cua_client *c, int dev, size_t bytes, void **out)
+{
+	struct cuac_hostbuf *hb = NULL;
+	int r;
+
+	*out = NULL;
+	if (bytes == 0)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
+	if ((hb = hostbuf_map(bytes)) == NULL) {
+		r = CUA_ENOMEM;
+		goto out;
+	}
+	struct cua_req_host_register q = {(uint32_t)dev, (uint32_t)hb->fd, bytes};
+	if ((r = cuac_call_u64(c, CUA_OP_HOST_REGISTER, &q, &hb->handle)) != 0)
+		goto out;
+	hb->dev = dev;
+	*out = hb->p;
+	pthread_mutex_lock(&c->lock);
+	LIST_INSERT_HEAD(&c->hostbufs, hb, link);
+	pthread_mutex_unlock(&c->lock);
+	hb = NULL; /* transferred */
+	r = 0;
+out:
+	hostbuf_free(hb);
+	return r;
+}
+
+int
+cua_host_free(cua_client *c, void *p)
+{
+	struct cuac_hostbuf *hb;
+	pthread_mutex_lock(&c->lock);
+	LIST_FOREACH(hb, &c->hostbufs, link)
+		if (hb->p == p)
+			break;
+	if (hb != NULL)
+		LIST_REMOVE(hb, link);
+	pthread_mutex_unlock(&c->lock);
+	if (hb == NULL)
+		return cuac_fail(CUA_ENOT_FOUND, "%p is not a host buffer of this client", p);
+	struct cua_req_host_unregister q = {hb->handle};
+	int r = cuac_call(c, CUA_OP_HOST_UNREGISTER, &q); /* waits until no copy uses it */
+	hostbuf_free(hb);
+	return r == CUA_ECONTEXT_LOST ? 0 : r;
+}
+
+int
+cuac_host_lookup(cua_client *c, const void *p, size_t len, uint64_t *handle, uint64_t *off)
+{
+	const unsigned char *q = p;
+	struct cuac_hostbuf *hb;
+	int found = 0;
+	pthread_mutex_lock(&c->lock);
+	LIST_FOREACH(hb, &c->hostbufs, link) {
+		if (q >= hb->p && (size_t)(q - hb->p) <= hb->len && len <= hb->len - (size_t)(q - hb->p)) {
+			*handle = hb->handle;
+			*off = (uint64_t)(q - hb->p);
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+void
+cuac_hostbufs_fini(cua_client *c)
+{
+	struct cuac_hostbuf *hb;
+	while ((hb = LIST_FIRST(&c->hostbufs)) != NULL) {
+		LIST_REMOVE(hb, link);
+		hostbuf_free(hb);
+	}
+}
