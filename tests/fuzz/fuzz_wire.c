@@ -22,7 +22,8 @@ reencode_request(cua_wire_request *req)
 	if (cua_wire_decode_request(b.data, b.len, &again, &err) != 0)
 		abort();
 	msgpack_packer_init(&pk, &b2, cua_wbuf_write);
-	if (cua_wire_pack_request(&pk, again.op, again.seq, &again.body) != 0 || b2.len != b.len || memcmp(b.data, b2.data, b.len))
+	if (cua_wire_pack_request(&pk, again.op, again.seq, &again.body) != 0 || b2.len != b.len ||
+	    memcmp(b.data, b2.data, b.len))
 		abort();
 	cua_wire_request_free(&again);
 	cua_wbuf_free(&b);

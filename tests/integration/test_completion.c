@@ -25,9 +25,9 @@
 #include <time.h>
 
 #define NSTREAMS 100
-#define WORDS 16     /* 32-bit words of the result buffer written by each stream */
-#define BASE_MS 20u  /* the shortest spin */
-#define STEP_MS 3u   /* the difference between neighbours' spins */
+#define WORDS 16    /* 32-bit words of the result buffer written by each stream */
+#define BASE_MS 20u /* the shortest spin */
+#define STEP_MS 3u  /* the difference between neighbours' spins */
 #define POISON 0xdeadbeefu
 
 static struct daemon D;

@@ -15,8 +15,17 @@
 #include <unistd.h>
 
 static struct daemon D;
-static void up(void) { daemon_start(&D, NULL); }
-static void down(void) { daemon_stop(&D); }
+static void
+up(void)
+{
+	daemon_start(&D, NULL);
+}
+
+static void
+down(void)
+{
+	daemon_stop(&D);
+}
 
 static double
 now_s(void)
