@@ -19,7 +19,8 @@ reencode_request(cua_wire_request *req)
 	cua_err err;
 	if (cua_wire_decode_request(b.data, b.len, &again, &err) != 0)
 		abort();
-	if (cua_wire_pack_request(cua_wbuf_out(&b2), again.op, again.seq, &again.body) != 0 || b2.len != b.len || memcmp(b.data, b2.data, b.len))
+	if (cua_wire_pack_request(cua_wbuf_out(&b2), again.op, again.seq, &again.body) != 0 || b2.len != b.len ||
+	    memcmp(b.data, b2.data, b.len))
 		abort();
 	cua_wire_request_free(&again);
 	cua_wbuf_free(&b);

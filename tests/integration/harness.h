@@ -42,10 +42,10 @@ bool wait_status(cua_client *c, bool (*pred)(const cua_daemon_status *s, void *u
 /* Spin argument that runs about ms milliseconds on the backend. */
 long long spin_cycles(unsigned ms);
 
-#define CK(call)                                                                                             \
-	do {                                                                                                 \
-		int rc_ = (call);                                                                            \
-		ck_assert_msg(rc_ == CUA_OK, "%s: %s: %s", #call, cua_strerror_name(rc_), cua_last_error()); \
+#define CK(call)                                                                                                       \
+	do {                                                                                                           \
+		int rc_ = (call);                                                                                      \
+		ck_assert_msg(rc_ == CUA_OK, "%s: %s: %s", #call, cua_strerror_name(rc_), cua_last_error());           \
 	} while (0)
 
 #endif

@@ -7,26 +7,36 @@
 #include "harness.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct daemon D;
 
-static void up(void) { daemon_start(&D, NULL); }
-static void down(void) { daemon_stop(&D); }
+static void
+up(void)
+{
+	daemon_start(&D, NULL);
+}
+
+static void
+down(void)
+{
+	daemon_stop(&D);
+}
+
 static void
 up_sm80(void)
 {
@@ -134,7 +144,8 @@ START_TEST(sticky_fault_is_contained)
 	cua_future *f;
 	CK(cua_launch_submit(l, &f));
 	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EDEVICE);
-	ck_assert_msg(strstr(cua_future_error(f), "CUDA_ERROR_ILLEGAL_ADDRESS") || strstr(cua_future_error(f), "CUDA_ERROR_"),
+	ck_assert_msg(strstr(cua_future_error(f), "CUDA_ERROR_ILLEGAL_ADDRESS") ||
+			      strstr(cua_future_error(f), "CUDA_ERROR_"),
 		      "%s", cua_future_error(f));
 	cua_future_free(f);
 	/* b's kernel was running when the context faulted. The emulated device knows whose kernel faulted; a GPU
@@ -143,7 +154,8 @@ START_TEST(sticky_fault_is_contained)
 	if (strcmp(test_backend(), "emu") == 0)
 		ck_assert_int_eq(st_slow, CUA_ECONTEXT_LOST);
 	else
-		ck_assert_msg(st_slow == CUA_ECONTEXT_LOST || (st_slow == CUA_EDEVICE && strstr(cua_future_error(slow), "in flight")),
+		ck_assert_msg(st_slow == CUA_ECONTEXT_LOST ||
+				      (st_slow == CUA_EDEVICE && strstr(cua_future_error(slow), "in flight")),
 			      "%s: %s", cua_strerror_name(st_slow), cua_future_error(slow));
 	cua_future_free(slow);
 
@@ -287,7 +299,8 @@ START_TEST(garbage_truncated_and_oversized_messages)
 		for (size_t i = 0; i < len; i++)
 			buf[i] = (char)rand_r(&seed);
 		int st = raw_call(s, buf, len, msg, sizeof(msg));
-		ck_assert_msg(st == CUA_EPROTOCOL || st == CUA_ETOO_LARGE || st == CUA_EVERSION || st == CUA_EUNKNOWN_OP,
+		ck_assert_msg(st == CUA_EPROTOCOL || st == CUA_ETOO_LARGE || st == CUA_EVERSION ||
+				      st == CUA_EUNKNOWN_OP,
 			      "garbage %d: status %d", k, st);
 	}
 	ck_assert_int_eq(raw_call(s, "\xdd\xff\x00\x00\x00", 5, msg, sizeof(msg)), CUA_EPROTOCOL);
@@ -636,8 +649,8 @@ up_tls(void)
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && for n in good other; do openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-		 "-nodes -keyout $n.key -out $n.crt -days 2 -subj /CN=127.0.0.1 >/dev/null 2>&1 && cat $n.crt $n.key > $n.pem "
-		 "|| exit 1; done",
+		 "-nodes -keyout $n.key -out $n.crt -days 2 -subj /CN=127.0.0.1 >/dev/null 2>&1 && "
+		 "cat $n.crt $n.key > $n.pem || exit 1; done",
 		 tls_dir);
 	have_tls = system(cmd) == 0;
 	snprintf(tls_url, sizeof(tls_url), "tls+tcp://127.0.0.1:%d", 20000 + (int)((getpid() + 7) % 20000));

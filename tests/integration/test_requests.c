@@ -413,7 +413,8 @@ START_TEST(foreign_and_outside_pointers_are_refused)
 	cua_future *f;
 	CK(cua_launch_submit(l, &f));
 	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EBAD_ARGUMENT);
-	ck_assert_msg(strstr(cua_future_error(f), "not inside an allocation of this session"), "%s", cua_future_error(f));
+	ck_assert_msg(strstr(cua_future_error(f), "not inside an allocation of this session"), "%s",
+		      cua_future_error(f));
 	cua_future_free(f);
 	/* copies outside, past the end, and into the other session's memory */
 	char buf[64] = {0};
@@ -508,7 +509,7 @@ START_TEST(sixteen_clients_thousand_launches_each)
 		snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
 		static const char img[] = "fill_u32";
 		if ((access(fatbin, R_OK) == 0 ? cua_module_load_file(c, 0, fatbin, &m)
-					      : cua_module_load(c, 0, img, sizeof(img) - 1, &m)) != 0)
+					       : cua_module_load(c, 0, img, sizeof(img) - 1, &m)) != 0)
 			_exit(11);
 		cua_function fill;
 		cua_deviceptr p;
@@ -569,7 +570,7 @@ START_TEST(killed_client_is_cleaned_up)
 		char fatbin[512];
 		snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
 		if ((access(fatbin, R_OK) == 0 ? cua_module_load_file(c, 0, fatbin, &m)
-					      : cua_module_load(c, 0, img, sizeof(img) - 1, &m)) != 0)
+					       : cua_module_load(c, 0, img, sizeof(img) - 1, &m)) != 0)
 			_exit(2);
 		cua_function spin;
 		cua_deviceptr p;
@@ -667,7 +668,8 @@ START_TEST(cuasyncctl_reports_the_daemon)
 			ck_assert_msg(strstr(out, "pong in"), "%s", out);
 		}
 	}
-	snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url ipc:///nonexistent/socket status 2>/dev/null", builddir());
+	snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url ipc:///nonexistent/socket status 2>/dev/null",
+		 builddir());
 	ck_assert_int_ne(system(cmd), 0);
 	cua_disconnect(c);
 }

@@ -124,7 +124,7 @@ START_TEST(extents_coalesce_and_refuse_what_does_not_fit)
 		ck_assert_int_eq(extent_get(&a, 16384, &off[i]), 0);
 	uint64_t x;
 	ck_assert_int_eq(extent_get(&a, 1, &x), -1); /* full */
-	for (int i = 0; i < 64; i += 2)               /* free every other one: 32 holes of 16 KiB */
+	for (int i = 0; i < 64; i += 2)              /* free every other one: 32 holes of 16 KiB */
 		extent_put(&a, off[i], 16384);
 	ck_assert_int_eq(extent_get(&a, 32768, &x), -1); /* fragmented */
 	for (int i = 1; i < 64; i += 2)

@@ -42,8 +42,8 @@ static const struct cua_req_memcpy_dtod s_dtod = {0x7f0000002000ull, 0x7f0000001
 static const struct cua_req_memset s_memset = {0x7f0000001000ull, 0xab, 1, 4096, 0};
 static const struct cua_req_stream_create s_screate = {0, -1, 0};
 static const struct cua_req_stream s_stream = {0x3000000100000002ull};
-static struct cua_req_launch s_launch = {0x2000000100000003ull, {1024, 1, 1}, {256, 1, 1}, 0, 0,
-					 CUA_LAUNCH_PDL, launch_args, 4};
+static struct cua_req_launch s_launch =
+	{0x2000000100000003ull, {1024, 1, 1}, {256, 1, 1}, 0, 0, CUA_LAUNCH_PDL, launch_args, 4};
 static cua_batch_item batch_items[5];
 static struct cua_req_batch s_batch = {CUA_FLAG_NO_WAIT, batch_items, 5};
 
@@ -70,8 +70,8 @@ static cua_item_result r_results[] = {
 };
 static const struct cua_rep_batch r_batch = {r_results, 3};
 static cua_wire_dev_status r_devstat[] = {{0, 2, 1, 5, 3, 3u << 20}};
-static const struct cua_rep_status r_status = {123456, 3, 1000, 7, r_devstat, 1, {1, 4096, 1, 2, 1, 0},
-					       {3, 3u << 20, 2, 4, 2, 5}};
+static const struct cua_rep_status r_status =
+	{123456, 3, 1000, 7, r_devstat, 1, {1, 4096, 1, 2, 1, 0}, {3, 3u << 20, 2, 4, 2, 5}};
 
 static const struct sample samples[] = {
 	{"req_hello", 0, CUA_OP_HELLO, 0, NULL, &s_hello},
@@ -458,7 +458,8 @@ START_TEST(oversized_values_are_too_large)
 	size_t nlen = CUA_MAX_NAME + 1;
 	unsigned char *buf = malloc(nlen + 32);
 	size_t n = 0;
-	buf[n++] = 0x94, buf[n++] = 0x01, buf[n++] = CUA_OP_FUNCTION_GET, buf[n++] = 0x00, buf[n++] = 0x92, buf[n++] = 0x01;
+	buf[n++] = 0x94, buf[n++] = 0x01, buf[n++] = CUA_OP_FUNCTION_GET, buf[n++] = 0x00;
+	buf[n++] = 0x92, buf[n++] = 0x01;
 	buf[n++] = 0xda, buf[n++] = (unsigned char)(nlen >> 8), buf[n++] = (unsigned char)nlen;
 	memset(buf + n, 'k', nlen);
 	n += nlen;
@@ -479,8 +480,10 @@ START_TEST(oversized_values_are_too_large)
 	size_t alen = CUA_MAX_ARG_BYTES + 1;
 	buf = malloc(alen + 64);
 	n = 0;
-	const unsigned char head[] = {0x94, 0x01, CUA_OP_LAUNCH, 0x00, 0x97, 0x01, 0x93, 1, 1, 1, 0x93, 1, 1, 1, 0, 0, 0, 0x91,
-				      0xc5};
+	/* clang-format off */
+	const unsigned char head[] = {0x94, 0x01, CUA_OP_LAUNCH, 0x00, 0x97, 0x01, 0x93, 1, 1, 1, 0x93, 1, 1, 1,
+				      0, 0, 0, 0x91, 0xc5};
+	/* clang-format on */
 	memcpy(buf, head, sizeof(head));
 	n = sizeof(head);
 	buf[n++] = (unsigned char)(alen >> 8), buf[n++] = (unsigned char)alen;
@@ -494,7 +497,10 @@ END_TEST
 START_TEST(reply_with_error_must_have_empty_body)
 {
 	/* [1, MEM_ALLOC, NOT_FOUND, "NOT_FOUND", "", [5]] */
-	const unsigned char m[] = {0x96, 0x01, 0x07, 0x06, 0xa9, 'N', 'O', 'T', '_', 'F', 'O', 'U', 'N', 'D', 0xa0, 0x91, 0x05};
+	/* clang-format off */
+	const unsigned char m[] = {0x96, 0x01, 0x07, 0x06, 0xa9, 'N', 'O', 'T', '_', 'F', 'O', 'U', 'N', 'D',
+				   0xa0, 0x91, 0x05};
+	/* clang-format on */
 	cua_wire_reply rep;
 	cua_err err;
 	ck_assert_int_eq(cua_wire_decode_reply(m, sizeof(m), &rep, &err), CUA_EPROTOCOL);
@@ -582,7 +588,8 @@ write_vectors(const char *dir)
 			perror(path);
 			return 1;
 		}
-		fprintf(f, "# %s %s, protocol v%u\n", s->is_reply ? "reply" : "request", cua_op_name(s->op) ? cua_op_name(s->op) : "(undecodable request)", CUA_PROTO_VERSION);
+		fprintf(f, "# %s %s, protocol v%u\n", s->is_reply ? "reply" : "request",
+			cua_op_name(s->op) ? cua_op_name(s->op) : "(undecodable request)", CUA_PROTO_VERSION);
 		for (size_t k = 0; k < b.len; k++)
 			fprintf(f, "%02x%s", (unsigned char)b.data[k], (k % 32 == 31 || k + 1 == b.len) ? "\n" : " ");
 		fclose(f);
