@@ -43,14 +43,32 @@ c_module_load(struct fe *fe, struct request *r)
 	r->s->counts.modules++;
 }
 
+/* Drops module m and its functions from the session's tables (counted unless already stale). */
+static void
+forget_module(struct session *s, struct hslot *m)
+{
+	uint32_t slot = (uint32_t)(m - s->slots);
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct hslot *f = &s->slots[i];
+		if (f->kind != CUA_HK_FUNCTION || f->module_slot != slot)
+			continue;
+		if (!f->stale)
+			s->counts.functions--;
+		do_handle_free(s, f);
+	}
+	if (!m->stale)
+		s->counts.modules--;
+	do_handle_free(s, m);
+}
+
 static int
 v_module_unload(struct fe *fe, struct request *r, cua_err *e)
 {
 	struct hslot *m;
 	uint64_t h = r->w.body.module_unload.module;
 	int rc = do_handle_get(fe, r->s, h, CUA_HK_MODULE, &m, e);
-	if (rc == CUA_ECONTEXT_LOST) { /* forget it; say so */
-		do_handle_free(r->s, do_handle_slot(r->s, h, CUA_HK_MODULE));
+	if (rc == CUA_ECONTEXT_LOST) { /* forget it and its functions; say so */
+		forget_module(r->s, do_handle_slot(r->s, h, CUA_HK_MODULE));
 		return rc;
 	}
 	if (rc != 0 || (rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0)
@@ -65,19 +83,9 @@ static void
 c_module_unload(struct fe *fe, struct request *r)
 {
 	(void)fe;
-	struct session *s = r->s;
-	struct hslot *m = do_handle_slot(s, r->w.body.module_unload.module, CUA_HK_MODULE);
-	if (r->items[0].status != CUA_OK || m == NULL)
-		return;
-	uint32_t slot = (uint32_t)(m - s->slots);
-	/* its functions go with it */
-	for (uint32_t i = 0; i < s->nslots; i++)
-		if (s->slots[i].kind == CUA_HK_FUNCTION && s->slots[i].module_slot == slot) {
-			do_handle_free(s, &s->slots[i]);
-			s->counts.functions--;
-		}
-	do_handle_free(s, m);
-	s->counts.modules--;
+	struct hslot *m = do_handle_slot(r->s, r->w.body.module_unload.module, CUA_HK_MODULE);
+	if (r->items[0].status == CUA_OK && m != NULL)
+		forget_module(r->s, m);
 }
 
 static int

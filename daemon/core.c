@@ -32,6 +32,7 @@ config_defaults(struct config *c)
 	c->session_handles = 65536;
 	c->session_inflight = 65536;
 	c->session_window = 8;
+	c->session_pending = 64; /* contexts / 8: config_settle derives it again when --contexts changed it */
 	c->ready_fd = -1;
 	c->ipc_mode = -1;
 }
@@ -48,4 +49,11 @@ fe_init(struct fe *fe)
 	TAILQ_INIT(&fe->zombies);
 	STAILQ_INIT(&fe->tomb_fifo);
 	fe->start_ms = now_ms();
+}
+
+void
+config_settle(struct config *c, bool pending_given)
+{
+	if (!pending_given)
+		c->session_pending = c->contexts / 8 > 16 ? c->contexts / 8 : 16;
 }

@@ -53,6 +53,8 @@ struct config {
 
 /* The defaults of every option (main.c's --help states them). */
 void config_defaults(struct config *c);
+/* Derives what depends on other options: session_pending follows contexts unless it was given. */
+void config_settle(struct config *c, bool pending_given);
 
 struct request;
 struct session;

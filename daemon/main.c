@@ -256,6 +256,8 @@ count_devices(struct fe *fe, int *ordinals, int max)
 	return n;
 }
 
+static bool pending_given; /* --session-pending was said */
+
 /* One option into c or wo. Returns 0, 1 (a bad value), or 100 + an exit status to stop with now. */
 static int
 apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
@@ -289,7 +291,7 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SESSION_MEM: return parse_size(arg, &c->session_mem);
 	case O_SESSION_HANDLES: return parse_uint(arg, 1, 0xffffff, &c->session_handles);
 	case O_SESSION_INFLIGHT: return parse_uint(arg, 1, 1u << 24, &c->session_inflight);
-	case O_SESSION_PENDING: return parse_uint(arg, 1, 65536, &c->session_pending);
+	case O_SESSION_PENDING: pending_given = true; return parse_uint(arg, 1, 65536, &c->session_pending);
 	case O_SESSION_WINDOW: return parse_uint(arg, 1, 65536, &c->session_window);
 	case O_TLS_CERT: c->tls_cert = arg; return 0;
 	case O_TLS_KEY: c->tls_key = arg; return 0;
@@ -336,6 +338,7 @@ parse_options(struct config *c, struct worker_opts *wo, int argc, char **argv)
 		fprintf(stderr, "cuasyncd: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	config_settle(c, pending_given);
 	return -1;
 }
 
@@ -378,8 +381,6 @@ settle_config(struct config *c)
 	c->self_exe = self;
 	if (c->nlisten == 0)
 		c->listen[c->nlisten++] = default_listen();
-	if (c->session_pending == 0)
-		c->session_pending = c->contexts / 8 > 16 ? c->contexts / 8 : 16;
 	if (c->staging_bytes > c->max_message * 4 + (256ull << 20))
 		log_warn("staging area (%llu bytes) is much larger than the largest message",
 			 (unsigned long long)c->staging_bytes);

@@ -239,24 +239,28 @@ int
 do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
 	      cua_err *e)
 {
-	int64_t i = alloc_floor(s, p);
-	/* Among overlapping records (a stale one and a live one reusing its addresses) prefer the live one. */
-	for (int64_t k = i; k >= 0 && k > i - 4; k--) {
+	struct alloc_rec *stale = NULL;
+	/* Records that may hold p start at most alloc_max_len below it. Among overlapping records (a stale one
+	 * and a live one reusing its addresses) the live one wins. */
+	for (int64_t k = alloc_floor(s, p); k >= 0 && p - s->allocs[k].addr < s->alloc_max_len; k--) {
 		struct alloc_rec *a = &s->allocs[k];
-		if (p - a->addr < a->len && len <= a->len - (p - a->addr) && alloc_live(fe, a)) {
-			*dev = a->dev;
-			if (rec)
-				*rec = a;
-			return 0;
+		if (p - a->addr >= a->len)
+			continue;
+		if (!alloc_live(fe, a)) {
+			stale = a;
+			continue;
 		}
+		if (len > a->len - (p - a->addr))
+			break; /* live allocations never overlap: no other one holds p */
+		*dev = a->dev;
+		if (rec)
+			*rec = a;
+		return 0;
 	}
-	for (int64_t k = i; k >= 0 && k > i - 4; k--) {
-		struct alloc_rec *a = &s->allocs[k];
-		if (p - a->addr < a->len && !alloc_live(fe, a))
-			return cua_err_set(e, CUA_ECONTEXT_LOST,
-					   "device pointer 0x%llx is in memory of a GPU context that was lost; allocate again",
-					   (unsigned long long)p);
-	}
+	if (stale != NULL)
+		return cua_err_set(e, CUA_ECONTEXT_LOST,
+				   "device pointer 0x%llx is in memory of a GPU context that was lost; allocate again",
+				   (unsigned long long)p);
 	return cua_err_set(e, CUA_EBAD_ARGUMENT,
 			   "device pointer 0x%llx (%llu bytes) is not inside an allocation of this session",
 			   (unsigned long long)p, (unsigned long long)len);
@@ -277,6 +281,8 @@ do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t l
 	memmove(&s->allocs[i + 1], &s->allocs[i], (s->nallocs - (uint32_t)i) * sizeof(*s->allocs));
 	s->allocs[i] = (struct alloc_rec){addr, len, gen, (uint8_t)dev, false};
 	s->nallocs++;
+	if (len > s->alloc_max_len)
+		s->alloc_max_len = len;
 	return 0;
 }
 

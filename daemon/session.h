@@ -49,8 +49,9 @@ struct session {
 	uint32_t nslots, slots_cap;
 	uint32_t free_slot; /* first free slot + 1, 0: none */
 	uint32_t nhandles;
-	struct alloc_rec *allocs; /* sorted by addr */
+	struct alloc_rec *allocs; /* sorted by addr; live and stale records of a lost context may overlap */
 	uint32_t nallocs, allocs_cap;
+	uint64_t alloc_max_len;   /* the longest record ever added: how far back a lookup must look */
 	cua_wire_counts counts;
 	uint32_t host_buffers;
 
