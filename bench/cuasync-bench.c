@@ -94,53 +94,81 @@ throughput(cua_client *c, cua_function f, int n, int with_futures)
 	return n / dt;
 }
 
-int
-main(int argc, char **argv)
+struct bench_opts {
+	int launches, clients;
+	size_t bytes;
+};
+
+/* Fills o from the command line (module_path and url go to the globals). Returns 0, or 2 after printing the
+ * usage for an unknown option. */
+static int
+parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	int launches = 100000, clients = 4;
-	size_t bytes = 256u << 20;
-	static const struct option opts[] = {{"module", 1, NULL, 'm'}, {"launches", 1, NULL, 'n'},
+	static const struct option opts[] = {{"module", 1, NULL, 'm'},  {"launches", 1, NULL, 'n'},
 					     {"clients", 1, NULL, 'k'}, {"bytes", 1, NULL, 'b'},
-					     {"url", 1, NULL, 'u'},    {NULL, 0, NULL, 0}};
+					     {"url", 1, NULL, 'u'},     {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'm': module_path = optarg; break;
-		case 'n': launches = atoi(optarg); break;
-		case 'k': clients = atoi(optarg); break;
-		case 'b': bytes = strtoull(optarg, NULL, 10); break;
+		case 'n': o->launches = atoi(optarg); break;
+		case 'k': o->clients = atoi(optarg); break;
+		case 'b': o->bytes = strtoull(optarg, NULL, 10); break;
 		case 'u': url = optarg; break;
-		default: fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] [--bytes B]\n"); return 2;
+		default:
+			fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
+					"[--bytes B]\n");
+			return 2;
 		}
 	}
+	return 0;
+}
+
+/* The client processes and the pipes that start them in step: the parent writes one byte per client to start
+ * (connect and warm up), reads one per client from ready, then writes one per client to go. */
+struct client_procs {
 	int start[2], ready[2], go[2];
-	if (pipe(start) || pipe(ready) || pipe(go))
+	pid_t *pids;
+};
+
+/* Body of one forked client process; never returns. */
+static _Noreturn void
+client_process(const struct client_procs *p, int launches)
+{
+	char x;
+	if (read(p->start[0], &x, 1) != 1)
+		_exit(1);
+	cua_client *cc;
+	DIE(cua_connect(url, &cc));
+	cua_function ff = setup(cc, "empty_kernel");
+	throughput(cc, ff, 1000, 1); /* warm-up */
+	if (write(p->ready[1], "r", 1) != 1 || read(p->go[0], &x, 1) != 1)
+		_exit(1);
+	throughput(cc, ff, launches, 1);
+	cua_disconnect(cc);
+	_exit(0);
+}
+
+/* Forks the client processes; must run before this process touches NNG. Returns 0, or 1 when a pipe fails. */
+static int
+fork_clients(struct client_procs *p, const struct bench_opts *o)
+{
+	if (pipe(p->start) || pipe(p->ready) || pipe(p->go))
 		return 1;
 	fflush(stdout);
-	pid_t *pids = calloc((size_t)clients, sizeof(*pids));
-	for (int k = 0; k < clients; k++) {
-		if ((pids[k] = fork()) != 0)
+	p->pids = calloc((size_t)o->clients, sizeof(*p->pids));
+	for (int k = 0; k < o->clients; k++) {
+		if ((p->pids[k] = fork()) != 0)
 			continue;
-		char x;
-		if (read(start[0], &x, 1) != 1)
-			_exit(1);
-		cua_client *cc;
-		DIE(cua_connect(url, &cc));
-		cua_function ff = setup(cc, "empty_kernel");
-		throughput(cc, ff, 1000, 1); /* warm-up */
-		if (write(ready[1], "r", 1) != 1 || read(go[0], &x, 1) != 1)
-			_exit(1);
-		throughput(cc, ff, launches, 1);
-		cua_disconnect(cc);
-		_exit(0);
+		client_process(p, o->launches);
 	}
-	cua_client *c;
-	DIE(cua_connect(url, &c));
-	cua_device_info info;
-	DIE(cua_device_get_info(c, 0, &info));
-	printf("device 0: %s (sm_%d%d, %s backend)\n", info.name, info.sm_major, info.sm_minor, info.backend);
-	cua_function f = setup(c, "empty_kernel");
+	return 0;
+}
 
+/* Latency of a PING and of one empty kernel launched and waited for. */
+static void
+bench_latency(cua_client *c, cua_function f)
+{
 	enum { REPS = 2000 };
 	static double v[REPS];
 	for (int i = 0; i < REPS; i++) {
@@ -158,63 +186,100 @@ main(int argc, char **argv)
 		v[i] = now() - t0;
 	}
 	percentiles("launch + completion of one empty kernel", v, REPS);
+}
 
+static void
+bench_one_client(cua_client *c, cua_function f, int launches)
+{
 	throughput(c, f, launches / 10, 1); /* warm-up */
 	printf("%-44s %10.0f launches/s\n", "one client, futures", throughput(c, f, launches, 1));
 	printf("%-44s %10.0f launches/s\n", "one client, fire-and-forget", throughput(c, f, launches, 0));
+}
 
-	/* K client processes at once (forked at start-up, before this process touched NNG) */
-	for (int k = 0; k < clients; k++)
-		if (write(start[1], "s", 1) != 1)
+/* K client processes at once (forked at start-up, before this process touched NNG). Reaps them and frees
+ * p->pids. Returns 0, or 1 when a pipe fails. */
+static int
+bench_clients(struct client_procs *p, const struct bench_opts *o)
+{
+	for (int k = 0; k < o->clients; k++)
+		if (write(p->start[1], "s", 1) != 1)
 			return 1;
-	for (int k = 0; k < clients; k++) {
+	for (int k = 0; k < o->clients; k++) {
 		char x;
-		if (read(ready[0], &x, 1) != 1)
+		if (read(p->ready[0], &x, 1) != 1)
 			return 1;
 	}
 	double t0 = now();
-	for (int k = 0; k < clients; k++)
-		if (write(go[1], "g", 1) != 1)
+	for (int k = 0; k < o->clients; k++)
+		if (write(p->go[1], "g", 1) != 1)
 			return 1;
-	for (int k = 0; k < clients; k++)
-		waitpid(pids[k], NULL, 0);
+	for (int k = 0; k < o->clients; k++)
+		waitpid(p->pids[k], NULL, 0);
 	double dt = now() - t0;
 	char label[64];
-	snprintf(label, sizeof(label), "%d client processes, futures, aggregate", clients);
-	printf("%-44s %10.0f launches/s\n", label, (double)clients * launches / dt);
-	free(pids);
+	snprintf(label, sizeof(label), "%d client processes, futures, aggregate", o->clients);
+	printf("%-44s %10.0f launches/s\n", label, (double)o->clients * o->launches / dt);
+	free(p->pids);
+	return 0;
+}
 
-	/* copies through the daemon */
+/* One warm-up copy to the device, then a timed copy each way between host and d. */
+static void
+bench_copy_pair(cua_client *c, cua_deviceptr d, void *host, size_t bytes, const char *htod, const char *dtoh)
+{
+	DIE(cua_memcpy_htod(c, d, host, bytes));
+	double t0 = now();
+	DIE(cua_memcpy_htod(c, d, host, bytes));
+	double dt = now() - t0;
+	printf("%-44s %10.2f GB/s (%zu MiB)\n", htod, bytes / dt / 1e9, bytes >> 20);
+	t0 = now();
+	DIE(cua_memcpy_dtoh(c, host, d, bytes));
+	dt = now() - t0;
+	printf("%-44s %10.2f GB/s (%zu MiB)\n", dtoh, bytes / dt / 1e9, bytes >> 20);
+}
+
+/* Copies through the daemon, then the same through shared host memory (ipc:// only). */
+static void
+bench_copies(cua_client *c, size_t bytes)
+{
 	void *host = malloc(bytes);
 	memset(host, 0x5a, bytes);
 	cua_deviceptr d;
 	DIE(cua_mem_alloc(c, 0, bytes, &d));
-	DIE(cua_memcpy_htod(c, d, host, bytes));
-	t0 = now();
-	DIE(cua_memcpy_htod(c, d, host, bytes));
-	dt = now() - t0;
-	printf("%-44s %10.2f GB/s (%zu MiB)\n", "host to device through cuasyncd", bytes / dt / 1e9, bytes >> 20);
-	t0 = now();
-	DIE(cua_memcpy_dtoh(c, host, d, bytes));
-	dt = now() - t0;
-	printf("%-44s %10.2f GB/s (%zu MiB)\n", "device to host through cuasyncd", bytes / dt / 1e9, bytes >> 20);
-	/* the same through shared host memory (ipc:// only) */
+	bench_copy_pair(c, d, host, bytes, "host to device through cuasyncd", "device to host through cuasyncd");
 	void *shm;
 	if (cua_host_alloc(c, 0, bytes, &shm) == CUA_OK) {
 		memset(shm, 0x5a, bytes);
-		DIE(cua_memcpy_htod(c, d, shm, bytes));
-		t0 = now();
-		DIE(cua_memcpy_htod(c, d, shm, bytes));
-		dt = now() - t0;
-		printf("%-44s %10.2f GB/s (%zu MiB)\n", "host to device, shared host buffer", bytes / dt / 1e9, bytes >> 20);
-		t0 = now();
-		DIE(cua_memcpy_dtoh(c, shm, d, bytes));
-		dt = now() - t0;
-		printf("%-44s %10.2f GB/s (%zu MiB)\n", "device to host, shared host buffer", bytes / dt / 1e9, bytes >> 20);
+		bench_copy_pair(c, d, shm, bytes, "host to device, shared host buffer",
+				"device to host, shared host buffer");
 		DIE(cua_host_free(c, shm));
 	}
 	DIE(cua_mem_free(c, d));
 	free(host);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bench_opts o = {.launches = 100000, .clients = 4, .bytes = 256u << 20};
+	struct client_procs p;
+	int r = parse_options(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (fork_clients(&p, &o) != 0)
+		return 1;
+	cua_client *c;
+	DIE(cua_connect(url, &c));
+	cua_device_info info;
+	DIE(cua_device_get_info(c, 0, &info));
+	printf("device 0: %s (sm_%d%d, %s backend)\n", info.name, info.sm_major, info.sm_minor, info.backend);
+	cua_function f = setup(c, "empty_kernel");
+
+	bench_latency(c, f);
+	bench_one_client(c, f, o.launches);
+	if (bench_clients(&p, &o) != 0)
+		return 1;
+	bench_copies(c, o.bytes);
 	cua_disconnect(c);
 	return 0;
 }

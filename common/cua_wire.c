@@ -334,131 +334,174 @@ dec_u64(const msgpack_object *o, uint64_t max, uint64_t *v)
 	return 0;
 }
 
+/* F_U32 and F_U64: a uint no larger than the field's max. */
+static int
+dec_uint(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, cua_err *err)
+{
+	uint64_t v;
+	if (dec_u64(o, f->max, &v) != 0)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected uint <= %llu, got %s", s->name, f->name,
+				   (unsigned long long)f->max, type_name(o));
+	if (f->type == F_U32)
+		*(uint32_t *)(base + f->off) = (uint32_t)v;
+	else
+		*(uint64_t *)(base + f->off) = v;
+	return 0;
+}
+
+/* F_I32: a uint or negative int that fits an int32_t. */
+static int
+dec_int32(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, cua_err *err)
+{
+	int64_t iv;
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT32_MAX)
+		iv = (int64_t)o->via.u64;
+	else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 >= INT32_MIN)
+		iv = o->via.i64;
+	else
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected int32, got %s", s->name, f->name, type_name(o));
+	*(int32_t *)(base + f->off) = (int32_t)iv;
+	return 0;
+}
+
+static int
+dec_bool(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, cua_err *err)
+{
+	if (o->type != MSGPACK_OBJECT_BOOLEAN)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected bool, got %s", s->name, f->name, type_name(o));
+	*(bool *)(base + f->off) = o->via.boolean;
+	return 0;
+}
+
+/* F_STR and F_BIN: a cua_bytes pointing into the message (no copy), at most f->max bytes. */
+static int
+dec_bytes(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, cua_err *err)
+{
+	int want = f->type == F_STR ? MSGPACK_OBJECT_STR : MSGPACK_OBJECT_BIN;
+	if ((int)o->type != want)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected %s, got %s", s->name, f->name,
+				   f->type == F_STR ? "str" : "bin", type_name(o));
+	/* str and bin share the layout of msgpack_object_bin: size then ptr. */
+	uint32_t n = f->type == F_STR ? o->via.str.size : o->via.bin.size;
+	if (n > f->max)
+		return cua_err_set(err, CUA_ETOO_LARGE, "%s.%s: %u bytes exceed the limit of %llu", s->name, f->name, n,
+				   (unsigned long long)f->max);
+	cua_bytes *b = (cua_bytes *)(base + f->off);
+	b->ptr = f->type == F_STR ? (const void *)o->via.str.ptr : (const void *)o->via.bin.ptr;
+	b->len = n;
+	return 0;
+}
+
+/* F_DIM3: [x, y, z] of uint32 into uint32_t[3]. */
+static int
+dec_dim3(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, cua_err *err)
+{
+	uint64_t v;
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected [x, y, z], got %s", s->name, f->name,
+				   type_name(o));
+	uint32_t *d = (uint32_t *)(base + f->off);
+	for (int i = 0; i < 3; i++) {
+		if (dec_u64(&o->via.array.ptr[i], UINT32_MAX, &v) != 0)
+			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s[%d]: expected uint32, got %s", s->name, f->name,
+					   i, type_name(&o->via.array.ptr[i]));
+		d[i] = (uint32_t)v;
+	}
+	return 0;
+}
+
+/* Element i of an ARGS array: bin (passed by value) or uint (a device pointer). */
+static int
+dec_launch_arg(const struct schema *s, const struct field *f, uint32_t i, const msgpack_object *e, cua_wire_arg *a,
+	       cua_err *err)
+{
+	if (e->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		a->kind = CUA_ARG_DEVPTR;
+		a->devptr = e->via.u64;
+	} else if (e->type == MSGPACK_OBJECT_BIN && e->via.bin.size >= 1 && e->via.bin.size <= CUA_MAX_ARG_BYTES) {
+		a->kind = CUA_ARG_BYTES;
+		a->bytes.ptr = e->via.bin.ptr;
+		a->bytes.len = e->via.bin.size;
+	} else {
+		return cua_err_set(err, CUA_EPROTOCOL,
+				   "%s.%s[%u]: expected bin of 1..%u bytes or uint device pointer, got %s", s->name,
+				   f->name, i, CUA_MAX_ARG_BYTES, type_name(e));
+	}
+	return 0;
+}
+
+/* F_ARRAY: up to f->max elements, zeroed and allocated in z; each a nested struct (f->sub) or, when f->sub is
+ * NULL, a launch argument. The pointer and count are stored only once every element decoded. */
+static int
+dec_array(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, msgpack_zone *z,
+	  cua_err *err)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected array, got %s", s->name, f->name, type_name(o));
+	uint32_t n = o->via.array.size;
+	if (n > f->max)
+		return cua_err_set(err, CUA_ETOO_LARGE, "%s.%s: %u elements exceed the limit of %llu", s->name, f->name,
+				   n, (unsigned long long)f->max);
+	char *items = NULL;
+	if (n > 0) {
+		items = msgpack_zone_malloc(z, (size_t)n * f->elem_size);
+		if (items == NULL)
+			return cua_err_set(err, CUA_ENOMEM, "%s.%s: out of memory", s->name, f->name);
+		memset(items, 0, (size_t)n * f->elem_size);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const msgpack_object *e = &o->via.array.ptr[i];
+		char *ebase = items + (size_t)i * f->elem_size;
+		int r;
+		if (f->sub == NULL)
+			r = dec_launch_arg(s, f, i, e, (cua_wire_arg *)ebase, err);
+		else
+			r = dec_struct(f->sub, e, ebase, z, err);
+		if (r != 0)
+			return r;
+	}
+	*(void **)(base + f->off) = items;
+	*(uint32_t *)(base + f->off2) = n;
+	return 0;
+}
+
+/* F_UNION: [kind, body], the body decoded by the schema that f's ucase table gives for kind. */
+static int
+dec_union(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, msgpack_zone *z,
+	  cua_err *err)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s: expected [kind, body], got %s", s->name, type_name(o));
+	if (o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return cua_err_set(err, CUA_EPROTOCOL, "%s.kind: expected uint, got %s", s->name,
+				   type_name(&o->via.array.ptr[0]));
+	uint64_t kind = o->via.array.ptr[0].via.u64;
+	const struct ucase *cases = f->sub;
+	for (size_t i = 0; i < f->elem_size; i++) {
+		if (cases[i].kind == kind) {
+			*(uint32_t *)(base + f->off) = (uint32_t)kind;
+			return dec_struct(cases[i].s, &o->via.array.ptr[1], base + f->off2, z, err);
+		}
+	}
+	return cua_err_set(err, CUA_EPROTOCOL, "%s.kind: %llu is not an item kind", s->name, (unsigned long long)kind);
+}
+
+/* Decodes o as field f of schema s into the struct at base; arrays are allocated in z. */
 static int
 dec_field(const struct schema *s, const struct field *f, const msgpack_object *o, char *base, msgpack_zone *z,
 	  cua_err *err)
 {
-	uint64_t v;
 	switch (f->type) {
 	case F_U32:
-	case F_U64:
-		if (dec_u64(o, f->max, &v) != 0)
-			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected uint <= %llu, got %s", s->name, f->name,
-					   (unsigned long long)f->max, type_name(o));
-		if (f->type == F_U32)
-			*(uint32_t *)(base + f->off) = (uint32_t)v;
-		else
-			*(uint64_t *)(base + f->off) = v;
-		return 0;
-	case F_I32: {
-		int64_t iv;
-		if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT32_MAX)
-			iv = (int64_t)o->via.u64;
-		else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 >= INT32_MIN)
-			iv = o->via.i64;
-		else
-			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected int32, got %s", s->name, f->name,
-					   type_name(o));
-		*(int32_t *)(base + f->off) = (int32_t)iv;
-		return 0;
-	}
-	case F_BOOL:
-		if (o->type != MSGPACK_OBJECT_BOOLEAN)
-			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected bool, got %s", s->name, f->name,
-					   type_name(o));
-		*(bool *)(base + f->off) = o->via.boolean;
-		return 0;
+	case F_U64: return dec_uint(s, f, o, base, err);
+	case F_I32: return dec_int32(s, f, o, base, err);
+	case F_BOOL: return dec_bool(s, f, o, base, err);
 	case F_STR:
-	case F_BIN: {
-		int want = f->type == F_STR ? MSGPACK_OBJECT_STR : MSGPACK_OBJECT_BIN;
-		if ((int)o->type != want)
-			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected %s, got %s", s->name, f->name,
-					   f->type == F_STR ? "str" : "bin", type_name(o));
-		/* str and bin share the layout of msgpack_object_bin: size then ptr. */
-		uint32_t n = f->type == F_STR ? o->via.str.size : o->via.bin.size;
-		if (n > f->max)
-			return cua_err_set(err, CUA_ETOO_LARGE, "%s.%s: %u bytes exceed the limit of %llu", s->name,
-					   f->name, n, (unsigned long long)f->max);
-		cua_bytes *b = (cua_bytes *)(base + f->off);
-		b->ptr = f->type == F_STR ? (const void *)o->via.str.ptr : (const void *)o->via.bin.ptr;
-		b->len = n;
-		return 0;
-	}
-	case F_DIM3: {
-		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
-			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected [x, y, z], got %s", s->name, f->name,
-					   type_name(o));
-		uint32_t *d = (uint32_t *)(base + f->off);
-		for (int i = 0; i < 3; i++) {
-			if (dec_u64(&o->via.array.ptr[i], UINT32_MAX, &v) != 0)
-				return cua_err_set(err, CUA_EPROTOCOL, "%s.%s[%d]: expected uint32, got %s", s->name,
-						   f->name, i, type_name(&o->via.array.ptr[i]));
-			d[i] = (uint32_t)v;
-		}
-		return 0;
-	}
-	case F_ARRAY: {
-		if (o->type != MSGPACK_OBJECT_ARRAY)
-			return cua_err_set(err, CUA_EPROTOCOL, "%s.%s: expected array, got %s", s->name, f->name,
-					   type_name(o));
-		uint32_t n = o->via.array.size;
-		if (n > f->max)
-			return cua_err_set(err, CUA_ETOO_LARGE, "%s.%s: %u elements exceed the limit of %llu", s->name,
-					   f->name, n, (unsigned long long)f->max);
-		char *items = NULL;
-		if (n > 0) {
-			items = msgpack_zone_malloc(z, (size_t)n * f->elem_size);
-			if (items == NULL)
-				return cua_err_set(err, CUA_ENOMEM, "%s.%s: out of memory", s->name, f->name);
-			memset(items, 0, (size_t)n * f->elem_size);
-		}
-		for (uint32_t i = 0; i < n; i++) {
-			const msgpack_object *e = &o->via.array.ptr[i];
-			char *ebase = items + (size_t)i * f->elem_size;
-			int r;
-			if (f->sub == NULL) { /* launch argument: bin (by value) or uint (device pointer) */
-				cua_wire_arg *a = (cua_wire_arg *)ebase;
-				if (e->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-					a->kind = CUA_ARG_DEVPTR;
-					a->devptr = e->via.u64;
-				} else if (e->type == MSGPACK_OBJECT_BIN && e->via.bin.size >= 1 &&
-					   e->via.bin.size <= CUA_MAX_ARG_BYTES) {
-					a->kind = CUA_ARG_BYTES;
-					a->bytes.ptr = e->via.bin.ptr;
-					a->bytes.len = e->via.bin.size;
-				} else {
-					return cua_err_set(err, CUA_EPROTOCOL,
-							   "%s.%s[%u]: expected bin of 1..%u bytes or uint device pointer, got %s",
-							   s->name, f->name, i, CUA_MAX_ARG_BYTES, type_name(e));
-				}
-				continue;
-			}
-			if ((r = dec_struct(f->sub, e, ebase, z, err)) != 0)
-				return r;
-		}
-		*(void **)(base + f->off) = items;
-		*(uint32_t *)(base + f->off2) = n;
-		return 0;
-	}
-	case F_STRUCT:
-		return dec_struct(f->sub, o, base + f->off, z, err);
-	case F_UNION: {
-		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2)
-			return cua_err_set(err, CUA_EPROTOCOL, "%s: expected [kind, body], got %s", s->name, type_name(o));
-		if (o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			return cua_err_set(err, CUA_EPROTOCOL, "%s.kind: expected uint, got %s", s->name,
-					   type_name(&o->via.array.ptr[0]));
-		uint64_t kind = o->via.array.ptr[0].via.u64;
-		const struct ucase *cases = f->sub;
-		for (size_t i = 0; i < f->elem_size; i++) {
-			if (cases[i].kind == kind) {
-				*(uint32_t *)(base + f->off) = (uint32_t)kind;
-				return dec_struct(cases[i].s, &o->via.array.ptr[1], base + f->off2, z, err);
-			}
-		}
-		return cua_err_set(err, CUA_EPROTOCOL, "%s.kind: %llu is not an item kind", s->name,
-				   (unsigned long long)kind);
-	}
+	case F_BIN: return dec_bytes(s, f, o, base, err);
+	case F_DIM3: return dec_dim3(s, f, o, base, err);
+	case F_ARRAY: return dec_array(s, f, o, base, z, err);
+	case F_STRUCT: return dec_struct(f->sub, o, base + f->off, z, err);
+	case F_UNION: return dec_union(s, f, o, base, z, err);
 	}
 	return cua_err_set(err, CUA_EINTERNAL, "%s.%s: bad schema", s->name, f->name);
 }
