@@ -37,13 +37,14 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-#define DIE(call)                                                                                            \
-	do {                                                                                                 \
-		int rc_ = (call);                                                                            \
-		if (rc_) {                                                                                   \
-			fprintf(stderr, "cuasync-bench: %s: %s: %s\n", #call, cua_strerror_name(rc_), cua_last_error()); \
-			exit(1);                                                                             \
-		}                                                                                            \
+#define DIE(call)                                                                                                      \
+	do {                                                                                                           \
+		int rc_ = (call);                                                                                      \
+		if (rc_) {                                                                                             \
+			fprintf(stderr, "cuasync-bench: %s: %s: %s\n", #call, cua_strerror_name(rc_),                  \
+				cua_last_error());                                                                     \
+			exit(1);                                                                                       \
+		}                                                                                                      \
 	} while (0)
 
 static cua_function

@@ -119,7 +119,8 @@ static void
 attach_future(cua_batch *b, cua_future *f)
 {
 	struct cuac_pending *p;
-	TAILQ_FOREACH(p, &b->items, link) {
+	TAILQ_FOREACH(p, &b->items, link)
+	{
 		p->fut = f;
 		if (p->item.kind != CUA_OP_MEMCPY_DTOH)
 			continue;

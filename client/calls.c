@@ -264,7 +264,8 @@ cua_function_get_params(cua_client *c, cua_function f, uint32_t *n, uint32_t *of
 	int r = cuac_fail(CUA_ENOT_FOUND, "function 0x%llx was not looked up by this client", (unsigned long long)f.id);
 	struct cuac_layout *fl;
 	pthread_mutex_lock(&c->lock);
-	LIST_FOREACH(fl, &c->layouts, link) {
+	LIST_FOREACH(fl, &c->layouts, link)
+	{
 		if (fl->id != f.id)
 			continue;
 		for (uint32_t i = 0; i < fl->n && offsets && sizes; i++) {

@@ -23,36 +23,37 @@ extern "C" {
 #endif
 
 /* X(code, NAME, value, advice). Values are wire values (proto/PROTOCOL.md) and never change. */
-#define CUA_ERROR_TABLE(X)                                                                                   \
-	X(CUA_OK, "OK", 0, "success")                                                                        \
-	X(CUA_EINTERNAL, "INTERNAL", 1, "internal error in cuasyncd; please report it with the daemon log")  \
-	X(CUA_EPROTOCOL, "PROTOCOL", 2, "malformed message: the request does not follow PROTOCOL.md")      \
-	X(CUA_EVERSION, "VERSION", 3, "unsupported protocol version: upgrade the client or the daemon")     \
-	X(CUA_EUNKNOWN_OP, "UNKNOWN_OP", 4, "unknown request kind: the daemon is older than the client")    \
-	X(CUA_EBAD_ARGUMENT, "BAD_ARGUMENT", 5, "invalid argument: check the values passed to the call")    \
-	X(CUA_ENOT_FOUND, "NOT_FOUND", 6, "no such object in this session: the handle is unknown or was freed") \
-	X(CUA_ECONTEXT_LOST, "CONTEXT_LOST", 7,                                                              \
-	  "the GPU context was lost (a fault or worker restart); recreate modules, memory and streams")      \
-	X(CUA_EQUOTA, "QUOTA", 8, "session quota exceeded: free objects or raise the daemon's limits")       \
-	X(CUA_EPDL_UNSUPPORTED, "PDL_UNSUPPORTED", 9,                                                        \
-	  "programmatic dependent launch is not supported by the target device")                            \
-	X(CUA_ENOMEM, "NO_MEMORY", 10, "out of memory: free memory or ask for less")                         \
-	X(CUA_EDEVICE, "DEVICE", 11, "the device reported an error; the message names the CUDA error")     \
-	X(CUA_ETOO_LARGE, "TOO_LARGE", 12, "message or value exceeds a protocol limit: split the request")  \
-	X(CUA_ETIMEOUT, "TIMEOUT", 13, "timed out waiting for the daemon: is cuasyncd running and responsive?") \
-	X(CUA_ETRANSPORT, "TRANSPORT", 14, "cannot talk to cuasyncd: check the URL ($CUASYNC_URL) and that the daemon runs") \
-	X(CUA_ECLOSED, "CLOSED", 15, "the connection or object is closed")                                    \
-	X(CUA_ENO_SESSION, "NO_SESSION", 16, "no session on this connection: send hello first")              \
-	X(CUA_EBUSY, "BUSY", 17, "the object is in use by work in flight: synchronize first")                \
-	X(CUA_ENO_DEVICE, "NO_DEVICE", 18, "no usable device: see the daemon log for why")                   \
-	X(CUA_EUNSUPPORTED, "UNSUPPORTED", 19, "not supported by this backend or build")                     \
+#define CUA_ERROR_TABLE(X)                                                                                             \
+	X(CUA_OK, "OK", 0, "success")                                                                                  \
+	X(CUA_EINTERNAL, "INTERNAL", 1, "internal error in cuasyncd; please report it with the daemon log")            \
+	X(CUA_EPROTOCOL, "PROTOCOL", 2, "malformed message: the request does not follow PROTOCOL.md")                  \
+	X(CUA_EVERSION, "VERSION", 3, "unsupported protocol version: upgrade the client or the daemon")                \
+	X(CUA_EUNKNOWN_OP, "UNKNOWN_OP", 4, "unknown request kind: the daemon is older than the client")               \
+	X(CUA_EBAD_ARGUMENT, "BAD_ARGUMENT", 5, "invalid argument: check the values passed to the call")               \
+	X(CUA_ENOT_FOUND, "NOT_FOUND", 6, "no such object in this session: the handle is unknown or was freed")        \
+	X(CUA_ECONTEXT_LOST, "CONTEXT_LOST", 7,                                                                        \
+	  "the GPU context was lost (a fault or worker restart); recreate modules, memory and streams")                \
+	X(CUA_EQUOTA, "QUOTA", 8, "session quota exceeded: free objects or raise the daemon's limits")                 \
+	X(CUA_EPDL_UNSUPPORTED, "PDL_UNSUPPORTED", 9,                                                                  \
+	  "programmatic dependent launch is not supported by the target device")                                       \
+	X(CUA_ENOMEM, "NO_MEMORY", 10, "out of memory: free memory or ask for less")                                   \
+	X(CUA_EDEVICE, "DEVICE", 11, "the device reported an error; the message names the CUDA error")                 \
+	X(CUA_ETOO_LARGE, "TOO_LARGE", 12, "message or value exceeds a protocol limit: split the request")             \
+	X(CUA_ETIMEOUT, "TIMEOUT", 13, "timed out waiting for the daemon: is cuasyncd running and responsive?")        \
+	X(CUA_ETRANSPORT, "TRANSPORT", 14,                                                                             \
+	  "cannot talk to cuasyncd: check the URL ($CUASYNC_URL) and that the daemon runs")                            \
+	X(CUA_ECLOSED, "CLOSED", 15, "the connection or object is closed")                                             \
+	X(CUA_ENO_SESSION, "NO_SESSION", 16, "no session on this connection: send hello first")                        \
+	X(CUA_EBUSY, "BUSY", 17, "the object is in use by work in flight: synchronize first")                          \
+	X(CUA_ENO_DEVICE, "NO_DEVICE", 18, "no usable device: see the daemon log for why")                             \
+	X(CUA_EUNSUPPORTED, "UNSUPPORTED", 19, "not supported by this backend or build")                               \
 	X(CUA_EMODULE, "MODULE", 20, "the module image was rejected; the message holds the JIT/loader log")
 
 enum cua_status {
 #define CUA_X_ENUM(code, name, value, msg) code = value,
 	CUA_ERROR_TABLE(CUA_X_ENUM)
 #undef CUA_X_ENUM
-	CUA_ERROR_COUNT
+		CUA_ERROR_COUNT
 };
 
 /* Stable upper-case name of a status ("CONTEXT_LOST"), "UNKNOWN" for others. Never NULL. */
@@ -68,9 +69,15 @@ typedef struct cua_launch cua_launch;
 typedef struct cua_batch cua_batch;
 typedef struct cua_future cua_future;
 /* Typed handles: the compiler refuses a module where a stream is wanted. {0} is "none". */
-typedef struct cua_module { uint64_t id; } cua_module;
-typedef struct cua_function { uint64_t id; } cua_function;
-typedef struct cua_stream { uint64_t id; } cua_stream; /* {0}: the daemon's stream pool */
+typedef struct cua_module {
+	uint64_t id;
+} cua_module;
+typedef struct cua_function {
+	uint64_t id;
+} cua_function;
+typedef struct cua_stream {
+	uint64_t id;
+} cua_stream; /* {0}: the daemon's stream pool */
 typedef uint64_t cua_deviceptr;
 
 #define CUA_STREAM_DEFAULT ((cua_stream){0})

@@ -60,7 +60,8 @@ static void
 flight_fail(cua_client *c, struct flight *fl, int status, const char *msg)
 {
 	struct cuac_pending *p;
-	TAILQ_FOREACH(p, &fl->items, link) {
+	TAILQ_FOREACH(p, &fl->items, link)
+	{
 		if (p->fut)
 			cuac_future_item_done(p->fut, p->fut_idx, status, msg, strlen(msg));
 		else
@@ -74,7 +75,8 @@ flight_results(cua_client *c, struct flight *fl, const struct cua_rep_batch *rb)
 {
 	struct cuac_pending *p;
 	size_t i = 0;
-	TAILQ_FOREACH(p, &fl->items, link) {
+	TAILQ_FOREACH(p, &fl->items, link)
+	{
 		const cua_item_result *res = &rb->results[i++];
 		if (p->fut == NULL) {
 			defer_locked(c, (int)res->status, res->message.ptr, res->message.len);
@@ -124,7 +126,8 @@ batch_request(const struct flight *fl, struct cua_req_batch *b, cua_batch_item *
 	bool no_wait = true;
 	size_t nargs = 0, i = 0, a = 0;
 
-	TAILQ_FOREACH(p, &fl->items, link) {
+	TAILQ_FOREACH(p, &fl->items, link)
+	{
 		no_wait &= p->fut == NULL;
 		if (p->launch)
 			nargs += p->launch->nargs;
@@ -133,7 +136,8 @@ batch_request(const struct flight *fl, struct cua_req_batch *b, cua_batch_item *
 	*args = calloc(nargs ? nargs : 1, sizeof(**args));
 	if (*items == NULL || *args == NULL)
 		return CUA_ENOMEM;
-	TAILQ_FOREACH(p, &fl->items, link) {
+	TAILQ_FOREACH(p, &fl->items, link)
+	{
 		cua_batch_item *bi = &(*items)[i++];
 		*bi = p->item;
 		if (p->item.kind == CUA_OP_MEMCPY_HTOD && p->launch == NULL)

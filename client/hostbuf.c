@@ -98,8 +98,8 @@ cua_host_free(cua_client *c, void *p)
 	struct cuac_hostbuf *hb;
 	pthread_mutex_lock(&c->lock);
 	LIST_FOREACH(hb, &c->hostbufs, link)
-		if (hb->p == p)
-			break;
+	if (hb->p == p)
+		break;
 	if (hb != NULL)
 		LIST_REMOVE(hb, link);
 	pthread_mutex_unlock(&c->lock);
@@ -118,7 +118,8 @@ cuac_host_lookup(cua_client *c, const void *p, size_t len, uint64_t *handle, uin
 	struct cuac_hostbuf *hb;
 	int found = 0;
 	pthread_mutex_lock(&c->lock);
-	LIST_FOREACH(hb, &c->hostbufs, link) {
+	LIST_FOREACH(hb, &c->hostbufs, link)
+	{
 		if (q >= hb->p && (size_t)(q - hb->p) <= hb->len && len <= hb->len - (size_t)(q - hb->p)) {
 			*handle = hb->handle;
 			*off = (uint64_t)(q - hb->p);

@@ -86,9 +86,9 @@ struct cua_batch {
 	size_t n;
 };
 
-struct cuac_transport;     /* transport.c: the NNG socket and its sequence numbers */
-struct cuac_layout;        /* calls.c: a function's parameter layout */
-struct cuac_hostbuf;       /* hostbuf.c: one memfd buffer */
+struct cuac_transport; /* transport.c: the NNG socket and its sequence numbers */
+struct cuac_layout;    /* calls.c: a function's parameter layout */
+struct cuac_hostbuf;   /* hostbuf.c: one memfd buffer */
 LIST_HEAD(cuac_layouts, cuac_layout);
 LIST_HEAD(cuac_hostbufs, cuac_hostbuf);
 

@@ -89,16 +89,56 @@ push(cua_launch *l, const void *v, size_t size, uint8_t kind)
 	return 0;
 }
 
-int cua_launch_push_arg(cua_launch *l, const void *value, size_t size) { return push(l, value, size, CUA_ARG_BYTES); }
-int cua_launch_push_u8(cua_launch *l, uint8_t v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_u16(cua_launch *l, uint16_t v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_u32(cua_launch *l, uint32_t v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_u64(cua_launch *l, uint64_t v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_i32(cua_launch *l, int32_t v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_i64(cua_launch *l, int64_t v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_f32(cua_launch *l, float v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_f64(cua_launch *l, double v) { return push(l, &v, sizeof(v), CUA_ARG_BYTES); }
-int cua_launch_push_device_ptr(cua_launch *l, cua_deviceptr p) { return push(l, &p, sizeof(p), CUA_ARG_DEVPTR); }
+int
+cua_launch_push_arg(cua_launch *l, const void *value, size_t size)
+{
+	return push(l, value, size, CUA_ARG_BYTES);
+}
+int
+cua_launch_push_u8(cua_launch *l, uint8_t v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_u16(cua_launch *l, uint16_t v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_u32(cua_launch *l, uint32_t v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_u64(cua_launch *l, uint64_t v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_i32(cua_launch *l, int32_t v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_i64(cua_launch *l, int64_t v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_f32(cua_launch *l, float v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_f64(cua_launch *l, double v)
+{
+	return push(l, &v, sizeof(v), CUA_ARG_BYTES);
+}
+int
+cua_launch_push_device_ptr(cua_launch *l, cua_deviceptr p)
+{
+	return push(l, &p, sizeof(p), CUA_ARG_DEVPTR);
+}
 
 int
 cua_launch_set_config(cua_launch *l, cua_launch_config cfg)

@@ -213,7 +213,7 @@ roundtrip(cua_client *c, nng_ctx ctx, nng_aio *aio, nng_msg **m, bool ordered)
 	nng_aio_wait(aio);
 	if ((rv = nng_aio_result(aio)) != 0)
 		return cuac_fail(nng_status(rv), "sending to cuasyncd: %s", nng_strerror(rv)); /* *m still ours */
-	*m = NULL; /* transferred */
+	*m = NULL;                                                                             /* transferred */
 	nng_ctx_recv(ctx, aio);
 	nng_aio_wait(aio);
 	if ((rv = nng_aio_result(aio)) != 0)

@@ -42,8 +42,16 @@ void cua_arena_fini(cua_arena *a);
  * failure the arena is unchanged. */
 int cua_arena_push(cua_arena *a, const void *value, size_t size);
 
-static inline size_t cua_arena_count(const cua_arena *a) { return a->nargs; }
-static inline bool cua_arena_on_heap(const cua_arena *a) { return a->heap_values != NULL; }
+static inline size_t
+cua_arena_count(const cua_arena *a)
+{
+	return a->nargs;
+}
+static inline bool
+cua_arena_on_heap(const cua_arena *a)
+{
+	return a->heap_values != NULL;
+}
 
 /* Value of argument i (< count): its first byte, 16-byte aligned. Valid until the next push or fini. */
 static inline const void *

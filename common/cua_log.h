@@ -16,10 +16,10 @@ void cua_log_set_ident(const char *ident);
 
 void cua_log_emit(int level, const char *func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-#define cua_log_(lvl, ...)                                                                                   \
-	do {                                                                                                 \
-		if ((lvl) <= cua_log_get_level())                                                            \
-			cua_log_emit((lvl), __func__, __LINE__, __VA_ARGS__);                                \
+#define cua_log_(lvl, ...)                                                                                             \
+	do {                                                                                                           \
+		if ((lvl) <= cua_log_get_level())                                                                      \
+			cua_log_emit((lvl), __func__, __LINE__, __VA_ARGS__);                                          \
 	} while (0)
 #define log_error(...) cua_log_(CUA_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) cua_log_(CUA_LOG_WARN, __VA_ARGS__)

@@ -29,44 +29,44 @@
 #define CUA_MAX_PING 1024u
 
 /* ---- request kinds (the "op" of every message) ---- */
-#define CUA_OP_TABLE(X)                                                                                      \
-	X(HELLO, 1)                                                                                          \
-	X(PING, 2)                                                                                           \
-	X(DEVICES, 3)                                                                                        \
-	X(MODULE_LOAD, 4)                                                                                    \
-	X(MODULE_UNLOAD, 5)                                                                                  \
-	X(FUNCTION_GET, 6)                                                                                   \
-	X(MEM_ALLOC, 7)                                                                                      \
-	X(MEM_FREE, 8)                                                                                       \
-	X(MEMCPY_HTOD, 9)                                                                                    \
-	X(MEMCPY_DTOH, 10)                                                                                   \
-	X(MEMCPY_DTOD, 11)                                                                                   \
-	X(MEMSET, 12)                                                                                        \
-	X(STREAM_CREATE, 13)                                                                                 \
-	X(STREAM_DESTROY, 14)                                                                                \
-	X(STREAM_SYNC, 15)                                                                                   \
-	X(LAUNCH, 16)                                                                                        \
-	X(BATCH, 17)                                                                                         \
-	X(SYNCHRONIZE, 18)                                                                                   \
-	X(STATUS, 19)                                                                                        \
-	X(HOST_REGISTER, 20)                                                                                 \
-	X(HOST_UNREGISTER, 21)                                                                               \
-	X(MEMCPY_HTOD_HOST, 22)                                                                              \
+#define CUA_OP_TABLE(X)                                                                                                \
+	X(HELLO, 1)                                                                                                    \
+	X(PING, 2)                                                                                                     \
+	X(DEVICES, 3)                                                                                                  \
+	X(MODULE_LOAD, 4)                                                                                              \
+	X(MODULE_UNLOAD, 5)                                                                                            \
+	X(FUNCTION_GET, 6)                                                                                             \
+	X(MEM_ALLOC, 7)                                                                                                \
+	X(MEM_FREE, 8)                                                                                                 \
+	X(MEMCPY_HTOD, 9)                                                                                              \
+	X(MEMCPY_DTOH, 10)                                                                                             \
+	X(MEMCPY_DTOD, 11)                                                                                             \
+	X(MEMSET, 12)                                                                                                  \
+	X(STREAM_CREATE, 13)                                                                                           \
+	X(STREAM_DESTROY, 14)                                                                                          \
+	X(STREAM_SYNC, 15)                                                                                             \
+	X(LAUNCH, 16)                                                                                                  \
+	X(BATCH, 17)                                                                                                   \
+	X(SYNCHRONIZE, 18)                                                                                             \
+	X(STATUS, 19)                                                                                                  \
+	X(HOST_REGISTER, 20)                                                                                           \
+	X(HOST_UNREGISTER, 21)                                                                                         \
+	X(MEMCPY_HTOD_HOST, 22)                                                                                        \
 	X(MEMCPY_DTOH_HOST, 23)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
 	CUA_OP_TABLE(CUA_X_OP)
 #undef CUA_X_OP
-	CUA_OP_MAX
+		CUA_OP_MAX
 };
 
 /* Name of an op ("LAUNCH"), or NULL when unknown. */
 const char *cua_op_name(uint32_t op);
 
 /* ---- flags ---- */
-#define CUA_LAUNCH_PDL (1u << 0)          /* programmatic dependent launch (sm_90+) */
-#define CUA_FLAG_NO_WAIT (1u << 1)        /* fire-and-forget: reply at acceptance; errors at SYNCHRONIZE */
+#define CUA_LAUNCH_PDL (1u << 0)   /* programmatic dependent launch (sm_90+) */
+#define CUA_FLAG_NO_WAIT (1u << 1) /* fire-and-forget: reply at acceptance; errors at SYNCHRONIZE */
 #define CUA_LAUNCH_FLAGS_ALL (CUA_LAUNCH_PDL | CUA_FLAG_NO_WAIT)
 
 /* Module image formats (MODULE_LOAD.format); AUTO sniffs the image. */
@@ -84,11 +84,31 @@ cua_handle_make(unsigned kind, unsigned dev, uint32_t gen, unsigned tag, uint32_
 	return ((uint64_t)(kind & 0xfu) << 60) | ((uint64_t)(dev & 0xffu) << 52) |
 	       ((uint64_t)(gen & CUA_HANDLE_GEN_MASK) << 40) | ((uint64_t)(tag & 0xffffu) << 24) | (slot & 0xffffffu);
 }
-static inline unsigned cua_handle_kind(uint64_t h) { return (unsigned)(h >> 60) & 0xfu; }
-static inline unsigned cua_handle_dev(uint64_t h) { return (unsigned)(h >> 52) & 0xffu; }
-static inline uint32_t cua_handle_gen(uint64_t h) { return (uint32_t)(h >> 40) & CUA_HANDLE_GEN_MASK; }
-static inline unsigned cua_handle_tag(uint64_t h) { return (unsigned)(h >> 24) & 0xffffu; }
-static inline uint32_t cua_handle_slot(uint64_t h) { return (uint32_t)h & 0xffffffu; }
+static inline unsigned
+cua_handle_kind(uint64_t h)
+{
+	return (unsigned)(h >> 60) & 0xfu;
+}
+static inline unsigned
+cua_handle_dev(uint64_t h)
+{
+	return (unsigned)(h >> 52) & 0xffu;
+}
+static inline uint32_t
+cua_handle_gen(uint64_t h)
+{
+	return (uint32_t)(h >> 40) & CUA_HANDLE_GEN_MASK;
+}
+static inline unsigned
+cua_handle_tag(uint64_t h)
+{
+	return (unsigned)(h >> 24) & 0xffffu;
+}
+static inline uint32_t
+cua_handle_slot(uint64_t h)
+{
+	return (uint32_t)h & 0xffffffu;
+}
 
 /* ---- decoded message parts ---- */
 
@@ -121,7 +141,11 @@ typedef struct cua_wire_device {
 	uint32_t generation;
 } cua_wire_device;
 
-struct cua_req_hello { uint32_t min_version, max_version; cua_bytes client; uint32_t pid; };
+struct cua_req_hello {
+	uint32_t min_version, max_version;
+	cua_bytes client;
+	uint32_t pid;
+};
 struct cua_rep_hello {
 	uint32_t version;
 	uint64_t session;
@@ -129,25 +153,79 @@ struct cua_rep_hello {
 	uint64_t max_message;
 	uint32_t max_batch, max_args, devices;
 };
-struct cua_req_ping { uint64_t nonce; };
-struct cua_rep_ping { uint64_t nonce; };
-struct cua_rep_devices { cua_wire_device *devices; uint32_t ndevices; };
-struct cua_req_module_load { uint32_t device; uint32_t format; cua_bytes image; };
-struct cua_rep_module_load { uint64_t module; };
-struct cua_req_module_unload { uint64_t module; };
-struct cua_req_function_get { uint64_t module; cua_bytes name; };
-struct cua_rep_function_get { uint64_t function; cua_param_info *params; uint32_t nparams; };
-struct cua_req_mem_alloc { uint32_t device; uint64_t bytes; };
-struct cua_rep_mem_alloc { uint64_t ptr; };
-struct cua_req_mem_free { uint64_t ptr; };
-struct cua_req_memcpy_htod { uint64_t dst; uint64_t stream; cua_bytes data; };
-struct cua_req_memcpy_dtoh { uint64_t src; uint64_t bytes; uint64_t stream; };
-struct cua_rep_memcpy_dtoh { cua_bytes data; };
-struct cua_req_memcpy_dtod { uint64_t dst, src, bytes, stream; };
-struct cua_req_memset { uint64_t dst; uint32_t value, width; uint64_t count; uint64_t stream; };
-struct cua_req_stream_create { uint32_t device; int32_t priority; uint32_t flags; };
-struct cua_rep_stream_create { uint64_t stream; };
-struct cua_req_stream { uint64_t stream; }; /* STREAM_DESTROY, STREAM_SYNC */
+struct cua_req_ping {
+	uint64_t nonce;
+};
+struct cua_rep_ping {
+	uint64_t nonce;
+};
+struct cua_rep_devices {
+	cua_wire_device *devices;
+	uint32_t ndevices;
+};
+struct cua_req_module_load {
+	uint32_t device;
+	uint32_t format;
+	cua_bytes image;
+};
+struct cua_rep_module_load {
+	uint64_t module;
+};
+struct cua_req_module_unload {
+	uint64_t module;
+};
+struct cua_req_function_get {
+	uint64_t module;
+	cua_bytes name;
+};
+struct cua_rep_function_get {
+	uint64_t function;
+	cua_param_info *params;
+	uint32_t nparams;
+};
+struct cua_req_mem_alloc {
+	uint32_t device;
+	uint64_t bytes;
+};
+struct cua_rep_mem_alloc {
+	uint64_t ptr;
+};
+struct cua_req_mem_free {
+	uint64_t ptr;
+};
+struct cua_req_memcpy_htod {
+	uint64_t dst;
+	uint64_t stream;
+	cua_bytes data;
+};
+struct cua_req_memcpy_dtoh {
+	uint64_t src;
+	uint64_t bytes;
+	uint64_t stream;
+};
+struct cua_rep_memcpy_dtoh {
+	cua_bytes data;
+};
+struct cua_req_memcpy_dtod {
+	uint64_t dst, src, bytes, stream;
+};
+struct cua_req_memset {
+	uint64_t dst;
+	uint32_t value, width;
+	uint64_t count;
+	uint64_t stream;
+};
+struct cua_req_stream_create {
+	uint32_t device;
+	int32_t priority;
+	uint32_t flags;
+};
+struct cua_rep_stream_create {
+	uint64_t stream;
+};
+struct cua_req_stream {
+	uint64_t stream;
+}; /* STREAM_DESTROY, STREAM_SYNC */
 struct cua_req_launch {
 	uint64_t function;
 	uint32_t grid[3], block[3];
@@ -159,10 +237,23 @@ struct cua_req_launch {
 };
 
 /* Shared host memory (same host, ipc:// only): the client's memfd, mapped by the GPU worker. */
-struct cua_req_host_register { uint32_t device; uint32_t fd; uint64_t bytes; };
-struct cua_rep_host_register { uint64_t buffer; };
-struct cua_req_host_unregister { uint64_t buffer; };
-struct cua_req_memcpy_host { uint64_t dev_ptr; uint64_t stream; uint64_t buffer; uint64_t offset, bytes; };
+struct cua_req_host_register {
+	uint32_t device;
+	uint32_t fd;
+	uint64_t bytes;
+};
+struct cua_rep_host_register {
+	uint64_t buffer;
+};
+struct cua_req_host_unregister {
+	uint64_t buffer;
+};
+struct cua_req_memcpy_host {
+	uint64_t dev_ptr;
+	uint64_t stream;
+	uint64_t buffer;
+	uint64_t offset, bytes;
+};
 
 /* A batch item: one of LAUNCH, MEMCPY_HTOD, MEMCPY_DTOH, MEMCPY_DTOD, MEMSET, MEMCPY_HTOD_HOST,
  * MEMCPY_DTOH_HOST (kind = that op). */
@@ -177,14 +268,21 @@ typedef struct cua_batch_item {
 		struct cua_req_memcpy_host host;
 	} u;
 } cua_batch_item;
-struct cua_req_batch { uint32_t flags; cua_batch_item *items; uint32_t nitems; };
+struct cua_req_batch {
+	uint32_t flags;
+	cua_batch_item *items;
+	uint32_t nitems;
+};
 
 /* One result per batch item: its status, stable name, message, and data (DTOH items) or empty. */
 typedef struct cua_item_result {
 	uint32_t status;
 	cua_bytes name, message, data;
 } cua_item_result;
-struct cua_rep_batch { cua_item_result *results; uint32_t nresults; };
+struct cua_rep_batch {
+	cua_item_result *results;
+	uint32_t nresults;
+};
 
 typedef struct cua_wire_dev_status {
 	uint32_t index, generation, restarts, in_flight;

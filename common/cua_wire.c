@@ -12,9 +12,8 @@ const char *
 cua_op_name(uint32_t op)
 {
 	switch (op) {
-#define CUA_X_OPNAME(name, value)                                                                            \
-	case value:                                                                                          \
-		return #name;
+#define CUA_X_OPNAME(name, value)                                                                                      \
+	case value: return #name;
 		CUA_OP_TABLE(CUA_X_OPNAME)
 #undef CUA_X_OPNAME
 	}
@@ -70,6 +69,8 @@ walk_value(struct walk *w, unsigned depth)
 		goto array;
 	}
 	switch (t) {
+	/* the msgpack type bytes, two per row: */
+	/* clang-format off */
 	case 0xcc: case 0xd0: lenbytes = 1; goto scalar;
 	case 0xcd: case 0xd1: lenbytes = 2; goto scalar;
 	case 0xce: case 0xd2: lenbytes = 4; goto scalar;
@@ -77,17 +78,19 @@ walk_value(struct walk *w, unsigned depth)
 	case 0xc4: case 0xd9: lenbytes = 1; goto sized_blob;
 	case 0xc5: case 0xda: lenbytes = 2; goto sized_blob;
 	case 0xc6: case 0xdb: lenbytes = 4; goto sized_blob;
+	/* clang-format on */
 	case 0xdc: lenbytes = 2; goto sized_array;
 	case 0xdd: lenbytes = 4; goto sized_array;
-	default:
-		break;
+	default: break;
 	}
 	if ((t >= 0x80 && t <= 0x8f) || t == 0xde || t == 0xdf)
 		return cua_err_set(w->err, CUA_EPROTOCOL, "map at byte %zu: protocol v1 uses arrays only", w->off - 1);
 	if (t == 0xc0)
-		return cua_err_set(w->err, CUA_EPROTOCOL, "nil at byte %zu: protocol v1 has no optional fields", w->off - 1);
+		return cua_err_set(w->err, CUA_EPROTOCOL, "nil at byte %zu: protocol v1 has no optional fields",
+				   w->off - 1);
 	if (t == 0xca || t == 0xcb)
-		return cua_err_set(w->err, CUA_EPROTOCOL, "float at byte %zu: protocol v1 sends floats as bin", w->off - 1);
+		return cua_err_set(w->err, CUA_EPROTOCOL, "float at byte %zu: protocol v1 sends floats as bin",
+				   w->off - 1);
 	return cua_err_set(w->err, CUA_EPROTOCOL, "type byte 0x%02x at byte %zu is not used by protocol v1", t,
 			   w->off - 1);
 
@@ -103,7 +106,8 @@ sized_blob:
 	w->off += lenbytes;
 skip_blob:
 	if (blob > w->len - w->off)
-		return cua_err_set(w->err, CUA_EPROTOCOL, "str/bin of %llu bytes at byte %zu exceeds the %zu bytes left",
+		return cua_err_set(w->err, CUA_EPROTOCOL,
+				   "str/bin of %llu bytes at byte %zu exceeds the %zu bytes left",
 				   (unsigned long long)blob, w->off, w->len - w->off);
 	w->off += (size_t)blob;
 	return 0;
@@ -116,7 +120,8 @@ array:
 	if (depth + 1 > CUA_WIRE_MAX_DEPTH)
 		return cua_err_set(w->err, CUA_EPROTOCOL, "nesting deeper than %u", CUA_WIRE_MAX_DEPTH);
 	if (count > w->len - w->off)
-		return cua_err_set(w->err, CUA_EPROTOCOL, "array of %llu elements at byte %zu exceeds the %zu bytes left",
+		return cua_err_set(w->err, CUA_EPROTOCOL,
+				   "array of %llu elements at byte %zu exceeds the %zu bytes left",
 				   (unsigned long long)count, w->off, w->len - w->off);
 	if (count > CUA_WIRE_MAX_ARRAY)
 		return cua_err_set(w->err, CUA_ETOO_LARGE, "array of %llu elements exceeds the limit of %u",
@@ -168,6 +173,8 @@ struct schema {
 	const struct field *fields;
 };
 
+/* The schema tables read as tables: */
+/* clang-format off */
 #define U32(st, m, mx) {#m, F_U32, offsetof(st, m), 0, (mx), NULL, 0}
 #define U64(st, m) {#m, F_U64, offsetof(st, m), 0, UINT64_MAX, NULL, 0}
 #define I32(st, m) {#m, F_I32, offsetof(st, m), 0, 0, NULL, 0}
@@ -267,6 +274,8 @@ SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
        U64(struct cua_rep_status, errors),
        ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_wire_dev_status),
        NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts));
+
+/* clang-format on */
 
 /* One row per op: request body schema, reply body schema. */
 static const struct {
@@ -590,7 +599,8 @@ cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_
 		return r;
 	uint64_t seq;
 	if (dec_u64(&root->via.array.ptr[2], UINT64_MAX, &seq) != 0)
-		return cua_err_set(err, CUA_EPROTOCOL, "message.seq: expected uint64, got %s", type_name(&root->via.array.ptr[2]));
+		return cua_err_set(err, CUA_EPROTOCOL, "message.seq: expected uint64, got %s",
+				   type_name(&root->via.array.ptr[2]));
 	out->seq = seq;
 	return dec_struct(op_schemas[out->op].req, &root->via.array.ptr[3], (char *)&out->body, unp->zone, err);
 }
@@ -626,7 +636,8 @@ cua_wire_decode_reply(const void *buf, size_t len, cua_wire_reply *out, cua_err 
 	if (f[3].type != MSGPACK_OBJECT_STR || f[3].via.str.size > CUA_MAX_IDENT)
 		return cua_err_set(err, CUA_EPROTOCOL, "reply.name: expected str of <= %u bytes", CUA_MAX_IDENT);
 	if (f[4].type != MSGPACK_OBJECT_STR || f[4].via.str.size > CUA_MAX_MESSAGE_TEXT)
-		return cua_err_set(err, CUA_EPROTOCOL, "reply.message: expected str of <= %u bytes", CUA_MAX_MESSAGE_TEXT);
+		return cua_err_set(err, CUA_EPROTOCOL, "reply.message: expected str of <= %u bytes",
+				   CUA_MAX_MESSAGE_TEXT);
 	out->name.ptr = f[3].via.str.ptr;
 	out->name.len = f[3].via.str.size;
 	out->message.ptr = f[4].via.str.ptr;

@@ -71,7 +71,8 @@ plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q, st
 	if (q->width != 1 && q->width != 2 && q->width != 4)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "memset width must be 1, 2 or 4 bytes, not %u", q->width);
 	if (q->width < 4 && q->value >> (8 * q->width))
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "memset value 0x%x does not fit %u byte(s)", q->value, q->width);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "memset value 0x%x does not fit %u byte(s)", q->value,
+				   q->width);
 	if (q->count > UINT64_MAX / q->width)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "memset count overflows");
 	if ((rc = plan_range(fe, r, q->dst, q->count * q->width, &dev, e)) != 0 ||
@@ -94,12 +95,13 @@ plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_r
 		return rc;
 	if (q->offset > hb->size || q->bytes > hb->size - q->offset)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "[%llu, +%llu) is outside the %llu-byte host buffer",
-				   (unsigned long long)q->offset, (unsigned long long)q->bytes, (unsigned long long)hb->size);
+				   (unsigned long long)q->offset, (unsigned long long)q->bytes,
+				   (unsigned long long)hb->size);
 	if ((rc = plan_range(fe, r, q->dev_ptr, q->bytes, &dev, e)) != 0)
 		return rc;
 	if (hb->dev != dev)
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "host buffer is registered with device %u, the memory is on %d",
-				   hb->dev, dev);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "host buffer is registered with device %u, the memory is on %d", hb->dev, dev);
 	if ((rc = plan_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
 	return copy_cmd(r, it, op == CUA_OP_MEMCPY_HTOD_HOST ? WR_HTOD : WR_DTOH, sid, (uint32_t)hb->wid, q->dev_ptr,

@@ -25,8 +25,9 @@ open_memfd(int64_t pid, uint32_t cfd, uint64_t bytes, int *out, cua_err *e)
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		bool perm = errno == EACCES || errno == EPERM;
-		return cua_err_set(e, perm ? CUA_EUNSUPPORTED : CUA_EBAD_ARGUMENT, "cannot open the client's fd %u (%s)%s",
-				   cfd, strerror(errno), perm ? ": run cuasyncd as root or as the client's user" : "");
+		return cua_err_set(e, perm ? CUA_EUNSUPPORTED : CUA_EBAD_ARGUMENT,
+				   "cannot open the client's fd %u (%s)%s", cfd, strerror(errno),
+				   perm ? ": run cuasyncd as root or as the client's user" : "");
 	}
 	int seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
@@ -34,7 +35,8 @@ open_memfd(int64_t pid, uint32_t cfd, uint64_t bytes, int *out, cua_err *e)
 	/* A buffer that could shrink under the worker's mapping would kill it (SIGBUS) and every session with it. */
 	else if (!(seals & F_SEAL_SHRINK))
 		rc = cua_err_set(e, CUA_EBAD_ARGUMENT,
-				 "the memfd must be sealed against shrinking (MFD_ALLOW_SEALING, then F_ADD_SEALS F_SEAL_SHRINK)");
+				 "the memfd must be sealed against shrinking (MFD_ALLOW_SEALING, then F_ADD_SEALS "
+				 "F_SEAL_SHRINK)");
 	else if ((uint64_t)st.st_size < bytes)
 		rc = cua_err_set(e, CUA_EBAD_ARGUMENT, "the memfd holds %lld bytes, not %llu", (long long)st.st_size,
 				 (unsigned long long)bytes);
@@ -117,5 +119,5 @@ c_host_unregister(struct fe *fe, struct request *r)
 
 const struct cmd_entry cmd_host_register_entry = {CUA_OP_HOST_REGISTER, true, v_host_register, c_host_register,
 						  reply_value};
-const struct cmd_entry cmd_host_unregister_entry = {CUA_OP_HOST_UNREGISTER, true, v_host_unregister,
-						    c_host_unregister, NULL};
+const struct cmd_entry cmd_host_unregister_entry = {CUA_OP_HOST_UNREGISTER, true, v_host_unregister, c_host_unregister,
+						    NULL};

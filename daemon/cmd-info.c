@@ -14,7 +14,8 @@ v_hello(struct fe *fe, struct request *r, cua_err *e)
 {
 	(void)fe;
 	const struct cua_req_hello *q = &r->w.body.hello;
-	if (q->min_version > CUA_PROTO_VERSION || q->max_version < CUA_PROTO_VERSION_MIN || q->min_version > q->max_version)
+	if (q->min_version > CUA_PROTO_VERSION || q->max_version < CUA_PROTO_VERSION_MIN ||
+	    q->min_version > q->max_version)
 		return cua_err_set(e, CUA_EVERSION, "client speaks versions %u..%u, this daemon %u..%u", q->min_version,
 				   q->max_version, CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION);
 	if (!r->s->hello)
@@ -38,8 +39,9 @@ r_hello(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 {
 	(void)scratch;
 	static const char server[] = PACKAGE_NAME " " PACKAGE_VERSION;
-	b->hello = (struct cua_rep_hello){CUA_PROTO_VERSION, r->s->id, {server, sizeof(server) - 1}, fe->cfg.max_message,
-					  CUA_MAX_BATCH, CUA_MAX_ARGS, (uint32_t)fe->ndevs};
+	b->hello = (struct cua_rep_hello){CUA_PROTO_VERSION,   r->s->id,      {server, sizeof(server) - 1},
+					  fe->cfg.max_message, CUA_MAX_BATCH, CUA_MAX_ARGS,
+					  (uint32_t)fe->ndevs};
 	return 0;
 }
 
@@ -95,12 +97,13 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 		return CUA_ENOMEM;
 	for (int i = 0; i < fe->ndevs && n < CUA_MAX_DEVICES; i++) {
 		const struct device *d = &fe->devs[i];
-		ds[n++] = (cua_wire_dev_status){(uint32_t)i, d->gen, d->restarts, d->in_flight, d->allocations,
-						d->alloc_bytes};
+		ds[n++] = (cua_wire_dev_status){(uint32_t)i,  d->gen,         d->restarts,
+						d->in_flight, d->allocations, d->alloc_bytes};
 	}
 	cua_wire_counts total = {0};
 	const struct session *s;
-	TAILQ_FOREACH(s, &fe->sessions, link) {
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	{
 		if (s->closing || s->pipe_gone)
 			continue;
 		total.allocations += s->counts.allocations;
@@ -113,8 +116,14 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	cua_wire_counts mine = r->s->counts;
 	mine.in_flight = r->s->in_flight + r->s->queued;
 	*scratch = ds;
-	b->status = (struct cua_rep_status){now_ms() - fe->start_ms, do_sessions_live(fe), fe->requests, fe->errors, ds,
-					    n, mine, total};
+	b->status = (struct cua_rep_status){now_ms() - fe->start_ms,
+					    do_sessions_live(fe),
+					    fe->requests,
+					    fe->errors,
+					    ds,
+					    n,
+					    mine,
+					    total};
 	return 0;
 }
 

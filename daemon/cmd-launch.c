@@ -16,7 +16,8 @@ check_dims(const struct cua_req_launch *q, cua_err *e)
 	for (int i = 0; i < 3; i++)
 		if (q->grid[i] == 0 || q->block[i] == 0)
 			return cua_err_set(e, CUA_EBAD_ARGUMENT,
-					   "grid and block dimensions must be at least 1 (got grid %ux%ux%u, block %ux%ux%u)",
+					   "grid and block dimensions must be at least 1 (got grid %ux%ux%u, block "
+					   "%ux%ux%u)",
 					   q->grid[0], q->grid[1], q->grid[2], q->block[0], q->block[1], q->block[2]);
 	return 0;
 }
@@ -26,8 +27,9 @@ check_pdl(const struct device *d, const struct cua_req_launch *q, cua_err *e)
 {
 	if (!(q->flags & CUA_LAUNCH_PDL) || d->info.sm_major * 10 + d->info.sm_minor >= 90)
 		return 0;
-	return cua_err_set(e, CUA_EPDL_UNSUPPORTED, "programmatic dependent launch requires sm_90 or newer; target sm_%u%u",
-			   d->info.sm_major, d->info.sm_minor);
+	return cua_err_set(e, CUA_EPDL_UNSUPPORTED,
+			   "programmatic dependent launch requires sm_90 or newer; target sm_%u%u", d->info.sm_major,
+			   d->info.sm_minor);
 }
 
 /* Arguments against the layout; *plen: bytes of the command's payload. */
@@ -36,8 +38,8 @@ check_args(struct fe *fe, struct request *r, const struct hslot *fn, const struc
 	   uint32_t *plen, cua_err *e)
 {
 	if (q->nargs != fn->nparams)
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the kernel takes %u arguments, the launch has %u", fn->nparams,
-				   q->nargs);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the kernel takes %u arguments, the launch has %u",
+				   fn->nparams, q->nargs);
 	uint32_t total = 0;
 	*plen = 0;
 	for (uint32_t i = 0; i < q->nargs; i++) {
@@ -46,7 +48,8 @@ check_args(struct fe *fe, struct request *r, const struct hslot *fn, const struc
 		uint32_t have = a->kind == CUA_ARG_DEVPTR ? 8 : a->bytes.len;
 		if (have != want)
 			return cua_err_set(e, CUA_EBAD_ARGUMENT,
-					   "argument %u is %u bytes, the kernel's parameter %u is %u bytes", i, have, i, want);
+					   "argument %u is %u bytes, the kernel's parameter %u is %u bytes", i, have, i,
+					   want);
 		if (a->kind == CUA_ARG_DEVPTR && a->devptr != 0) {
 			int pdev, rc;
 			cua_err pe;
@@ -54,7 +57,8 @@ check_args(struct fe *fe, struct request *r, const struct hslot *fn, const struc
 				return cua_err_set(e, rc, "argument %u: %s", i, pe.detail);
 			if (pdev != dev)
 				return cua_err_set(e, CUA_EBAD_ARGUMENT,
-						   "argument %u points to device %d, the kernel runs on %d", i, pdev, dev);
+						   "argument %u points to device %d, the kernel runs on %d", i, pdev,
+						   dev);
 		}
 		total += have;
 		*plen += (uint32_t)sizeof(struct wrec_arg) + wrec_align8(have);
@@ -100,9 +104,14 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 	if (payload == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "out of memory");
 	pack_args(q, payload);
-	struct wrec_launch c = {{WR_LAUNCH, 0}, sid, q->flags & CUA_LAUNCH_PDL ? WREC_LAUNCH_PDL : 0, fn->wid,
-				{q->grid[0], q->grid[1], q->grid[2]}, {q->block[0], q->block[1], q->block[2]},
-				q->shared_mem, q->nargs};
+	struct wrec_launch c = {{WR_LAUNCH, 0},
+				sid,
+				q->flags & CUA_LAUNCH_PDL ? WREC_LAUNCH_PDL : 0,
+				fn->wid,
+				{q->grid[0], q->grid[1], q->grid[2]},
+				{q->block[0], q->block[1], q->block[2]},
+				q->shared_mem,
+				q->nargs};
 	it->cmd = plan_cmd(r, &c, sizeof(c), payload, plen);
 	free(payload);
 	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;

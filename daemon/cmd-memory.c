@@ -67,7 +67,8 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 		return rc;
 	}
 	if (rc != 0)
-		return cua_err_set(e, CUA_ENOT_FOUND, "0x%llx is not an allocation of this session", (unsigned long long)p);
+		return cua_err_set(e, CUA_ENOT_FOUND, "0x%llx is not an allocation of this session",
+				   (unsigned long long)p);
 	if (a->addr != p)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "0x%llx is inside an allocation; free 0x%llx instead",
 				   (unsigned long long)p, (unsigned long long)a->addr);

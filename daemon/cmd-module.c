@@ -18,7 +18,8 @@ v_module_load(struct fe *fe, struct request *r, cua_err *e)
 	if (q->image.len == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "empty module image");
 	if (q->image.len > fe->cfg.staging_bytes)
-		return cua_err_set(e, CUA_ETOO_LARGE, "module image of %u bytes exceeds the staging area", q->image.len);
+		return cua_err_set(e, CUA_ETOO_LARGE, "module image of %u bytes exceeds the staging area",
+				   q->image.len);
 	if ((rc = plan_handle_quota(fe, r, e)) != 0 || (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;
 	struct wrec_module_load c = {{WR_MODULE_LOAD, 0}, q->format, 0, 0, q->image.len};

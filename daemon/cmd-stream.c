@@ -57,7 +57,8 @@ v_stream(struct fe *fe, struct request *r, cua_err *e)
 	if (rc != 0 || (rc = plan_bind_device(fe, r, hs->dev, hs->gen, e)) != 0)
 		return rc;
 	struct wrec_stream c = {{r->op == CUA_OP_STREAM_DESTROY ? WR_STREAM_DESTROY : WR_STREAM_SYNC, 0},
-				(uint32_t)hs->wid, 0};
+				(uint32_t)hs->wid,
+				0};
 	r->barrier = r->op == CUA_OP_STREAM_DESTROY;
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;

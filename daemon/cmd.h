@@ -51,8 +51,8 @@ int plan_htod(struct fe *fe, struct request *r, const struct cua_req_memcpy_htod
 int plan_dtoh(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtoh *q, struct ritem *it, cua_err *e);
 int plan_dtod(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtod *q, struct ritem *it, cua_err *e);
 int plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q, struct ritem *it, cua_err *e);
-int plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_req_memcpy_host *q,
-		   struct ritem *it, cua_err *e);
+int plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_req_memcpy_host *q, struct ritem *it,
+		   cua_err *e);
 int plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, struct ritem *it, cua_err *e);
 
 /* ---- plan.c: building blocks ---- */

@@ -86,8 +86,8 @@ struct fe {
 
 	/* sessions (session.c) */
 	struct session_list sessions;
-	struct session *by_pipe;   /* uthash on pipe id */
-	struct pipe_tomb *tombs;   /* uthash on pipe id: pipes that left (the newest CUAD_TOMBS) */
+	struct session *by_pipe;                     /* uthash on pipe id */
+	struct pipe_tomb *tombs;                     /* uthash on pipe id: pipes that left (the newest CUAD_TOMBS) */
 	STAILQ_HEAD(tomb_fifo, pipe_tomb) tomb_fifo; /* oldest first */
 	uint32_t ntombs;
 	uint32_t nsessions;

@@ -88,9 +88,24 @@ spawn(struct fe *fe, struct device *d)
 	snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)fe->cfg.emu_mem);
 	snprintf(pool_s, sizeof(pool_s), "%u", fe->cfg.pool_streams);
 	snprintf(lvl_s, sizeof(lvl_s), "%d", cua_log_get_level());
-	const char *argv[] = {fe->cfg.self_exe, "--worker", fd_s, "--worker-device", dev_s, "--worker-generation", gen_s,
-			      "--backend", fe->backend, "--emu-sm", sm_s, "--emu-mem", mem_s, "--pool-streams", pool_s,
-			      "--log-level-num", lvl_s, NULL};
+	const char *argv[] = {fe->cfg.self_exe,
+			      "--worker",
+			      fd_s,
+			      "--worker-device",
+			      dev_s,
+			      "--worker-generation",
+			      gen_s,
+			      "--backend",
+			      fe->backend,
+			      "--emu-sm",
+			      sm_s,
+			      "--emu-mem",
+			      mem_s,
+			      "--pool-streams",
+			      pool_s,
+			      "--log-level-num",
+			      lvl_s,
+			      NULL};
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* The child: keep only the shared-memory fd, then exec (no NNG, no locks, no CUDA in this image). */
@@ -228,7 +243,8 @@ dev_stop(struct device *d, struct request_queue *left)
 		d->pid = 0;
 	}
 	shm_destroy(d);
-	HASH_ITER(hh, d->inflight, r, tmp) {
+	HASH_ITER(hh, d->inflight, r, tmp)
+	{
 		HASH_DEL(d->inflight, r);
 		TAILQ_INSERT_TAIL(left, r, qlink);
 	}
@@ -372,8 +388,8 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		return;
 	}
 	if (h.fatal) {
-		log_error("device %d: sticky fault in request %llu of session %llu", d->index, (unsigned long long)h.req,
-			  (unsigned long long)r->s->id);
+		log_error("device %d: sticky fault in request %llu of session %llu", d->index,
+			  (unsigned long long)h.req, (unsigned long long)r->s->id);
 		/* The worker exits next: send it nothing more, so new work waits for the fresh one. */
 		d->state = DEV_RESTARTING;
 	}
@@ -402,7 +418,8 @@ static void
 do_fail_inflight(struct fe *fe, struct device *d)
 {
 	struct request *r, *tmp;
-	HASH_ITER(hh, d->inflight, r, tmp) {
+	HASH_ITER(hh, d->inflight, r, tmp)
+	{
 		HASH_DEL(d->inflight, r);
 		d->in_flight--;
 		for (uint32_t i = 0; i < r->nitems; i++) {
@@ -410,8 +427,9 @@ do_fail_inflight(struct fe *fe, struct device *d)
 			if (it->cmd >= 0 && it->status == CUA_OK) {
 				it->status = CUA_ECONTEXT_LOST;
 				free(it->msg);
-				it->msg = strdup("the GPU context was lost (another request faulted or the worker died) "
-						 "before this work completed; recreate modules, memory and streams");
+				it->msg =
+					strdup("the GPU context was lost (another request faulted or the worker died) "
+					       "before this work completed; recreate modules, memory and streams");
 			}
 		}
 		d->done(fe, r);

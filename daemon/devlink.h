@@ -10,9 +10,9 @@
 #define CUAD_DEVLINK_H
 
 #include "daemon.h"
-#include "session.h"
 #include "extent.h"
 #include "ring.h"
+#include "session.h"
 #include "wrec.h"
 
 #include <sys/types.h>

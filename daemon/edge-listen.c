@@ -90,7 +90,9 @@ probe(struct edge *ed, struct edge_listener *fl)
 		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 			goto out;
 	} else {
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = fl->tcp.sa_port, .sin_addr.s_addr = fl->tcp.sa_addr};
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+					 .sin_port = fl->tcp.sa_port,
+					 .sin_addr.s_addr = fl->tcp.sa_addr};
 		if (sa.sin_addr.s_addr == 0)
 			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -14,7 +14,7 @@
 struct edge_listener {
 	const char *url;
 	nng_listener l;
-	int kind; /* EL_IPC, EL_TCP, EL_OTHER */
+	int kind;            /* EL_IPC, EL_TCP, EL_OTHER */
 	nng_sockaddr_in tcp; /* bound address of a tcp listener */
 };
 enum { EL_IPC, EL_TCP, EL_OTHER };

@@ -28,11 +28,35 @@ static char default_url[PATH_MAX + 16];
 
 /* Options: one row each (name, argument, what it sets, help). */
 enum {
-	O_LISTEN = 1, O_BACKEND, O_EMU_SM, O_EMU_DEVICES, O_EMU_MEM, O_DEVICES, O_POOL, O_CONTEXTS, O_MAX_MESSAGE,
-	O_STAGING, O_RING, O_SESSION_MEM, O_SESSION_HANDLES, O_SESSION_INFLIGHT, O_SESSION_WINDOW, O_SESSION_PENDING, O_TLS_CERT, O_TLS_KEY, O_READY_FD,
-	O_LOG_LEVEL, O_IPC_MODE, O_HELP, O_VERSION,
+	O_LISTEN = 1,
+	O_BACKEND,
+	O_EMU_SM,
+	O_EMU_DEVICES,
+	O_EMU_MEM,
+	O_DEVICES,
+	O_POOL,
+	O_CONTEXTS,
+	O_MAX_MESSAGE,
+	O_STAGING,
+	O_RING,
+	O_SESSION_MEM,
+	O_SESSION_HANDLES,
+	O_SESSION_INFLIGHT,
+	O_SESSION_WINDOW,
+	O_SESSION_PENDING,
+	O_TLS_CERT,
+	O_TLS_KEY,
+	O_READY_FD,
+	O_LOG_LEVEL,
+	O_IPC_MODE,
+	O_HELP,
+	O_VERSION,
 	/* worker mode (internal) */
-	O_WORKER, O_WORKER_DEVICE, O_WORKER_GEN, O_LOG_LEVEL_NUM, O_CUDA_PROBE,
+	O_WORKER,
+	O_WORKER_DEVICE,
+	O_WORKER_GEN,
+	O_LOG_LEVEL_NUM,
+	O_CUDA_PROBE,
 };
 
 static const struct opt_row {
@@ -75,7 +99,8 @@ static const struct opt_row {
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: cuasyncd [options]\n\nShares the GPUs of this host among client processes (see README.md).\n\n");
+	fprintf(f, "usage: cuasyncd [options]\n\nShares the GPUs of this host among client processes (see "
+		   "README.md).\n\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		if (opt_rows[i].help == NULL)
 			continue;
@@ -84,7 +109,8 @@ usage(FILE *f)
 			 opt_rows[i].arg ? opt_rows[i].arg : "");
 		fprintf(f, "  %-28s %s\n", left, opt_rows[i].help);
 	}
-	fprintf(f, "\nDefault listen URL: ipc:///run/cuasyncd/cuasyncd.sock as root, else under $XDG_RUNTIME_DIR or /tmp.\n"
+	fprintf(f, "\nDefault listen URL: ipc:///run/cuasyncd/cuasyncd.sock as root, else under $XDG_RUNTIME_DIR or "
+		   "/tmp.\n"
 		   "Environment: CUASYNC_URL is what clients connect to.\n");
 }
 
@@ -100,9 +126,21 @@ parse_size(const char *s, uint64_t *out)
 	uint64_t mul = 1;
 	switch (*end) {
 	case '\0': break;
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	case 'k':
+	case 'K':
+		mul = 1ull << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mul = 1ull << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1ull << 30;
+		end++;
+		break;
 	default: return -1;
 	}
 	if (*end != '\0' || (v && mul > UINT64_MAX / v))
@@ -141,7 +179,8 @@ static void
 sd_notify_ready(void)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
-	if (path == NULL || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
+	    strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return;
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -273,11 +312,15 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 			return 1;
 		c->listen[c->nlisten++] = arg;
 		return 0;
-	case O_BACKEND:
-		c->backend = arg;
-		return strcmp(arg, "auto") && strcmp(arg, "cuda") && strcmp(arg, "emu");
-	case O_EMU_SM: bad = parse_uint(arg, 10, 199, &u); c->emu_sm = (int)u; return bad;
-	case O_EMU_DEVICES: bad = parse_uint(arg, 1, CUA_MAX_DEVICES, &u); c->emu_devices = (int)u; return bad;
+	case O_BACKEND: c->backend = arg; return strcmp(arg, "auto") && strcmp(arg, "cuda") && strcmp(arg, "emu");
+	case O_EMU_SM:
+		bad = parse_uint(arg, 10, 199, &u);
+		c->emu_sm = (int)u;
+		return bad;
+	case O_EMU_DEVICES:
+		bad = parse_uint(arg, 1, CUA_MAX_DEVICES, &u);
+		c->emu_devices = (int)u;
+		return bad;
 	case O_EMU_MEM: return parse_size(arg, &c->emu_mem) || c->emu_mem == 0;
 	case O_DEVICES: c->devices = arg; return 0;
 	case O_POOL: return parse_uint(arg, 1, 64, &c->pool_streams);
@@ -287,7 +330,9 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		c->max_message = (size_t)sz;
 		return bad;
 	case O_STAGING: return parse_size(arg, &c->staging_bytes) || c->staging_bytes < 65536;
-	case O_RING: return parse_size(arg, &c->ring_bytes) || c->ring_bytes < 65536 || (c->ring_bytes & (c->ring_bytes - 1));
+	case O_RING:
+		return parse_size(arg, &c->ring_bytes) || c->ring_bytes < 65536 ||
+		       (c->ring_bytes & (c->ring_bytes - 1));
 	case O_SESSION_MEM: return parse_size(arg, &c->session_mem);
 	case O_SESSION_HANDLES: return parse_uint(arg, 1, 0xffffff, &c->session_handles);
 	case O_SESSION_INFLIGHT: return parse_uint(arg, 1, 1u << 24, &c->session_inflight);
@@ -295,16 +340,34 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SESSION_WINDOW: return parse_uint(arg, 1, 65536, &c->session_window);
 	case O_TLS_CERT: c->tls_cert = arg; return 0;
 	case O_TLS_KEY: c->tls_key = arg; return 0;
-	case O_READY_FD: bad = parse_uint(arg, 0, 65535, &u); c->ready_fd = (int)u; return bad;
-	case O_LOG_LEVEL: l = cua_log_parse_level(arg); cua_log_set_level(l); return l < 0;
+	case O_READY_FD:
+		bad = parse_uint(arg, 0, 65535, &u);
+		c->ready_fd = (int)u;
+		return bad;
+	case O_LOG_LEVEL:
+		l = cua_log_parse_level(arg);
+		cua_log_set_level(l);
+		return l < 0;
 	case O_IPC_MODE:
 		mode = strtol(arg, &end, 8);
 		c->ipc_mode = (int)mode;
 		return *end != '\0' || mode < 0 || mode > 0777;
-	case O_LOG_LEVEL_NUM: bad = parse_uint(arg, 0, 3, &u); cua_log_set_level((int)u); return bad;
-	case O_WORKER: bad = parse_uint(arg, 0, 65535, &u); wo->shm_fd = (int)u; return bad;
-	case O_WORKER_DEVICE: bad = parse_uint(arg, 0, CUA_MAX_DEVICES, &u); wo->device = (int)u; return bad;
-	case O_WORKER_GEN: bad = parse_uint(arg, 0, UINT32_MAX >> 1, &u); wo->generation = u; return bad;
+	case O_LOG_LEVEL_NUM:
+		bad = parse_uint(arg, 0, 3, &u);
+		cua_log_set_level((int)u);
+		return bad;
+	case O_WORKER:
+		bad = parse_uint(arg, 0, 65535, &u);
+		wo->shm_fd = (int)u;
+		return bad;
+	case O_WORKER_DEVICE:
+		bad = parse_uint(arg, 0, CUA_MAX_DEVICES, &u);
+		wo->device = (int)u;
+		return bad;
+	case O_WORKER_GEN:
+		bad = parse_uint(arg, 0, UINT32_MAX >> 1, &u);
+		wo->generation = u;
+		return bad;
 	case O_CUDA_PROBE: return 100 + cuda_probe_main();
 	case O_HELP: usage(stdout); return 100;
 	case O_VERSION: printf("%s %s (protocol %u)\n", PACKAGE_NAME, PACKAGE_VERSION, CUA_PROTO_VERSION); return 100;

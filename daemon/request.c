@@ -162,7 +162,8 @@ do_validate(struct fe *fe, struct request *r)
 	if (row->needs_hello && !s->hello)
 		return request_fail(r, CUA_ENO_SESSION, "send HELLO first"), true;
 	if (s->queued + s->in_flight >= fe->cfg.session_inflight && r->op != CUA_OP_STATUS)
-		return request_fail(r, CUA_EQUOTA, "too many requests in flight for this session; wait for some to complete"),
+		return request_fail(r, CUA_EQUOTA,
+				    "too many requests in flight for this session; wait for some to complete"),
 		       true;
 	int rc = row->validate(fe, r, &e);
 	if (rc != 0) {
@@ -223,8 +224,9 @@ do_admit(struct fe *fe, struct request *r)
 	s->held++;
 	if (r->seq != 0 && r->seq != s->next_seq) {
 		if (r->seq < s->next_seq || s->nparked >= CUAD_MAX_PARKED) {
-			request_fail(r, CUA_EPROTOCOL, "%s", r->seq < s->next_seq ? "request sequence number already used"
-									: "too many requests ahead of a missing sequence number");
+			request_fail(r, CUA_EPROTOCOL, "%s",
+				     r->seq < s->next_seq ? "request sequence number already used"
+							  : "too many requests ahead of a missing sequence number");
 			do_request_finish(fe, r);
 		} else {
 			do_sched_park(s, r);
@@ -309,7 +311,8 @@ do_dispatch(struct fe *fe, struct request *r)
 			request_fail(r, CUA_ENO_DEVICE, "%s", d->why);
 		else
 			request_fail(r, CUA_ECONTEXT_LOST,
-				     "the GPU context this request refers to was lost; recreate modules, memory and streams");
+				     "the GPU context this request refers to was lost; recreate modules, memory and "
+				     "streams");
 		do_request_finish(fe, r);
 		return SCHED_ANSWERED;
 	}
@@ -373,7 +376,12 @@ cleanup_request(struct fe *fe, struct session *s, int dev)
 	struct request *r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return NULL;
-	*r = (struct request){.fe = fe, .s = s, .kind = REQ_CLEANUP, .barrier = true, .dev = dev, .dep_gen = d->gen,
+	*r = (struct request){.fe = fe,
+			      .s = s,
+			      .kind = REQ_CLEANUP,
+			      .barrier = true,
+			      .dev = dev,
+			      .dep_gen = d->gen,
 			      .host_fd = -1};
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];

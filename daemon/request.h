@@ -29,12 +29,12 @@ struct ritem {
 	uint64_t value;  /* worker result */
 	void *data;      /* worker result data (malloc'd) */
 	uint32_t data_len;
-	int32_t stage;   /* staging index or -1 */
+	int32_t stage; /* staging index or -1 */
 };
 
 /* Bytes a command moves through the device's staging area (placed at dispatch). */
 struct stage {
-	size_t cmd_off;  /* byte offset of its command in request.cmds (patched with the offset at dispatch) */
+	size_t cmd_off; /* byte offset of its command in request.cmds (patched with the offset at dispatch) */
 	uint64_t len;
 	uint64_t off;
 	const void *src; /* HTOD / MODULE_LOAD: bytes to copy in; NULL: DTOH (read out for the reply) */
@@ -51,10 +51,10 @@ struct request {
 	struct fe *fe;
 	struct session *s;
 	enum req_kind kind;
-	void *reply_ctx;  /* the edge's context to answer on; NULL once answered (fire-and-forget) or cleanup */
-	void *msg;        /* the received message the decoded fields point into (edge_ops.msg_free) */
-	uint32_t pipe;    /* the connection it came on */
-	int host_fd;      /* HOST_REGISTER: the client's memfd, opened here (-1: none) */
+	void *reply_ctx; /* the edge's context to answer on; NULL once answered (fire-and-forget) or cleanup */
+	void *msg;       /* the received message the decoded fields point into (edge_ops.msg_free) */
+	uint32_t pipe;   /* the connection it came on */
+	int host_fd;     /* HOST_REGISTER: the client's memfd, opened here (-1: none) */
 	cua_wire_request w;
 	bool decoded;
 	uint32_t op;
@@ -81,11 +81,11 @@ struct request {
 
 /* One received message, as the edge hands it over. */
 struct incoming {
-	void *msg;          /* owned by the request from here (edge_ops.msg_free) */
-	const void *body;   /* the bytes, inside msg */
+	void *msg;        /* owned by the request from here (edge_ops.msg_free) */
+	const void *body; /* the bytes, inside msg */
 	size_t len;
-	void *reply_ctx;    /* where the answer goes */
-	uint32_t pipe;      /* the connection */
+	void *reply_ctx; /* where the answer goes */
+	uint32_t pipe;   /* the connection */
 };
 
 /* The edge thread that received a message. Decodes it, then takes fe->lock and carries the request as far

@@ -64,8 +64,8 @@ do_sched_park(struct session *s, struct request *r)
 {
 	struct request *p;
 	TAILQ_FOREACH_REVERSE(p, &s->parked, request_queue, qlink)
-		if (p->seq < r->seq)
-			break;
+	if (p->seq < r->seq)
+		break;
 	if (p == NULL)
 		TAILQ_INSERT_HEAD(&s->parked, r, qlink);
 	else
@@ -123,13 +123,9 @@ dispatch_one(struct fe *fe, struct session *s, bool *full)
 	s->queued--;
 	switch (sched_ops->dispatch(fe, r)) {
 	case SCHED_SENT:
-	case SCHED_ANSWERED:
-		return true;
-	case SCHED_FULL:
-		*full = true;
-		break;
-	case SCHED_WAIT:
-		break;
+	case SCHED_ANSWERED: return true;
+	case SCHED_FULL: *full = true; break;
+	case SCHED_WAIT: break;
 	}
 	TAILQ_INSERT_HEAD(&s->queue, r, qlink);
 	s->queued++;

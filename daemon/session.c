@@ -71,7 +71,7 @@ do_sessions_live(struct fe *fe)
 	uint32_t live = 0;
 	struct session *s;
 	TAILQ_FOREACH(s, &fe->sessions, link)
-		live += s->hello && !s->closing && !s->pipe_gone; /* connections that never said HELLO are no sessions */
+	live += s->hello && !s->closing && !s->pipe_gone; /* connections that never said HELLO are no sessions */
 	return live;
 }
 
@@ -107,7 +107,8 @@ void
 do_pipe_tombs_free(struct fe *fe)
 {
 	struct pipe_tomb *t, *tmp;
-	HASH_ITER(hh, fe->tombs, t, tmp) {
+	HASH_ITER(hh, fe->tombs, t, tmp)
+	{
 		HASH_DEL(fe->tombs, t);
 		free(t);
 	}
@@ -188,11 +189,12 @@ do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struc
 {
 	struct hslot *hs = do_handle_slot(s, h, kind);
 	if (hs == NULL)
-		return cua_err_set(e, CUA_ENOT_FOUND, "%s handle 0x%llx is not an object of this session", kind_name(kind),
-				   (unsigned long long)h);
+		return cua_err_set(e, CUA_ENOT_FOUND, "%s handle 0x%llx is not an object of this session",
+				   kind_name(kind), (unsigned long long)h);
 	if (hs->stale || hs->gen != fe->devs[hs->dev].gen)
 		return cua_err_set(e, CUA_ECONTEXT_LOST,
-				   "%s handle 0x%llx belongs to a GPU context that was lost (device %u restarted); recreate it",
+				   "%s handle 0x%llx belongs to a GPU context that was lost (device %u restarted); "
+				   "recreate it",
 				   kind_name(kind), (unsigned long long)h, hs->dev);
 	*out = hs;
 	return 0;
@@ -236,8 +238,7 @@ alloc_live(struct fe *fe, const struct alloc_rec *a)
 }
 
 int
-do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
-	      cua_err *e)
+do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec, cua_err *e)
 {
 	struct alloc_rec *stale = NULL;
 	/* Records that may hold p start at most alloc_max_len below it. Among overlapping records (a stale one
@@ -328,7 +329,7 @@ do_sessions_mark_stale(struct fe *fe, int dev, uint32_t old_gen)
 {
 	struct session *s;
 	TAILQ_FOREACH(s, &fe->sessions, link)
-		session_mark_stale(s, dev, old_gen);
+	session_mark_stale(s, dev, old_gen);
 	fe->devs[dev].allocations = 0;
 	fe->devs[dev].alloc_bytes = 0;
 }

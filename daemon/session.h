@@ -23,8 +23,8 @@ struct hslot {
 	uint32_t module_slot;   /* functions: their module */
 	cua_param_info *params; /* functions: owned */
 	uint32_t nparams;
-	uint64_t size;          /* host buffers */
-	uint32_t next_free;     /* free slots: the next free slot + 1, 0: none */
+	uint64_t size;      /* host buffers */
+	uint32_t next_free; /* free slots: the next free slot + 1, 0: none */
 };
 
 struct alloc_rec {
@@ -42,7 +42,7 @@ struct session {
 	bool hello;
 	bool pipe_gone; /* the edge saw the connection leave; the dispatcher closes the session */
 	bool closing;
-	bool zombie;    /* to be freed once the dispatcher's pass ends */
+	bool zombie; /* to be freed once the dispatcher's pass ends */
 	uint16_t tag_salt;
 
 	struct hslot *slots;
@@ -51,7 +51,7 @@ struct session {
 	uint32_t nhandles;
 	struct alloc_rec *allocs; /* sorted by addr; live and stale records of a lost context may overlap */
 	uint32_t nallocs, allocs_cap;
-	uint64_t alloc_max_len;   /* the longest record ever added: how far back a lookup must look */
+	uint64_t alloc_max_len; /* the longest record ever added: how far back a lookup must look */
 	cua_wire_counts counts;
 	uint32_t host_buffers;
 

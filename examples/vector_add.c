@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		int rc_ = (call);                                                                            \
-		if (rc_ != CUA_OK) {                                                                         \
-			fprintf(stderr, "vector_add: %s failed: %s: %s\n", #call, cua_strerror_name(rc_),    \
-				cua_last_error()[0] ? cua_last_error() : cua_strerror(rc_));                  \
-			return 1;                                                                            \
-		}                                                                                            \
+#define CHECK(call)                                                                                                    \
+	do {                                                                                                           \
+		int rc_ = (call);                                                                                      \
+		if (rc_ != CUA_OK) {                                                                                   \
+			fprintf(stderr, "vector_add: %s failed: %s: %s\n", #call, cua_strerror_name(rc_),              \
+				cua_last_error()[0] ? cua_last_error() : cua_strerror(rc_));                           \
+			return 1;                                                                                      \
+		}                                                                                                      \
 	} while (0)
 
 /* For the emulated device without nvcc: an image that names the built-in kernels. */
@@ -71,7 +71,10 @@ main(int argc, char **argv)
 	cua_launch_push_device_ptr(l, dx);
 	cua_launch_push_device_ptr(l, dy);
 	cua_launch_push_u64(l, n);
-	cua_launch_set_config(l, (cua_launch_config){{(uint32_t)((n + 255) / 256 < 65535 ? (n + 255) / 256 : 65535), 1, 1}, {256, 1, 1}, 0});
+	cua_launch_set_config(l,
+			      (cua_launch_config){{(uint32_t)((n + 255) / 256 < 65535 ? (n + 255) / 256 : 65535), 1, 1},
+						  {256, 1, 1},
+						  0});
 	cua_future *f;
 	CHECK(cua_launch_submit(l, &f));
 	CHECK(cua_future_wait(f, -1));

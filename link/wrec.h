@@ -59,7 +59,7 @@ struct wrec_hdr {
 
 struct wrec_module_load {
 	struct wrec_hdr h;
-	uint32_t format, pad; /* CUA_IMAGE_* */
+	uint32_t format, pad;      /* CUA_IMAGE_* */
 	uint64_t staging_off, len; /* the image, in the staging area */
 };
 

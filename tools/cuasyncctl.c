@@ -25,7 +25,8 @@ die(const char *what, int rc)
 static void
 print_counts(const char *label, const cua_status_counts *c)
 {
-	printf("%-9s %llu allocations (%.1f MiB), %llu modules, %llu functions, %llu streams, %llu requests in flight\n",
+	printf("%-9s %llu allocations (%.1f MiB), %llu modules, %llu functions, %llu streams, %llu requests in "
+	       "flight\n",
 	       label, (unsigned long long)c->allocations, (double)c->alloc_bytes / (1 << 20),
 	       (unsigned long long)c->modules, (unsigned long long)c->functions, (unsigned long long)c->streams,
 	       (unsigned long long)c->in_flight);
@@ -61,7 +62,8 @@ main(int argc, char **argv)
 			printf("device %u  worker generation %u (%u restarts), %u requests in flight, %llu allocations "
 			       "(%.1f MiB)\n",
 			       d, st.devices[d].generation, st.devices[d].restarts, st.devices[d].in_flight,
-			       (unsigned long long)st.devices[d].allocations, (double)st.devices[d].alloc_bytes / (1 << 20));
+			       (unsigned long long)st.devices[d].allocations,
+			       (double)st.devices[d].alloc_bytes / (1 << 20));
 		print_counts("total", &st.total);
 	} else if (strcmp(cmd, "devices") == 0) {
 		int n;
@@ -70,9 +72,10 @@ main(int argc, char **argv)
 			cua_device_info in;
 			if ((rc = cua_device_get_info(c, d, &in)) != CUA_OK)
 				return die("devices", rc);
-			printf("device %d  %s  sm_%d%d  %.1f GiB  %d SMs  priorities %d..%d  %s backend  generation %u\n", d,
-			       in.name, in.sm_major, in.sm_minor, (double)in.total_mem / (1 << 30), in.multiprocessors,
-			       in.priority_least, in.priority_greatest, in.backend, in.generation);
+			printf("device %d  %s  sm_%d%d  %.1f GiB  %d SMs  priorities %d..%d  %s backend  generation "
+			       "%u\n",
+			       d, in.name, in.sm_major, in.sm_minor, (double)in.total_mem / (1 << 30),
+			       in.multiprocessors, in.priority_least, in.priority_greatest, in.backend, in.generation);
 		}
 	} else if (strcmp(cmd, "ping") == 0) {
 		struct timespec a, b;
@@ -80,7 +83,8 @@ main(int argc, char **argv)
 		if ((rc = cua_ping(c)) != CUA_OK)
 			return die("ping", rc);
 		clock_gettime(CLOCK_MONOTONIC, &b);
-		printf("pong in %.1f us\n", (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3);
+		printf("pong in %.1f us\n",
+		       (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3);
 	} else {
 		fprintf(stderr, "cuasyncctl: unknown command '%s' (status, devices, ping)\n", cmd);
 		cua_disconnect(c);

@@ -81,8 +81,7 @@ struct wk_backend {
 	 */
 	int (*htod)(struct wk *w, uint32_t sid, uint64_t dst, const void *src, uint64_t bytes, struct wk_tag tag,
 		    cua_err *e);
-	int (*dtoh)(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, struct wk_tag tag,
-		    cua_err *e);
+	int (*dtoh)(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e);
 	int (*dtod)(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, struct wk_tag tag,
 		    cua_err *e);
 	/* width: 1, 2 or 4 bytes (checked by the core); value fits width. */
@@ -120,9 +119,9 @@ struct wk_touch {
 struct wk {
 	struct worker_opts opts;
 	const struct wk_backend *be;
-	void *be_state;           /* the backend's own, set by init */
-	struct wdev_info info;    /* filled by init */
-	unsigned char *staging;   /* the staging area of the shared region (backends may page-lock it) */
+	void *be_state;         /* the backend's own, set by init */
+	struct wdev_info info;  /* filled by init */
+	unsigned char *staging; /* the staging area of the shared region (backends may page-lock it) */
 	uint64_t staging_size;
 	unsigned char *shm;       /* (core) */
 	struct ring *cmd, *cpl;   /* (core) */
@@ -133,8 +132,8 @@ struct wk {
 	size_t nstreams;
 	struct wk_touch *touched; /* (core) streams of the request being issued */
 	size_t ntouched, touched_cap;
-	uint64_t serial;          /* (core) of the request being issued */
-	struct tracker *issuing;  /* (core) the request being issued */
+	uint64_t serial;         /* (core) of the request being issued */
+	struct tracker *issuing; /* (core) the request being issued */
 };
 
 /* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;

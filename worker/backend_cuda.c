@@ -26,6 +26,7 @@
 #define MAX_STREAMS 4096u
 
 /* Every driver entry point used: one row each. */
+/* clang-format off */
 #define CUDA_FNS(X)                                                                                          \
 	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)               \
 	X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)            \
@@ -35,6 +36,7 @@
 	X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) X(cuStreamDestroy)            \
 	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuEventCreate) X(cuEventRecord)       \
 	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString)
+/* clang-format on */
 
 static struct {
 #define CUDA_FN_FIELD(name) __typeof__(name) *name;
@@ -76,10 +78,8 @@ is_sticky(CUresult r)
 	case CUDA_ERROR_LAUNCH_FAILED:
 	case CUDA_ERROR_ECC_UNCORRECTABLE:
 	case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-	case CUDA_ERROR_UNKNOWN:
-		return 1;
-	default:
-		return 0;
+	case CUDA_ERROR_UNKNOWN: return 1;
+	default: return 0;
 	}
 }
 
@@ -95,11 +95,12 @@ load_driver(cua_err *e)
 		return cua_err_set(e, CUA_ENO_DEVICE, "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
 	__typeof__(cuGetProcAddress) *gpa = (__typeof__(cuGetProcAddress) *)dlsym(h, "cuGetProcAddress_v2");
 	if (gpa == NULL)
-		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: no cuGetProcAddress_v2 (need CUDA 12.4+)");
+		return cua_err_set(e, CUA_ENO_DEVICE,
+				   "NVIDIA driver too old: no cuGetProcAddress_v2 (need CUDA 12.4+)");
 	CUdriverProcAddressQueryResult q;
-#define CUDA_FN_LOAD(name)                                                                                   \
-	if (gpa(#name, (void **)&drv.name, CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || \
-	    drv.name == NULL)                                                                                \
+#define CUDA_FN_LOAD(name)                                                                                             \
+	if (gpa(#name, (void **)&drv.name, CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||       \
+	    drv.name == NULL)                                                                                          \
 		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: no %s (need CUDA 12.4+)", #name);
 	CUDA_FNS(CUDA_FN_LOAD)
 #undef CUDA_FN_LOAD
@@ -109,8 +110,8 @@ load_driver(cua_err *e)
 	int ver = 0;
 	drv.cuDriverGetVersion(&ver);
 	if (ver < CUDA_API_VERSION)
-		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: supports CUDA %d.%d, need 12.4", ver / 1000,
-				   ver % 1000 / 10);
+		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: supports CUDA %d.%d, need 12.4",
+				   ver / 1000, ver % 1000 / 10);
 	loaded = 1;
 	return 0;
 }
@@ -155,9 +156,9 @@ struct cu {
 	/* reactor */
 	pthread_t reactor;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;          /* markers pending, or stop */
-	struct markers pending;       /* under lock: recorded and not yet seen complete */
-	struct markers free_markers;  /* under lock: their events are reused */
+	pthread_cond_t cond;         /* markers pending, or stop */
+	struct markers pending;      /* under lock: recorded and not yet seen complete */
+	struct markers free_markers; /* under lock: their events are reused */
 	int stop;
 };
 
@@ -206,9 +207,9 @@ cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct marker
 	struct marker *m;
 	if (held)
 		TAILQ_FOREACH(m, held, link)
-			cap++;
+	cap++;
 	TAILQ_FOREACH(m, &C->pending, link)
-		cap++;
+	cap++;
 	struct wk_tag *tags = calloc(cap, sizeof(*tags));
 	if (tags == NULL) { /* no memory to name them all: the one at hand (the rest get CONTEXT_LOST) */
 		m = held && !TAILQ_EMPTY(held) ? TAILQ_FIRST(held) : TAILQ_FIRST(&C->pending);
@@ -220,9 +221,9 @@ cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct marker
 		tags[n++] = *tag;
 	if (held)
 		TAILQ_FOREACH(m, held, link)
-			tags[n++] = m->tag;
+	tags[n++] = m->tag;
 	TAILQ_FOREACH(m, &C->pending, link)
-		tags[n++] = m->tag;
+	tags[n++] = m->tag;
 	wk_fatal_many(C->w, tags, n, d);
 }
 
@@ -243,7 +244,7 @@ reactor_pass(struct cu *C, struct markers *work, struct markers *done)
 		}
 		struct marker *k;
 		TAILQ_FOREACH(k, done, link) /* those finished before the fault */
-			k->done(C->w, k->tag);
+		k->done(C->w, k->tag);
 		TAILQ_INSERT_HEAD(work, m, link); /* m and the ones still running */
 		cu_fatal(C, r, NULL, work);
 	}
@@ -273,7 +274,7 @@ reactor_main(void *arg)
 		reactor_pass(C, &work, &done);
 		struct marker *m;
 		TAILQ_FOREACH(m, &done, link)
-			m->done(C->w, m->tag);
+		m->done(C->w, m->tag);
 		int progressed = !TAILQ_EMPTY(&done);
 		pthread_mutex_lock(&C->lock);
 		TAILQ_CONCAT(&C->free_markers, &done, link);
@@ -397,8 +398,12 @@ cu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t
 	const unsigned char *p = img;
 	if (fmt == CUA_IMAGE_AUTO)
 		fmt = len >= 4 && p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba ? CUA_IMAGE_FATBIN
-		      : len >= 4 && memcmp(p, "\x7f" "ELF", 4) == 0                           ? CUA_IMAGE_CUBIN
-											       : CUA_IMAGE_PTX;
+		      : len >= 4 && memcmp(p,
+					   "\x7f"
+					   "ELF",
+					   4) == 0
+			      ? CUA_IMAGE_CUBIN
+			      : CUA_IMAGE_PTX;
 	if (fmt == CUA_IMAGE_EMU)
 		return cua_err_set(e, CUA_EMODULE, "an emulated-device module image cannot load on a GPU");
 	char *copy = NULL;
@@ -475,7 +480,8 @@ cu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_
 		p[n++] = (cua_param_info){(uint32_t)off, (uint32_t)size};
 		if (n > CUA_MAX_PARAMS) {
 			free(p);
-			return cua_err_set(e, CUA_ETOO_LARGE, "kernel '%s' has more than %u parameters", name, CUA_MAX_PARAMS);
+			return cua_err_set(e, CUA_ETOO_LARGE, "kernel '%s' has more than %u parameters", name,
+					   CUA_MAX_PARAMS);
 		}
 	}
 	CUfunction *nf = realloc(C->functions, (C->nfunctions + 1) * sizeof(*nf));
@@ -544,15 +550,15 @@ issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e)
 		return 0;
 	if (is_sticky(r))
 		cu_fatal(C, r, &tag, NULL);
-	int status = r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM
+	int status = r == CUDA_ERROR_OUT_OF_MEMORY                                              ? CUA_ENOMEM
 		     : r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? CUA_EBAD_ARGUMENT
-												 : CUA_EDEVICE;
+												: CUA_EDEVICE;
 	return cua_err_set(e, status, "%s: %s", errname(r), errstr(r));
 }
 
-#define NEED_STREAM(C, sid, s, e)                                                                            \
-	CUstream s = stream_of((C), (sid));                                                                 \
-	if (s == NULL)                                                                                       \
+#define NEED_STREAM(C, sid, s, e)                                                                                      \
+	CUstream s = stream_of((C), (sid));                                                                            \
+	if (s == NULL)                                                                                                 \
 		return cua_err_set((e), CUA_ENOT_FOUND, "no stream %u", (sid));
 
 static int
@@ -580,8 +586,8 @@ cu_dtod(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, 
 }
 
 static int
-cu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count,
-	  struct wk_tag tag, cua_err *e)
+cu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count, struct wk_tag tag,
+	  cua_err *e)
 {
 	struct cu *C = w->be_state;
 	NEED_STREAM(C, sid, s, e)

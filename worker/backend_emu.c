@@ -52,9 +52,9 @@ TAILQ_HEAD(emu_jobs, emu_job);
 struct emu_stream {
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;  /* work queued, or stop */
-	pthread_cond_t idle;  /* a job finished and someone drains (drainers > 0) */
-	struct emu_jobs jobs; /* under lock */
+	pthread_cond_t cond;   /* work queued, or stop */
+	pthread_cond_t idle;   /* a job finished and someone drains (drainers > 0) */
+	struct emu_jobs jobs;  /* under lock */
 	uint64_t queued, done; /* jobs ever queued and finished, under lock */
 	int drainers;
 	int priority;
@@ -310,8 +310,8 @@ emu_module_unload(struct wk *w, uint64_t id, cua_err *e)
 }
 
 static int
-emu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_param_info **params,
-		 uint32_t *nparams, cua_err *e)
+emu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_param_info **params, uint32_t *nparams,
+		 cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
@@ -355,7 +355,8 @@ emu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e)
 	}
 	if (extent_get(&E->alloc, bytes, &off) != 0) {
 		r = cua_err_set(e, CUA_ENOMEM, "CUDA_ERROR_OUT_OF_MEMORY: %llu bytes requested, %llu of %llu in use",
-				(unsigned long long)bytes, (unsigned long long)E->alloc.used, (unsigned long long)E->size);
+				(unsigned long long)bytes, (unsigned long long)E->alloc.used,
+				(unsigned long long)E->size);
 		goto out;
 	}
 	/* Fresh memory reads as zero on this device (not promised by CUDA): give back pages of freed memory. */
@@ -472,7 +473,8 @@ run_job(struct emu *E, struct emu_job *j)
 		break;
 	}
 	case EJ_DTOD: {
-		void *dst = emu_ptr(E, j->u.dtod.dst, j->u.dtod.bytes), *src = emu_ptr(E, j->u.dtod.src, j->u.dtod.bytes);
+		void *dst = emu_ptr(E, j->u.dtod.dst, j->u.dtod.bytes),
+		     *src = emu_ptr(E, j->u.dtod.src, j->u.dtod.bytes);
 		if (dst == NULL || src == NULL)
 			wk_fatal(E->w, j->tag, unmapped);
 		memmove(dst, src, j->u.dtod.bytes);
@@ -563,8 +565,8 @@ emu_dtod(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes,
 }
 
 static int
-emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count,
-	   struct wk_tag tag, cua_err *e)
+emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count, struct wk_tag tag,
+	   cua_err *e)
 {
 	struct emu_job *j = job_new(EJ_MEMSET, tag, e);
 	if (j == NULL)

@@ -237,8 +237,9 @@ c_launch(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
 	cua_arena_init(&arena);
 	r = launch_args(c, &arena, sizes);
 	if (r != 0) {
-		r = cua_err_set(e, r, r == CUA_ENOMEM ? "worker out of memory for launch arguments"
-						      : "malformed launch arguments");
+		r = cua_err_set(e, r,
+				r == CUA_ENOMEM ? "worker out of memory for launch arguments"
+						: "malformed launch arguments");
 		goto out;
 	}
 	struct launch_call L = {w, x, {c->function, {0}, {0}, c->shared_mem, c->flags, NULL, sizes, 0}, e, 0};

@@ -36,11 +36,11 @@ struct tracker {
 
 /* What one command's handler reads and fills. Main thread. */
 struct wk_run {
-	struct wk_tag tag;  /* the command: its tracker and index */
-	uint64_t value;     /* out: the result value */
-	void *data;         /* out: malloc'd result data; transferred to the command's outcome */
+	struct wk_tag tag; /* the command: its tracker and index */
+	uint64_t value;    /* out: the result value */
+	void *data;        /* out: malloc'd result data; transferred to the command's outcome */
 	uint32_t data_len;
-	bool queued;        /* out (stream commands): work was queued on stream sid, or sid must be watched */
+	bool queued; /* out (stream commands): work was queued on stream sid, or sid must be watched */
 	uint32_t sid;
 };
 
@@ -50,8 +50,8 @@ typedef int (*wk_cmd_fn)(struct wk *w, const struct wrec_hdr *c, struct wk_run *
 
 struct wk_cmd {
 	const char *name;
-	uint32_t fixed;  /* sizeof the command's struct */
-	bool stream;     /* queued on a stream; completes when the stream's notice is done */
+	uint32_t fixed; /* sizeof the command's struct */
+	bool stream;    /* queued on a stream; completes when the stream's notice is done */
 	wk_cmd_fn run;
 };
 

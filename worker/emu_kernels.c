@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#define ILLEGAL(fault, len, addr)                                                                            \
-	(snprintf((fault), (len), "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered at 0x%llx", \
-		  (unsigned long long)(addr)),                                                                \
+#define ILLEGAL(fault, len, addr)                                                                                      \
+	(snprintf((fault), (len), "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered at 0x%llx",    \
+		  (unsigned long long)(addr)),                                                                         \
 	 -1)
 
 static uint64_t

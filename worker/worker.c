@@ -196,9 +196,10 @@ _Noreturn void
 wk_fatal_many(struct wk *w, const struct wk_tag *tags, size_t n, const char *detail)
 {
 	log_error("sticky device fault: %s; %zu request(s) had work in flight; exiting so the front-end starts a "
-		  "fresh worker", detail, n);
+		  "fresh worker",
+		  detail, n);
 	pthread_mutex_lock(&w->cpl_lock); /* held until exit: nothing else may complete after a fault */
-	for (size_t i = 0; i < n; i++) { /* every blamed command first: a request may be named more than once */
+	for (size_t i = 0; i < n; i++) {  /* every blamed command first: a request may be named more than once */
 		struct titem *it = &tags[i].t->items[tags[i].idx];
 		it->status = CUA_EDEVICE;
 		free(it->detail);
@@ -331,7 +332,8 @@ handle_record(struct wk *w, const unsigned char *rec, size_t len)
 	}
 	memcpy(&h, rec, sizeof(h));
 	if (h.ncmds > (len - sizeof(h)) / sizeof(struct wrec_hdr)) {
-		log_error("request %llu: %u commands cannot fit its %zu bytes", (unsigned long long)h.req, h.ncmds, len);
+		log_error("request %llu: %u commands cannot fit its %zu bytes", (unsigned long long)h.req, h.ncmds,
+			  len);
 		emit_uniform(w, h.req, h.ncmds, CUA_EINTERNAL, "malformed worker command record", NULL, 0);
 		return;
 	}

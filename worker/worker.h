@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 struct worker_opts {
-	int shm_fd;          /* the shared region (link/wrec.h); the worker maps it and closes the fd */
+	int shm_fd; /* the shared region (link/wrec.h); the worker maps it and closes the fd */
 	int device;
 	uint32_t generation;
 	const char *backend; /* "emu" or "cuda" */

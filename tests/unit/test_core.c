@@ -32,7 +32,7 @@ struct rec {
 	uint32_t op, status;
 	bool has_message;
 	char message[CUA_ERR_DETAIL_MAX + 64];
-	uint64_t value; /* PING: the nonce; HELLO: the session id */
+	uint64_t value;  /* PING: the nonce; HELLO: the session id */
 	uint32_t nitems; /* BATCH: its results */
 	uint32_t item_status[MAX_ITEMS];
 	char item_msg[MAX_ITEMS][CUA_ERR_DETAIL_MAX + 64];
@@ -90,10 +90,10 @@ static const struct edge_ops stub_edge = {stub_reply, stub_msg_free, stub_peer_p
 
 #define PIPE 1u
 #define PIPE_OTHER 2u
-#define ADDR_A 0x7f0000100000ull  /* dev 0, 4096 bytes */
-#define ADDR_B 0x7f0000200000ull  /* dev 1, 4096 bytes */
-#define ADDR_S 0x7f0000300000ull  /* dev 0, 4096 bytes, of a generation that was lost (setup_restarted) */
-#define ADDR_X 0x7f0000900000ull  /* another session's allocation */
+#define ADDR_A 0x7f0000100000ull /* dev 0, 4096 bytes */
+#define ADDR_B 0x7f0000200000ull /* dev 1, 4096 bytes */
+#define ADDR_S 0x7f0000300000ull /* dev 0, 4096 bytes, of a generation that was lost (setup_restarted) */
+#define ADDR_X 0x7f0000900000ull /* another session's allocation */
 #define ALLOC_LEN 4096u
 
 struct env {
@@ -337,18 +337,19 @@ setup_gone(struct env *e)
 
 /* ---- bodies (some name the handles a setup made) ---- */
 
-#define BODY(name, ...)                                                                                      \
-	static void name(struct env *e, cua_req_body *b)                                                     \
-	{                                                                                                    \
-		(void)e;                                                                                     \
-		__VA_ARGS__;                                                                                 \
+#define BODY(name, ...)                                                                                                \
+	static void name(struct env *e, cua_req_body *b)                                                               \
+	{                                                                                                              \
+		(void)e;                                                                                               \
+		__VA_ARGS__;                                                                                           \
 	}
 #define DEVPTR(p) ((cua_wire_arg){CUA_ARG_DEVPTR, (p), {NULL, 0}})
 static const int32_t n32 = 1024;
 static const int64_t n64 = 1024;
 #define INT32 ((cua_wire_arg){CUA_ARG_BYTES, 0, {&n32, 4}})
 #define INT64 ((cua_wire_arg){CUA_ARG_BYTES, 0, {&n64, 8}})
-#define LAUNCH(fn, gx, flags, nargs) ((struct cua_req_launch){(fn), {(gx), 1, 1}, {32, 1, 1}, 0, 0, (flags), e->args, (nargs)})
+#define LAUNCH(fn, gx, flags, nargs)                                                                                   \
+	((struct cua_req_launch){(fn), {(gx), 1, 1}, {32, 1, 1}, 0, 0, (flags), e->args, (nargs)})
 static const char bytes16[16] = "0123456789abcde";
 
 BODY(b_hello_v1, b->hello = (struct cua_req_hello){1, 1, {"t", 1}, 42})
@@ -375,10 +376,8 @@ BODY(b_launch_size, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT64; b->launch =
 BODY(b_launch_wild, e->args[0] = DEVPTR(0x1000); e->args[1] = INT32; b->launch = LAUNCH(e->fn0, 8, 0, 2))
 BODY(b_launch_otherdev, e->args[0] = DEVPTR(ADDR_B); e->args[1] = INT32; b->launch = LAUNCH(e->fn0, 8, 0, 2))
 BODY(b_launch_grid0, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32; b->launch = LAUNCH(e->fn0, 0, 0, 2))
-BODY(b_launch_pdl80, e->args[0] = DEVPTR(ADDR_B); e->args[1] = INT32;
-     b->launch = LAUNCH(e->fn1, 8, CUA_LAUNCH_PDL, 2))
-BODY(b_launch_pdl90, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32;
-     b->launch = LAUNCH(e->fn0, 8, CUA_LAUNCH_PDL, 2))
+BODY(b_launch_pdl80, e->args[0] = DEVPTR(ADDR_B); e->args[1] = INT32; b->launch = LAUNCH(e->fn1, 8, CUA_LAUNCH_PDL, 2))
+BODY(b_launch_pdl90, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32; b->launch = LAUNCH(e->fn0, 8, CUA_LAUNCH_PDL, 2))
 BODY(b_launch_stale, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32; b->launch = LAUNCH(e->fn_stale, 8, 0, 2))
 BODY(b_launch_kind, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32; b->launch = LAUNCH(e->st0, 8, 0, 2))
 BODY(b_screate0, b->stream_create = (struct cua_req_stream_create){0, -9, 0})
@@ -523,8 +522,8 @@ static const struct ccase cases[] = {
 	 .outcome = ANSWERED},
 	{"a truncated message", setup_hello, 0, 0, NULL, RAW("\x94\x01\x02"), .status = CUA_EPROTOCOL, .msg = "",
 	 .outcome = ANSWERED},
-	{"a body of the wrong shape", setup_hello, 0, 0, NULL, RAW("\x94\x01\x07\x00\x91\x00"),
-	 .status = CUA_EPROTOCOL, .msg = "", .outcome = ANSWERED},
+	{"a body of the wrong shape", setup_hello, 0, 0, NULL, RAW("\x94\x01\x07\x00\x91\x00"), .status = CUA_EPROTOCOL,
+	 .msg = "", .outcome = ANSWERED},
 	{"after the connection left", setup_gone, CUA_OP_PING, 0, b_ping1, .status = CUA_ECLOSED,
 	 .msg = "the connection is closing", .outcome = ANSWERED, .check = chk_tomb},
 
@@ -551,8 +550,7 @@ static const struct ccase cases[] = {
 	 .status = CUA_EBAD_ARGUMENT,
 	 .msg = "device pointer 0x7f0000100fa0 (200 bytes) is not inside an allocation of this session",
 	 .outcome = ANSWERED},
-	{"htod into a stale allocation", setup_restarted, CUA_OP_MEMCPY_HTOD, 0, b_htod_s,
-	 .status = CUA_ECONTEXT_LOST,
+	{"htod into a stale allocation", setup_restarted, CUA_OP_MEMCPY_HTOD, 0, b_htod_s, .status = CUA_ECONTEXT_LOST,
 	 .msg = "device pointer 0x7f0000300040 is in memory of a GPU context that was lost; allocate again",
 	 .outcome = ANSWERED},
 	{"htod into an address reused after a restart", setup_restarted, CUA_OP_MEMCPY_HTOD, 0, b_htod_a,
@@ -561,8 +559,8 @@ static const struct ccase cases[] = {
 	 .msg = "one request must target one device (device 0, then 1)", .outcome = ANSWERED},
 	{"memset width 3", setup_std, CUA_OP_MEMSET, 0, b_memset_w3, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "memset width must be 1, 2 or 4 bytes, not 3", .exact = true, .outcome = ANSWERED},
-	{"memset on a stream of another device", setup_std, CUA_OP_MEMSET, 0, b_memset_st1,
-	 .status = CUA_EBAD_ARGUMENT, .msg = "stream is on device 1, the work on device 0", .outcome = ANSWERED},
+	{"memset on a stream of another device", setup_std, CUA_OP_MEMSET, 0, b_memset_st1, .status = CUA_EBAD_ARGUMENT,
+	 .msg = "stream is on device 1, the work on device 0", .outcome = ANSWERED},
 
 	/* launches */
 	{"launch queues", setup_std, CUA_OP_LAUNCH, 0, b_launch_ok, .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
@@ -572,12 +570,12 @@ static const struct ccase cases[] = {
 	 .msg = "the kernel takes 2 arguments, the launch has 1", .outcome = ANSWERED, .check = chk_no_queue},
 	{"launch: wrong argument size", setup_std, CUA_OP_LAUNCH, 0, b_launch_size, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "argument 1 is 8 bytes, the kernel's parameter 1 is 4 bytes", .outcome = ANSWERED},
-	{"launch: pointer outside allocations", setup_std, CUA_OP_LAUNCH, 0, b_launch_wild,
-	 .status = CUA_EBAD_ARGUMENT,
+	{"launch: pointer outside allocations", setup_std, CUA_OP_LAUNCH, 0, b_launch_wild, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "argument 0: device pointer 0x1000 (1 bytes) is not inside an allocation of this session",
 	 .outcome = ANSWERED},
 	{"launch: pointer to another device", setup_std, CUA_OP_LAUNCH, 0, b_launch_otherdev,
-	 .status = CUA_EBAD_ARGUMENT, .msg = "argument 0 points to device 1, the kernel runs on 0", .outcome = ANSWERED},
+	 .status = CUA_EBAD_ARGUMENT, .msg = "argument 0 points to device 1, the kernel runs on 0",
+	 .outcome = ANSWERED},
 	{"launch: zero grid", setup_std, CUA_OP_LAUNCH, 0, b_launch_grid0, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "grid and block dimensions must be at least 1 (got grid 0x1x1, block 32x1x1)", .outcome = ANSWERED},
 	{"launch: PDL on sm_80", setup_std, CUA_OP_LAUNCH, 0, b_launch_pdl80, .status = CUA_EPDL_UNSUPPORTED,
@@ -612,8 +610,7 @@ static const struct ccase cases[] = {
 	{"STATUS passes the session_inflight quota", setup_inflight_quota, CUA_OP_STATUS, 0, NULL, .status = CUA_OK,
 	 .outcome = ANSWERED},
 	{"session_pending quota", setup_pending_quota, CUA_OP_MEM_ALLOC, 0, b_alloc, .status = CUA_EQUOTA,
-	 .msg = "too many unanswered requests on this connection", .outcome = ANSWERED,
-	 .check = chk_still_one_queued},
+	 .msg = "too many unanswered requests on this connection", .outcome = ANSWERED, .check = chk_still_one_queued},
 	{"a sequence number already used", setup_seq5, CUA_OP_PING, 3, b_ping1, .status = CUA_EPROTOCOL,
 	 .msg = "request sequence number already used", .outcome = ANSWERED},
 	{"a request ahead of its turn is parked", setup_hello, CUA_OP_PING, 2, b_ping1, .status = CUA_OK,
@@ -628,7 +625,8 @@ static const struct ccase cases[] = {
 	{"BATCH: every item bad is answered at once", setup_std, CUA_OP_BATCH, 0, b_batch_bad_bad, .status = CUA_OK,
 	 .outcome = ANSWERED, .nitems = 2,
 	 .items = {{CUA_EBAD_ARGUMENT, "memset width must be 1, 2 or 4 bytes, not 3"},
-		   {CUA_EBAD_ARGUMENT, "device pointer 0x1000 (16 bytes) is not inside an allocation of this session"}}},
+		   {CUA_EBAD_ARGUMENT,
+		    "device pointer 0x1000 (16 bytes) is not inside an allocation of this session"}}},
 	{"BATCH: three good items", setup_std, CUA_OP_BATCH, 0, b_batch_3, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 3, .nitems = 3, .items = {{CUA_OK, NULL}, {CUA_OK, NULL}, {CUA_OK, NULL}}, .check = chk_batch3},
 };
@@ -704,7 +702,8 @@ START_TEST(request_case)
 			ck_assert_msg(m == NULL, "%s: unexpected message \"%s\"", c->name, m);
 	}
 	if (r != NULL && c->ncmds >= 0)
-		ck_assert_msg((int)r->ncmds == c->ncmds, "%s: %u worker commands, want %d", c->name, r->ncmds, c->ncmds);
+		ck_assert_msg((int)r->ncmds == c->ncmds, "%s: %u worker commands, want %d", c->name, r->ncmds,
+			      c->ncmds);
 	if (r != NULL) /* it holds its receive context until answered */
 		ck_assert(r->held == !(c->outcome & ANSWERED));
 
@@ -903,30 +902,75 @@ static const struct acase acases[] = {
 	{"the last byte", 1, {{0, 1, P, 4096}}, 1, P + 4095, 1, 0, 1, P, NULL},
 	{"one byte past the end", 1, {{0, 1, P, 4096}}, 1, P + 4095, 2, CUA_EBAD_ARGUMENT, 0, 0, NULL},
 	{"below every allocation", 1, {{0, 1, P, 4096}}, 1, P - 1, 1, CUA_EBAD_ARGUMENT, 0, 0, NULL},
-	{"between two allocations", 1, {{0, 1, P, 4096}, {0, 1, P + 8192, 4096}}, 2, P + 4096, 1, CUA_EBAD_ARGUMENT,
-	 0, 0, NULL},
+	{"between two allocations",
+	 1,
+	 {{0, 1, P, 4096}, {0, 1, P + 8192, 4096}},
+	 2,
+	 P + 4096,
+	 1,
+	 CUA_EBAD_ARGUMENT,
+	 0,
+	 0,
+	 NULL},
 	{"a stale one only", 2, {{0, 1, P, 4096}}, 1, P, 16, CUA_ECONTEXT_LOST, 0, 0, NULL},
 	{"live added after stale at the same address", 2, {{0, 1, P, 4096}, {0, 2, P, 4096}}, 2, P, 16, 0, 2, P, NULL},
-	{"live added before stale at the same address", 2, {{0, 2, P, 4096}, {0, 1, P, 4096}}, 2, P, 16, 0, 2, P,
+	{"live added before stale at the same address", 2, {{0, 2, P, 4096}, {0, 1, P, 4096}}, 2, P, 16, 0, 2, P, NULL},
+	{"live inside a larger stale one",
+	 2,
+	 {{0, 1, P, 65536}, {0, 2, P + 4096, 4096}},
+	 2,
+	 P + 4100,
+	 8,
+	 0,
+	 2,
+	 P + 4096,
 	 NULL},
-	{"live inside a larger stale one", 2, {{0, 1, P, 65536}, {0, 2, P + 4096, 4096}}, 2, P + 4100, 8, 0, 2,
-	 P + 4096, NULL},
-	{"stale larger around a live one, pointer past the live one", 2, {{0, 1, P, 65536}, {0, 2, P + 4096, 4096}},
-	 2, P + 16384, 8, CUA_ECONTEXT_LOST, 0, 0, NULL},
+	{"stale larger around a live one, pointer past the live one",
+	 2,
+	 {{0, 1, P, 65536}, {0, 2, P + 4096, 4096}},
+	 2,
+	 P + 16384,
+	 8,
+	 CUA_ECONTEXT_LOST,
+	 0,
+	 0,
+	 NULL},
 	{"a live allocation on the other device is unaffected", 2, {{1, 1, P, 4096}}, 1, P, 16, 0, 1, P, NULL},
 	/* Regression (daemon/session.c do_alloc_find once looked at 4 records only, `k > i - 4`): only the 4 records at
 	 * or below the pointer were looked at, so a live allocation made after a restart over addresses where the lost generation held
 	 * 4 or more smaller allocations is not found: a valid pointer is refused with BAD_ARGUMENT. */
-	{"live large over five stale small ones", 2,
-	 {{0, 1, P + 4096, 4096}, {0, 1, P + 8192, 4096}, {0, 1, P + 12288, 4096}, {0, 1, P + 16384, 4096},
-	  {0, 1, P + 20480, 4096}, {0, 2, P, 1u << 20}},
-	 6, P + 30000, 8, 0, 2, P, "session.c do_alloc_find looks at 4 records only"},
+	{"live large over five stale small ones",
+	 2,
+	 {{0, 1, P + 4096, 4096},
+	  {0, 1, P + 8192, 4096},
+	  {0, 1, P + 12288, 4096},
+	  {0, 1, P + 16384, 4096},
+	  {0, 1, P + 20480, 4096},
+	  {0, 2, P, 1u << 20}},
+	 6,
+	 P + 30000,
+	 8,
+	 0,
+	 2,
+	 P,
+	 "session.c do_alloc_find looks at 4 records only"},
 	/* Regression (same bounds): a pointer into a large stale allocation behind 4 or more live small ones says
 	 * BAD_ARGUMENT instead of CONTEXT_LOST. */
-	{"stale large under five live small ones", 2,
-	 {{0, 1, P, 1u << 20}, {0, 2, P + 4096, 256}, {0, 2, P + 8192, 256}, {0, 2, P + 12288, 256},
-	  {0, 2, P + 16384, 256}, {0, 2, P + 20480, 256}},
-	 6, P + 30000, 8, CUA_ECONTEXT_LOST, 0, 0, "session.c do_alloc_find looks at 4 records only"},
+	{"stale large under five live small ones",
+	 2,
+	 {{0, 1, P, 1u << 20},
+	  {0, 2, P + 4096, 256},
+	  {0, 2, P + 8192, 256},
+	  {0, 2, P + 12288, 256},
+	  {0, 2, P + 16384, 256},
+	  {0, 2, P + 20480, 256}},
+	 6,
+	 P + 30000,
+	 8,
+	 CUA_ECONTEXT_LOST,
+	 0,
+	 0,
+	 "session.c do_alloc_find looks at 4 records only"},
 };
 
 START_TEST(alloc_find_case)
@@ -940,7 +984,8 @@ START_TEST(alloc_find_case)
 	setup_hello(e);
 	e->fe.devs[0].gen = c->dev0_gen;
 	for (unsigned i = 0; i < c->nrecs; i++)
-		ck_assert_int_eq(do_alloc_add(e->s, c->recs[i].dev, c->recs[i].gen, c->recs[i].addr, c->recs[i].len), 0);
+		ck_assert_int_eq(do_alloc_add(e->s, c->recs[i].dev, c->recs[i].gen, c->recs[i].addr, c->recs[i].len),
+				 0);
 	for (uint32_t i = 1; i < e->s->nallocs; i++) /* kept sorted */
 		ck_assert_uint_le(e->s->allocs[i - 1].addr, e->s->allocs[i].addr);
 	cua_err_clear(&err);

@@ -4,8 +4,8 @@
 #include "cua_wire.h"
 
 #include <check.h>
-#include <msgpack.h> /* the hostile cases mutate decoded trees: this test reaches under the codec */
 #include <errno.h>
+#include <msgpack.h> /* the hostile cases mutate decoded trees: this test reaches under the codec */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
