@@ -1,0 +1,37 @@
+/*
+ * rules.h — helpers shared by the conformance cases: sessions and the requests most cases need, each built
+ * from PROTOCOL.md §4 and asserting the status it expects.
+ */
+#ifndef CONF_RULES_H
+#define CONF_RULES_H
+
+#include "conn.h"
+
+#define U(x) ((uint64_t)(x))
+
+/* A connection that said HELLO. */
+void sess(struct conn *c, const struct dmn *d);
+/* MEM_ALLOC on device 0 (unordered), asserting OK. */
+uint64_t alloc(struct conn *c, uint64_t bytes);
+/* STREAM_CREATE on device 0, asserting OK. */
+uint64_t stream_new(struct conn *c);
+/* MODULE_LOAD of the test kernels (format 0), asserting OK. */
+uint64_t module_load(struct conn *c);
+/* FUNCTION_GET of name in m, asserting OK. */
+uint64_t function_get(struct conn *c, uint64_t m, const char *name);
+/* MEMCPY_HTOD / MEMCPY_DTOH on stream, asserting OK; dtoh fills out with exactly n bytes. */
+void htod(struct conn *c, uint64_t dst, uint64_t stream, const void *p, size_t n);
+void dtoh(struct conn *c, uint64_t src, uint64_t stream, void *out, size_t n);
+/* Encodes a LAUNCH body of f, 1-D grid x block, with args pre-encoded (count elements in a). */
+void launch_body(struct mpb *b, uint64_t f, uint64_t grid, uint64_t block, uint64_t stream, uint64_t flags,
+		 const struct mpb *args, uint32_t count);
+/* LAUNCH of fill_u32(ptr, value, n) as [uint, bin4, bin8]; returns the reply's status (reply in out if set). */
+uint64_t launch_fill(struct conn *c, uint64_t seq, uint64_t f, uint64_t ptr, uint32_t value, uint64_t n,
+		     uint64_t stream, uint64_t flags, struct reply *out);
+/* LAUNCH of a one-pointer kernel (bad_write, pdl_count) or spin(ns): args [uint] or [bin8]. */
+uint64_t launch_one(struct conn *c, uint64_t f, bool as_uint, uint64_t v, uint64_t stream, uint64_t flags,
+		    struct reply *out);
+/* The message encoding of LAUNCH fill_u32, for pipelining. */
+void msg_fill(struct mpb *m, uint64_t seq, uint64_t f, uint64_t ptr, uint32_t value, uint64_t n, uint64_t stream);
+
+#endif
