@@ -10,6 +10,8 @@
 #include "mp.h"
 
 #include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/util/platform.h>
 #include <stdbool.h>
 #include <sys/types.h>
 

@@ -8,10 +8,15 @@
 
 #include "rules.h"
 
+#include <arpa/inet.h>
 #include <check.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static struct dmn D; /* each case's daemon, default options */
@@ -499,3 +504,958 @@ START_TEST(r_seq_window)
 	dmn_stop(&d);
 }
 END_TEST
+
+/* ------------------------------------------------------------------ §2 session release */
+
+/* STATUS's `total` counts [allocations, alloc_bytes, modules, functions, streams, in_flight]. */
+static uint64_t
+total_count(struct conn *c, int k)
+{
+	struct reply r;
+	expect(c, OP_STATUS, 0, ST_OK, &r, "[]");
+	ck_assert_uint_eq(r.body->len, 7);
+	ck_assert_uint_eq(r.body->a[6].len, 6);
+	uint64_t v = r.body->a[6].a[k].u;
+	reply_free(&r);
+	return v;
+}
+
+START_TEST(r_session_release)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	alloc(&a, 1 << 20);
+	function_get(&a, module_load(&a), "axpy");
+	stream_new(&a);
+	ck_assert_uint_eq(total_count(&b, 0), 1);
+	ck_assert_uint_eq(total_count(&b, 2), 1);
+	ck_assert_uint_eq(total_count(&b, 4), 1);
+	conn_close(&a);
+	/* released after the connection closed: poll STATUS, bounded (5 s) */
+	int k = 0;
+	for (; k < 500 && (total_count(&b, 0) || total_count(&b, 2) || total_count(&b, 3) || total_count(&b, 4)); k++)
+		usleep(10000);
+	ck_assert_msg(k < 500, "the closed session's objects were not released");
+	ck_assert_uint_eq(total_count(&b, 1), 0);
+	conn_close(&b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ §3 handles and pointers */
+
+START_TEST(r_handle_scope)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	uint64_t m = module_load(&a), f = function_get(&a, m, "axpy"), s = stream_new(&a);
+	ck_assert_uint_ne(m, 0);
+	ck_assert_uint_ne(f, 0);
+	ck_assert_uint_ne(s, 0);
+	expect(&b, OP_FUNCTION_GET, 0, ST_NOT_FOUND, NULL, "[us]", m, "axpy"); /* another session's */
+	expect(&b, OP_STREAM_SYNC, 0, ST_NOT_FOUND, NULL, "[u]", s);
+	expect(&b, OP_MODULE_UNLOAD, 0, ST_NOT_FOUND, NULL, "[u]", m);
+	expect(&a, OP_FUNCTION_GET, 0, ST_NOT_FOUND, NULL, "[us]", s, "axpy"); /* another kind */
+	expect(&a, OP_STREAM_SYNC, 0, ST_NOT_FOUND, NULL, "[u]", f);
+	expect(&a, OP_STREAM_DESTROY, 0, ST_NOT_FOUND, NULL, "[u]", m);
+	expect(&a, OP_MODULE_UNLOAD, 0, ST_OK, NULL, "[u]", m);
+	expect(&a, OP_FUNCTION_GET, 0, ST_NOT_FOUND, NULL, "[us]", m, "axpy"); /* freed */
+	expect(&a, OP_MODULE_UNLOAD, 0, ST_NOT_FOUND, NULL, "[u]", m);
+	expect(&a, OP_STREAM_DESTROY, 0, ST_OK, NULL, "[u]", s);
+	expect(&a, OP_STREAM_SYNC, 0, ST_NOT_FOUND, NULL, "[u]", s);
+	conn_close(&a);
+	conn_close(&b);
+}
+END_TEST
+
+/* bad_write on a's pool stream: a sticky fault of device 0. Asserts DEVICE with the CUDA error name. */
+static void
+make_fault(struct conn *a)
+{
+	uint64_t bad = function_get(a, module_load(a), "bad_write"), p = alloc(a, 64);
+	struct reply r;
+	uint64_t st = launch_one(a, bad, true, p, 0, 0, &r);
+	ck_assert_msg(st == ST_DEVICE, "bad_write: %s %s", r.name, r.msg);
+	ck_assert_msg(strncmp(r.msg, "CUDA_ERROR_", 11) == 0, "the message starts with the CUDA error: %s", r.msg);
+	reply_free(&r);
+}
+
+START_TEST(r_handle_stale)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	uint64_t m = module_load(&b), f = function_get(&b, m, "fill_u32"), s = stream_new(&b), p = alloc(&b, 64);
+	make_fault(&a);
+	expect(&b, OP_STREAM_SYNC, 0, ST_CONTEXT_LOST, NULL, "[u]", s);
+	expect(&b, OP_FUNCTION_GET, 0, ST_CONTEXT_LOST, NULL, "[us]", m, "spin");
+	ck_assert_uint_eq(launch_fill(&b, 0, f, p, 1, 1, 0, 0, NULL), ST_CONTEXT_LOST);
+	expect(&b, OP_STREAM_DESTROY, 0, ST_CONTEXT_LOST, NULL, "[u]", s);
+	expect(&b, OP_MODULE_UNLOAD, 0, ST_CONTEXT_LOST, NULL, "[u]", m);
+	function_get(&b, module_load(&b), "spin"); /* recreated objects work */
+	conn_close(&a);
+	conn_close(&b);
+}
+END_TEST
+
+START_TEST(r_pointer_stale)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	uint64_t p = alloc(&b, 64);
+	make_fault(&a);
+	expect(&b, OP_MEMCPY_DTOH, 0, ST_CONTEXT_LOST, NULL, "[uuu]", p, U(4), U(0));
+	expect(&b, OP_MEMCPY_HTOD, 0, ST_CONTEXT_LOST, NULL, "[uub]", p + 8, U(0), "abcd", (size_t)4);
+	expect(&b, OP_MEMSET, 0, ST_CONTEXT_LOST, NULL, "[uuuuu]", p, U(0), U(1), U(4), U(0));
+	expect(&b, OP_MEM_FREE, 0, ST_CONTEXT_LOST, NULL, "[u]", p);
+	conn_close(&a);
+	conn_close(&b);
+}
+END_TEST
+
+START_TEST(r_stream_zero)
+{
+	struct conn c;
+	sess(&c, &D);
+	expect(&c, OP_STREAM_SYNC, 0, ST_BAD_ARGUMENT, NULL, "[u]", U(0));
+	expect(&c, OP_STREAM_DESTROY, 0, ST_BAD_ARGUMENT, NULL, "[u]", U(0));
+	uint64_t p = alloc(&c, 16);
+	uint8_t out[4];
+	htod(&c, p, 0, "wxyz", 4); /* stream 0: a pool stream */
+	expect(&c, OP_SYNCHRONIZE, 0, ST_OK, NULL, "[]");
+	dtoh(&c, p, 0, out, 4);
+	ck_assert_int_eq(memcmp(out, "wxyz", 4), 0);
+	conn_close(&c);
+}
+END_TEST
+
+START_TEST(r_pointer_check)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	uint64_t pa = alloc(&a, 64), pb = alloc(&b, 64), pc = alloc(&a, 64);
+	uint64_t f = function_get(&a, module_load(&a), "fill_u32");
+	expect(&a, OP_MEM_FREE, 0, ST_OK, NULL, "[u]", pc);
+	expect(&a, OP_MEMCPY_HTOD, 0, ST_BAD_ARGUMENT, NULL, "[uub]", pb, U(0), "abcd", (size_t)4);
+	expect(&a, OP_MEMCPY_HTOD, 0, ST_BAD_ARGUMENT, NULL, "[uub]", pa + 60, U(0), "abcdefgh", (size_t)8);
+	expect(&a, OP_MEMCPY_HTOD, 0, ST_BAD_ARGUMENT, NULL, "[uub]", pc, U(0), "abcd", (size_t)4);
+	expect(&a, OP_MEMCPY_HTOD, 0, ST_OK, NULL, "[uub]", pa + 56, U(0), "abcdefgh", (size_t)8);
+	expect(&a, OP_MEMCPY_DTOH, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", pa, U(65), U(0));
+	expect(&a, OP_MEMCPY_DTOH, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", pb, U(4), U(0));
+	expect(&a, OP_MEMCPY_DTOD, 0, ST_BAD_ARGUMENT, NULL, "[uuuu]", pa, pb, U(4), U(0));
+	expect(&a, OP_MEMCPY_DTOD, 0, ST_BAD_ARGUMENT, NULL, "[uuuu]", pb, pa, U(4), U(0));
+	expect(&a, OP_MEMSET, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", pa, U(0), U(4), U(17), U(0));
+	expect(&a, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", pa, U(0), U(4), U(16), U(0));
+	ck_assert_uint_eq(launch_fill(&a, 0, f, pb, 1, 1, 0, 0, NULL), ST_BAD_ARGUMENT);
+	ck_assert_uint_eq(launch_fill(&a, 0, f, pc, 1, 1, 0, 0, NULL), ST_BAD_ARGUMENT);
+	ck_assert_uint_eq(launch_fill(&a, 0, f, pa + 8, 1, 1, 0, 0, NULL), ST_OK);
+	conn_close(&a);
+	conn_close(&b);
+}
+END_TEST
+
+START_TEST(r_free_check)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	uint64_t p = alloc(&a, 64), q = alloc(&b, 64);
+	expect(&a, OP_MEM_FREE, 0, ST_NOT_FOUND, NULL, "[u]", q);
+	expect(&a, OP_MEM_FREE, 0, ST_NOT_FOUND, NULL, "[u]", U(0x10));
+	expect(&a, OP_MEM_FREE, 0, ST_BAD_ARGUMENT, NULL, "[u]", p + 16);
+	expect(&a, OP_MEM_FREE, 0, ST_OK, NULL, "[u]", p);
+	expect(&a, OP_MEM_FREE, 0, ST_NOT_FOUND, NULL, "[u]", p);
+	conn_close(&a);
+	conn_close(&b);
+}
+END_TEST
+
+START_TEST(r_pointer_bytes)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	uint64_t pb = alloc(&b, 64);
+	uint64_t f = function_get(&a, module_load(&a), "fill_u32");
+	struct mpb args = {0}, body = {0}, m = {0};
+	uint32_t v = 0x5eed;
+	uint64_t n = 4;
+	/* the pointer as 8 bytes: passed as it is, unchecked (the checks guard against mistakes only) */
+	mpb_fmt(&args, "bbb", &pb, sizeof(pb), &v, sizeof(v), &n, sizeof(n));
+	launch_body(&body, f, 1, 32, 0, 0, &args, 3);
+	msg_build(&m, PV, OP_LAUNCH, 0, "r", body.p, body.n);
+	raw_expect(&a, m.p, m.n, ST_OK, OP_LAUNCH);
+	uint32_t out[4];
+	dtoh(&b, pb, 0, out, sizeof(out));
+	ck_assert_uint_eq(out[3], 0x5eed);
+	mpb_free(&args);
+	mpb_free(&body);
+	mpb_free(&m);
+	conn_close(&a);
+	conn_close(&b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ §4 requests */
+
+START_TEST(r_module_reject)
+{
+	static const struct {
+		const char *what;
+		uint64_t format;
+		const char *img;
+		size_t n;
+	} bad[] = {
+		{"fatbin magic and noise", 0, "\x50\xed\x55\xba\x01\x00\x10\x00\x13\x37\xca\xfe\x99\x88\x77\x66", 16},
+		{"fatbin magic and noise as fatbin", 2, "\x50\xed\x55\xba\x01\x00\x10\x00\x13\x37\xca\xfe", 12},
+		{"a fake cubin", 1, "\x7f" "ELF\x02\x01\x01\x00garbage-garbage-garbage", 31},
+		{"garbage as PTX", 3, "this is not PTX at all", 22},
+		{"garbage, detected", 0, "lorem ipsum dolor sit amet", 26},
+		{"garbage as an emulated-device image", 4, "not an image\n", 13},
+	};
+	struct conn c;
+	sess(&c, &D);
+	expect(&c, OP_MODULE_LOAD, 0, ST_BAD_ARGUMENT, NULL, "[uub]", U(0), U(0), "", (size_t)0);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct reply r;
+		conn_req(&c, PV, OP_MODULE_LOAD, 0, &r, "[uub]", U(0), bad[k].format, bad[k].img, bad[k].n);
+		ck_assert_msg(r.status == ST_MODULE, "%s: %s (%s)", bad[k].what, r.name, r.msg);
+		ck_assert_msg(strlen(r.msg) > 0, "%s: MODULE carries the loader log", bad[k].what);
+		reply_free(&r);
+	}
+	conn_close(&c);
+}
+END_TEST
+
+/* FUNCTION_GET's params of name must be the layout of tests/kernels/test_kernels.cu (pairs, n of them). */
+static void
+params_are(struct conn *c, uint64_t m, const char *name, const uint32_t *want, uint32_t n)
+{
+	struct reply r;
+	expect(c, OP_FUNCTION_GET, 0, ST_OK, &r, "[us]", m, name);
+	ck_assert_uint_eq(r.body->len, 2);
+	ck_assert_uint_ne(r.body->a[0].u, 0);
+	const struct mpv *p = &r.body->a[1];
+	ck_assert_uint_eq(p->len, n);
+	for (uint32_t k = 0; k < n; k++) {
+		ck_assert_uint_eq(p->a[k].len, 2);
+		ck_assert_uint_eq(p->a[k].a[0].u, want[2 * k]);
+		ck_assert_uint_eq(p->a[k].a[1].u, want[2 * k + 1]);
+	}
+	reply_free(&r);
+}
+
+START_TEST(r_function_get)
+{
+	struct conn c;
+	sess(&c, &D);
+	uint64_t m = module_load(&c);
+	params_are(&c, m, "axpy", (const uint32_t[]){0, 4, 8, 8, 16, 8, 24, 8}, 4);
+	params_are(&c, m, "fill_u32", (const uint32_t[]){0, 8, 8, 4, 16, 8}, 3);
+	params_are(&c, m, "empty_kernel", NULL, 0);
+	expect(&c, OP_FUNCTION_GET, 0, ST_NOT_FOUND, NULL, "[us]", m, "no_such_kernel");
+	expect(&c, OP_FUNCTION_GET, 0, ST_BAD_ARGUMENT, NULL, "[us]", m, "");
+	struct mpb b = {0};
+	msg_build(&b, PV, OP_FUNCTION_GET, 0, "");
+	mpb_arr(&b, 2);
+	mpb_uint(&b, m);
+	mpb_str(&b, "ax\0py", 5);
+	raw_expect(&c, b.p, b.n, ST_BAD_ARGUMENT, OP_FUNCTION_GET);
+	mpb_free(&b);
+	conn_close(&c);
+}
+END_TEST
+
+START_TEST(r_alloc)
+{
+	struct conn c;
+	sess(&c, &D);
+	expect(&c, OP_MEM_ALLOC, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(0), U(0));
+	expect(&c, OP_MEM_ALLOC, 0, ST_NO_MEMORY, NULL, "[uu]", U(0), U(1) << 30); /* --emu-mem 256M */
+	expect(&c, OP_MEM_ALLOC, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(5), U(64)); /* no device 5 */
+	expect(&c, OP_MEM_ALLOC, 0, ST_PROTOCOL, NULL, "[uu]", U(64), U(64));	 /* u32≤63 */
+	ck_assert_uint_ne(alloc(&c, 64), 0);
+	conn_close(&c);
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--session-mem", "1M", NULL});
+	sess(&c, &d);
+	alloc(&c, 1 << 19);
+	struct reply r;
+	expect(&c, OP_MEM_ALLOC, 0, ST_QUOTA, &r, "[uu]", U(0), U(1) << 20);
+	ck_assert_msg(strstr(r.msg, "--session-mem") != NULL, "the message names the option: %s", r.msg);
+	reply_free(&r);
+	conn_close(&c);
+	dmn_stop(&d);
+}
+END_TEST
+
+START_TEST(r_memset)
+{
+	struct conn c;
+	sess(&c, &D);
+	uint64_t p = alloc(&c, 16);
+	uint8_t out[16], want[16];
+	expect(&c, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", p, U(0xab), U(1), U(16), U(0));
+	memset(want, 0xab, 16);
+	dtoh(&c, p, 0, out, 16);
+	ck_assert_int_eq(memcmp(out, want, 16), 0);
+	expect(&c, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", p, U(0x1234), U(2), U(2), U(0)); /* count: elements */
+	expect(&c, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", p + 8, U(0xdeadbeef), U(4), U(1), U(0));
+	memcpy(want, "\x34\x12\x34\x12", 4);
+	memcpy(want + 8, "\xef\xbe\xad\xde", 4);
+	dtoh(&c, p, 0, out, 16);
+	ck_assert_int_eq(memcmp(out, want, 16), 0);
+	expect(&c, OP_MEMSET, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", p, U(0), U(3), U(1), U(0));
+	expect(&c, OP_MEMSET, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", p, U(0), U(8), U(1), U(0));
+	expect(&c, OP_MEMSET, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", p, U(256), U(1), U(1), U(0));
+	expect(&c, OP_MEMSET, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", p, U(65536), U(2), U(1), U(0));
+	expect(&c, OP_MEMSET, 0, ST_PROTOCOL, NULL, "[uuuuu]", p, U(1) << 32, U(4), U(1), U(0)); /* not a u32 */
+	/* zero-byte copies */
+	expect(&c, OP_MEMCPY_HTOD, 0, ST_BAD_ARGUMENT, NULL, "[uub]", p, U(0), "", (size_t)0);
+	expect(&c, OP_MEMCPY_DTOH, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", p, U(0), U(0));
+	expect(&c, OP_MEMCPY_DTOD, 0, ST_BAD_ARGUMENT, NULL, "[uuuu]", p, p + 8, U(0), U(0));
+	conn_close(&c);
+}
+END_TEST
+
+START_TEST(r_dtoh_limit)
+{
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--max-message", "1M", NULL});
+	struct conn c;
+	uint64_t max;
+	conn_open(&c, d.url);
+	conn_hello(&c, &max);
+	ck_assert_uint_eq(max, 1 << 20);
+	uint64_t p = alloc(&c, max);
+	struct reply r;
+	expect(&c, OP_MEMCPY_DTOH, 0, ST_OK, &r, "[uuu]", p, max - 4096, U(0)); /* exactly the limit */
+	ck_assert_uint_eq(r.body->a[0].len, max - 4096);
+	reply_free(&r);
+	expect(&c, OP_MEMCPY_DTOH, 0, ST_TOO_LARGE, &r, "[uuu]", p, max - 4095, U(0));
+	char lim[32];
+	snprintf(lim, sizeof(lim), "%llu", (unsigned long long)(max - 4096));
+	ck_assert_msg(strstr(r.msg, lim) != NULL, "the message names the limit %s: %s", lim, r.msg);
+	reply_free(&r);
+	conn_close(&c);
+	dmn_stop(&d);
+}
+END_TEST
+
+START_TEST(r_launch_pdl)
+{
+	struct conn c;
+	sess(&c, &D); /* sm_90: PDL runs */
+	uint64_t m = module_load(&c), f = function_get(&c, m, "pdl_count"), p = alloc(&c, 4);
+	expect(&c, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", p, U(0), U(4), U(1), U(0));
+	ck_assert_uint_eq(launch_one(&c, f, true, p, 0, 1, NULL), ST_OK);
+	uint32_t v;
+	dtoh(&c, p, 0, &v, 4);
+	ck_assert_uint_eq(v, 1);
+	conn_close(&c);
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--emu-sm", "80", NULL});
+	sess(&c, &d);
+	m = module_load(&c);
+	f = function_get(&c, m, "pdl_count");
+	p = alloc(&c, 4);
+	struct reply r;
+	ck_assert_uint_eq(launch_one(&c, f, true, p, 0, 1, &r), ST_PDL_UNSUPPORTED);
+	ck_assert_str_eq(r.msg, "programmatic dependent launch requires sm_90 or newer; target sm_80");
+	reply_free(&r);
+	ck_assert_uint_eq(launch_one(&c, f, true, p, 0, 0, NULL), ST_OK); /* without PDL it runs */
+	conn_close(&c);
+	dmn_stop(&d);
+}
+END_TEST
+
+/* A LAUNCH of f with a 1-D grid/block and args from fmt (count values); returns the status. */
+static uint64_t
+launch_args(struct conn *c, uint64_t f, uint64_t grid, uint64_t block, uint64_t flags, uint32_t count,
+	    const char *fmt, ...)
+{
+	struct mpb a = {0}, body = {0}, m = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	mpb_vfmt(&a, fmt, &ap);
+	va_end(ap);
+	launch_body(&body, f, grid, block, 0, flags, &a, count);
+	msg_build(&m, PV, OP_LAUNCH, 0, "r", body.p, body.n);
+	struct reply r;
+	conn_raw(c, m.p, m.n, &r);
+	uint64_t st = r.status;
+	ck_assert_uint_eq(r.op, OP_LAUNCH);
+	if (st == ST_BAD_ARGUMENT)
+		ck_assert_msg(strlen(r.msg) > 0, "BAD_ARGUMENT names the argument");
+	reply_free(&r);
+	mpb_free(&a);
+	mpb_free(&body);
+	mpb_free(&m);
+	return st;
+}
+
+START_TEST(r_launch_args)
+{
+	struct conn c;
+	sess(&c, &D);
+	uint64_t m = module_load(&c), f = function_get(&c, m, "fill_u32"), p = alloc(&c, 256), n = 8;
+	uint32_t v = 7;
+	static uint8_t big[4097];
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "ubb", p, &v, U(4), &n, U(8)), ST_OK);
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 2, "ub", p, &v, U(4)), ST_BAD_ARGUMENT); /* count */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 4, "ubbb", p, &v, U(4), &n, U(8), &v, U(4)),
+			  ST_BAD_ARGUMENT);
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "ubb", p, &n, U(8), &n, U(8)), ST_BAD_ARGUMENT); /* size */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "uub", p, p, &n, U(8)), ST_BAD_ARGUMENT); /* ptr is 8 */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "ubb", p + 256, &v, U(4), &n, U(8)), ST_BAD_ARGUMENT);
+	ck_assert_uint_eq(launch_args(&c, f, 0, 32, 0, 3, "ubb", p, &v, U(4), &n, U(8)), ST_BAD_ARGUMENT); /* grid */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 0, 0, 3, "ubb", p, &v, U(4), &n, U(8)), ST_BAD_ARGUMENT); /* block */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "ubb", p, &v, U(0), &n, U(8)), ST_PROTOCOL); /* 0 B */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "ubb", p, big, U(4097), &n, U(8)), ST_PROTOCOL);
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "usb", p, "abcd", &n, U(8)), ST_PROTOCOL); /* a str */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 4, 3, "ubb", p, &v, U(4), &n, U(8)), ST_PROTOCOL); /* flags */
+	uint32_t out[8];
+	dtoh(&c, p, 0, out, sizeof(out));
+	ck_assert_uint_eq(out[7], 7);
+	conn_close(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ §4 shared host memory */
+
+/* A memfd of n bytes, sealed against shrinking when seal. */
+static int
+memfd(size_t n, bool seal)
+{
+	int fd = memfd_create("conformance", MFD_ALLOW_SEALING);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)n), 0);
+	if (seal)
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	return fd;
+}
+
+/* A free TCP port on 127.0.0.1 (bound then released). */
+static int
+free_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+START_TEST(r_hostbuf_ipc)
+{
+	char tcp[64];
+	snprintf(tcp, sizeof(tcp), "tcp://127.0.0.1:%d", free_port());
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--listen", tcp, NULL});
+	int fd = memfd(4096, true);
+	struct conn c;
+	sess(&c, &d);
+	struct reply r;
+	expect(&c, OP_HOST_REGISTER, 0, ST_OK, &r, "[uuu]", U(0), U(fd), U(4096)); /* over ipc:// */
+	ck_assert_uint_ne(r.body->a[0].u, 0);
+	reply_free(&r);
+	conn_close(&c);
+	conn_open(&c, tcp);
+	conn_hello(&c, NULL);
+	expect(&c, OP_HOST_REGISTER, 0, ST_UNSUPPORTED, NULL, "[uuu]", U(0), U(fd), U(4096));
+	conn_close(&c);
+	close(fd);
+	dmn_stop(&d);
+}
+END_TEST
+
+START_TEST(r_hostbuf_range)
+{
+	struct conn c;
+	sess(&c, &D);
+	int fd = memfd(8192, true), loose = memfd(8192, false);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/plain", D.dir);
+	int plain = open(path, O_RDWR | O_CREAT, 0600);
+	ck_assert_int_ge(plain, 0);
+	ck_assert_int_eq(ftruncate(plain, 8192), 0);
+	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), U(plain), U(8192)); /* not a memfd */
+	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), U(loose), U(8192)); /* not sealed */
+	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), U(fd), U(8193));	  /* too small */
+	struct reply r;
+	expect(&c, OP_HOST_REGISTER, 0, ST_OK, &r, "[uuu]", U(0), U(fd), U(8192));
+	uint64_t h = r.body->a[0].u, p = alloc(&c, 8192);
+	reply_free(&r);
+	uint8_t *map = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	memcpy(map + 4096, "host", 4);
+	expect(&c, OP_MEMCPY_HTOD_HOST, 0, ST_OK, NULL, "[uuuuu]", p, U(0), h, U(4096), U(4096));
+	expect(&c, OP_MEMCPY_DTOH_HOST, 0, ST_OK, NULL, "[uuuuu]", p, U(0), h, U(0), U(4));
+	ck_assert_int_eq(memcmp(map, "host", 4), 0);
+	expect(&c, OP_MEMCPY_HTOD_HOST, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", p, U(0), h, U(4097), U(4096));
+	expect(&c, OP_MEMCPY_DTOH_HOST, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", p, U(0), h, U(8192), U(1));
+	expect(&c, OP_MEMCPY_DTOH_HOST, 0, ST_BAD_ARGUMENT, NULL, "[uuuuu]", p, U(0), h, U(0), U(8193));
+	expect(&c, OP_HOST_UNREGISTER, 0, ST_OK, NULL, "[u]", h);
+	munmap(map, 8192);
+	close(fd);
+	close(loose);
+	close(plain);
+	conn_close(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ §4 BATCH and SYNCHRONIZE */
+
+/* Sends BATCH [flags, items] with items pre-encoded (count of them); the reply in r. */
+static void
+batch(struct conn *c, const struct mpb *items, uint32_t count, struct reply *r)
+{
+	struct mpb m = {0};
+	msg_build(&m, PV, OP_BATCH, 0, "");
+	mpb_arr(&m, 2);
+	mpb_uint(&m, 0);
+	mpb_arr(&m, count);
+	mpb_raw(&m, items->p, items->n);
+	conn_raw(c, m.p, m.n, r);
+	mpb_free(&m);
+}
+
+/* Asserts result k of a BATCH reply: [status, name, message, data] with data of n bytes. */
+static const struct mpv *
+result_is(const struct reply *r, uint32_t k, uint64_t status, uint32_t n)
+{
+	ck_assert_uint_eq(r->status, ST_OK);
+	const struct mpv *res = &r->body->a[0].a[k];
+	ck_assert_uint_eq(res->len, 4);
+	ck_assert_msg(res->a[0].u == status, "item %u: %llu, expected %s", k, (unsigned long long)res->a[0].u,
+		      st_name(status));
+	ck_assert_int_eq(res->a[1].t, MP_STR);
+	ck_assert_int_eq(memcmp(res->a[1].p, st_name(status), res->a[1].len), 0);
+	ck_assert_int_eq(res->a[3].t, MP_BIN);
+	ck_assert_uint_eq(res->a[3].len, n);
+	return &res->a[3];
+}
+
+START_TEST(r_batch_items)
+{
+	struct conn c;
+	sess(&c, &D);
+	uint64_t p = alloc(&c, 64);
+	struct mpb it = {0};
+	struct reply r;
+	/* a kind not allowed (8, MEM_FREE): PROTOCOL as a whole, and the HTOD before it did not run */
+	mpb_fmt(&it, "[u[uub]] [u[u]]", U(OP_MEMCPY_HTOD), p, U(0), "XXXX", (size_t)4, U(OP_MEM_FREE), p);
+	batch(&c, &it, 2, &r);
+	ck_assert_str_eq(r.name, "PROTOCOL");
+	reply_free(&r);
+	it.n = 0; /* a body of the wrong shape */
+	mpb_fmt(&it, "[u[uub]] [u[uu]]", U(OP_MEMCPY_HTOD), p, U(0), "XXXX", (size_t)4, U(OP_MEMCPY_DTOH), p, U(4));
+	batch(&c, &it, 2, &r);
+	ck_assert_str_eq(r.name, "PROTOCOL");
+	reply_free(&r);
+	it.n = 0; /* a value out of its table range (width is u32, value 2^32 is not) */
+	mpb_fmt(&it, "[u[uuuuu]]", U(OP_MEMSET), p, U(1) << 32, U(4), U(1), U(0));
+	batch(&c, &it, 1, &r);
+	ck_assert_str_eq(r.name, "PROTOCOL");
+	reply_free(&r);
+	uint8_t out[4];
+	dtoh(&c, p, 0, out, 4);
+	ck_assert_int_eq(memcmp(out, "\0\0\0\0", 4), 0);
+	uint64_t s = stream_new(&c);
+	it.n = 0; /* values checked item by item */
+	mpb_fmt(&it, "[u[uub]] [u[uuuuu]] [u[uuu]] [u[uuu]]", U(OP_MEMCPY_HTOD), p, s, "abcd", (size_t)4,
+		U(OP_MEMSET), p, U(0), U(3), U(1), s, U(OP_MEMCPY_DTOH), p, U(4), s, U(OP_MEMCPY_DTOH), p + 4096,
+		U(4), s);
+	batch(&c, &it, 4, &r);
+	result_is(&r, 0, ST_OK, 0);
+	result_is(&r, 1, ST_BAD_ARGUMENT, 0);
+	ck_assert_int_eq(memcmp(result_is(&r, 2, ST_OK, 4)->p, "abcd", 4), 0);
+	result_is(&r, 3, ST_BAD_ARGUMENT, 0);
+	ck_assert_uint_eq(r.body->a[0].len, 4);
+	reply_free(&r);
+	mpb_free(&it);
+	conn_close(&c);
+}
+END_TEST
+
+START_TEST(r_batch_dtoh)
+{
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--max-message", "1M", NULL});
+	struct conn c;
+	uint64_t max;
+	conn_open(&c, d.url);
+	conn_hello(&c, &max);
+	uint64_t lim = max - 4096, half = lim / 2, p = alloc(&c, max);
+	struct mpb it = {0};
+	struct reply r;
+	mpb_fmt(&it, "[u[uuu]] [u[uuu]]", U(OP_MEMCPY_DTOH), p, half, U(0), U(OP_MEMCPY_DTOH), p, lim - half, U(0));
+	batch(&c, &it, 2, &r); /* exactly the limit in all */
+	result_is(&r, 0, ST_OK, (uint32_t)half);
+	result_is(&r, 1, ST_OK, (uint32_t)(lim - half));
+	reply_free(&r);
+	it.n = 0;
+	mpb_fmt(&it, "[u[uuu]] [u[uuu]] [u[uuu]]", U(OP_MEMCPY_DTOH), p, half, U(0), U(OP_MEMCPY_DTOH), p,
+		lim - half + 1, U(0), U(OP_MEMCPY_DTOH), p, U(16), U(0));
+	batch(&c, &it, 3, &r); /* the second would pass the limit; the third fits after it */
+	result_is(&r, 0, ST_OK, (uint32_t)half);
+	result_is(&r, 1, ST_TOO_LARGE, 0);
+	result_is(&r, 2, ST_OK, 16);
+	reply_free(&r);
+	mpb_free(&it);
+	conn_close(&c);
+	dmn_stop(&d);
+}
+END_TEST
+
+START_TEST(r_synchronize)
+{
+	struct conn c;
+	sess(&c, &D);
+	expect(&c, OP_SYNCHRONIZE, 0, ST_OK, NULL, "[]");
+	uint64_t m = module_load(&c), spin = function_get(&c, m, "spin"), fill = function_get(&c, m, "fill_u32");
+	uint64_t s = stream_new(&c), s2 = stream_new(&c), p = alloc(&c, 64);
+	/* fire-and-forget work on s: SYNCHRONIZE returns after it completed */
+	ck_assert_uint_eq(launch_one(&c, spin, false, 300000000, s, 2, NULL), ST_OK);
+	ck_assert_uint_eq(launch_fill(&c, 0, fill, p, 0x77, 16, s, 2, NULL), ST_OK);
+	expect(&c, OP_SYNCHRONIZE, 0, ST_OK, NULL, "[]");
+	uint32_t out[16];
+	dtoh(&c, p, s2, out, sizeof(out));
+	ck_assert_uint_eq(out[15], 0x77);
+	/* a fire-and-forget execution error comes back from the next SYNCHRONIZE, once */
+	uint64_t bad = function_get(&c, m, "bad_write");
+	ck_assert_uint_eq(launch_one(&c, bad, true, p, s, 2, NULL), ST_OK);
+	struct reply r;
+	conn_req(&c, PV, OP_SYNCHRONIZE, 0, &r, "[]");
+	ck_assert_msg(r.status == ST_DEVICE, "%s %s", r.name, r.msg);
+	ck_assert_msg(strncmp(r.msg, "CUDA_ERROR_", 11) == 0, "%s", r.msg);
+	reply_free(&r);
+	expect(&c, OP_SYNCHRONIZE, 0, ST_OK, NULL, "[]");
+	conn_close(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ §5 status codes */
+
+START_TEST(r_status_order)
+{
+	struct conn c;
+	conn_open(&c, D.url);
+	/* the message before the connection: no HELLO yet, yet these are not NO_SESSION */
+	expect(&c, OP_MEM_ALLOC, 0, ST_PROTOCOL, NULL, "[ur]", U(0), "\xc0", (size_t)1);
+	expect(&c, OP_MEM_ALLOC, 0, ST_PROTOCOL, NULL, "[u]", U(0));
+	expect(&c, 200, 0, ST_UNKNOWN_OP, NULL, "[]");
+	struct reply r;
+	conn_req(&c, 2, OP_MEM_ALLOC, 0, &r, "[uu]", U(0), U(64));
+	ck_assert_str_eq(r.name, "VERSION");
+	reply_free(&r);
+	/* the connection before the values */
+	expect(&c, OP_STREAM_SYNC, 0, ST_NO_SESSION, NULL, "[u]", U(0));
+	expect(&c, OP_MEM_ALLOC, 0, ST_NO_SESSION, NULL, "[uu]", U(0), U(0));
+	conn_hello(&c, NULL);
+	/* the values before the device: no device 7 is BAD_ARGUMENT, not NO_MEMORY */
+	expect(&c, OP_MEM_ALLOC, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(7), U(1) << 40);
+	conn_close(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ §6 limits */
+
+START_TEST(r_pending_quota)
+{
+	enum { N = 4, SENT = 8 };
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--session-pending", "4", NULL});
+	struct conn c;
+	sess(&c, &d);
+	struct flight f[SENT + 1];
+	for (int k = 0; k < SENT; k++) /* seq 2..9 while seq 1 is missing: they stay unanswered */
+		ping_flight(&c, &f[k], (uint64_t)k + 2);
+	int quota = 0;
+	bool answered[SENT] = {false};
+	for (int k = 0; k < SENT; k++) {
+		answered[k] = flight_wait(&f[k], k < N ? 300 : 3000);
+		if (answered[k]) {
+			struct reply r;
+			flight_reply(&f[k], &r);
+			ck_assert_msg(r.status == ST_QUOTA, "seq %d: %s", k + 2, r.name);
+			ck_assert_msg(strstr(r.msg, "--session-pending") != NULL, "names the option: %s", r.msg);
+			reply_free(&r);
+			quota++;
+		}
+	}
+	ck_assert_msg(quota == SENT - N, "%d of %d answered QUOTA at once, expected %d", quota, SENT, SENT - N);
+	ping_flight(&c, &f[SENT], 1);
+	flight_expect(&f[SENT], ST_OK, OP_PING);
+	for (int k = 0; k < SENT; k++)
+		if (!answered[k])
+			flight_expect(&f[k], ST_OK, OP_PING);
+	struct reply r; /* the QUOTA ones used up their seq: seq 10 is next */
+	conn_req(&c, PV, OP_PING, SENT + 2, &r, "[u]", U(1));
+	ck_assert_msg(r.status == ST_OK, "seq %d after the QUOTA ones: %s", SENT + 2, r.name);
+	reply_free(&r);
+	conn_close(&c);
+	dmn_stop(&d);
+}
+END_TEST
+
+START_TEST(r_malformed_survives)
+{
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--max-message", "1M", NULL});
+	struct conn a, b;
+	sess(&a, &d);
+	sess(&b, &d);
+	static const struct {
+		const char *bytes;
+		size_t n;
+	} junk[] = {
+		{"\xc1", 1}, {"\x94\x01\x02", 3}, {"\xdd\xff\xff\xff\xff", 5}, {"\x91\x91\x91\x91\x91\x91\x91\x91\x91\x90", 10},
+		{"\x94\x01\x02\x00\xdc\xff\xff", 7}, {"", 0},
+	};
+	for (size_t k = 0; k < sizeof(junk) / sizeof(junk[0]); k++) {
+		struct reply r;
+		conn_raw(&a, junk[k].bytes, junk[k].n, &r);
+		ck_assert_msg(r.status == ST_PROTOCOL || r.status == ST_TOO_LARGE, "junk %zu: %s", k, r.name);
+		reply_free(&r);
+		ping_ok(&a, k);
+		ping_ok(&b, k);
+	}
+	size_t n = (2u << 20);
+	uint8_t *big = calloc(1, n);
+	ck_assert_ptr_nonnull(big);
+	struct mpb m = {0};
+	msg_build(&m, PV, OP_MEMCPY_HTOD, 0, "[uub]", U(1), U(0), big, n);
+	free(big);
+	struct flight f;
+	flight_send(&a, &f, m.p, m.n);
+	mpb_free(&m);
+	/* answered TOO_LARGE when NNG delivered it; otherwise NNG closed the connection */
+	if (flight_wait(&f, 2000) && nng_aio_result(f.aio) == 0) {
+		struct reply r;
+		flight_reply(&f, &r);
+		ck_assert_str_eq(r.name, "TOO_LARGE");
+		reply_free(&r);
+	} else
+		flight_drop(&f);
+	ping_ok(&b, 99);
+	expect(&b, OP_STATUS, 0, ST_OK, NULL, "[]");
+	conn_close(&a);
+	conn_close(&b);
+	dmn_stop(&d);
+}
+END_TEST
+
+/* STATUS's devices[0].in_flight. */
+static uint64_t
+dev_in_flight(struct conn *c)
+{
+	struct reply r;
+	expect(c, OP_STATUS, 0, ST_OK, &r, "[]");
+	uint64_t v = r.body->a[4].a[0].a[3].u;
+	reply_free(&r);
+	return v;
+}
+
+START_TEST(r_fault)
+{
+	struct conn a, b;
+	sess(&a, &D);
+	sess(&b, &D);
+	uint64_t m = module_load(&b), spin = function_get(&b, m, "spin"), fill = function_get(&b, m, "fill_u32");
+	uint64_t s = stream_new(&b), p = alloc(&b, 64);
+	struct mpb args = {0}, body = {0}, msg = {0};
+	int64_t ns = 2000000000; /* running when the fault hits */
+	mpb_bin(&args, &ns, sizeof(ns));
+	launch_body(&body, spin, 1, 1, s, 0, &args, 1);
+	msg_build(&msg, PV, OP_LAUNCH, 0, "r", body.p, body.n);
+	struct flight running, queued;
+	flight_send(&b, &running, msg.p, msg.n);
+	msg_fill(&msg, 0, fill, p, 1, 1, s); /* behind it on s: not started */
+	flight_send(&b, &queued, msg.p, msg.n);
+	int k = 0;
+	for (; k < 500 && dev_in_flight(&b) < 2; k++)
+		usleep(10000);
+	ck_assert_msg(k < 500, "b's work never was in flight");
+	make_fault(&a);
+	struct reply r;
+	flight_reply(&running, &r);
+	ck_assert_msg(r.status == ST_DEVICE && strncmp(r.msg, "CUDA_ERROR_", 11) == 0,
+		      "work in flight of another session: %s (%s), expected DEVICE", r.name, r.msg);
+	reply_free(&r);
+	flight_expect(&queued, ST_CONTEXT_LOST, OP_LAUNCH);
+	mpb_free(&args);
+	mpb_free(&body);
+	mpb_free(&msg);
+	conn_close(&a);
+	conn_close(&b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ §7 the emulated device */
+
+/* DEVICES must list n emulated devices of compute capability major.minor. */
+static void
+devices_are(const struct dmn *d, uint64_t n, uint64_t major, uint64_t minor)
+{
+	struct conn c;
+	sess(&c, d);
+	struct reply r;
+	expect(&c, OP_DEVICES, 0, ST_OK, &r, "[]");
+	const struct mpv *l = &r.body->a[0];
+	ck_assert_uint_eq(l->len, n);
+	for (uint32_t k = 0; k < n; k++) {
+		const struct mpv *i = l->a[k].a;
+		ck_assert_uint_eq(l->a[k].len, 10);
+		ck_assert_uint_eq(i[0].u, k);
+		ck_assert_uint_eq(i[2].u, major);
+		ck_assert_uint_eq(i[3].u, minor);
+		ck_assert_uint_eq(i[4].u, 256u << 20); /* --emu-mem 256M */
+		ck_assert_int_eq(memcmp(i[8].p, "emu", 3), 0);
+		ck_assert_uint_eq(i[8].len, 3);
+		int64_t least = i[6].t == MP_INT ? i[6].i : (int64_t)i[6].u;
+		int64_t greatest = i[7].t == MP_INT ? i[7].i : (int64_t)i[7].u;
+		ck_assert_int_le(greatest, least);
+	}
+	reply_free(&r);
+	conn_close(&c);
+}
+
+START_TEST(r_emu_sm)
+{
+	devices_are(&D, 1, 9, 0);
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--emu-sm", "80", "--emu-devices", "2", NULL});
+	devices_are(&d, 2, 8, 0);
+	dmn_stop(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ the rule table */
+
+struct rule {
+	const char *tag;
+	const TTest *test;
+};
+
+/* The cases, one row per tag (Check's test objects are not constant expressions: filled at run time). */
+static size_t
+rules_get(struct rule *out, size_t cap)
+{
+	const struct rule rules[] = {
+	{"framing", r_framing},
+	{"types", r_types},
+	{"int-width", r_int_width},
+	{"field-count", r_field_count},
+	{"seq-unordered", r_seq_unordered},
+	{"seq-order", r_seq_order},
+	{"seq-consumed", r_seq_consumed},
+	{"seq-reused", r_seq_reused},
+	{"seq-window", r_seq_window},
+	{"reply-op", r_reply_op},
+	{"reply-shape", r_reply_shape},
+	{"reply-body", r_reply_body},
+	{"version", r_version},
+	{"hello-version", r_hello_version},
+	{"hello-first", r_hello_first},
+	{"session-release", r_session_release},
+	{"handle-scope", r_handle_scope},
+	{"handle-stale", r_handle_stale},
+	{"stream-zero", r_stream_zero},
+	{"pointer-check", r_pointer_check},
+	{"pointer-stale", r_pointer_stale},
+	{"free-check", r_free_check},
+	{"pointer-bytes", r_pointer_bytes},
+	{"module-reject", r_module_reject},
+	{"function-get", r_function_get},
+	{"alloc", r_alloc},
+	{"memset", r_memset},
+	{"dtoh-limit", r_dtoh_limit},
+	{"launch-pdl", r_launch_pdl},
+	{"launch-args", r_launch_args},
+	{"hostbuf-ipc", r_hostbuf_ipc},
+	{"hostbuf-range", r_hostbuf_range},
+	{"batch-items", r_batch_items},
+	{"batch-dtoh", r_batch_dtoh},
+	{"synchronize", r_synchronize},
+	{"status-order", r_status_order},
+	{"fault", r_fault},
+	{"pending-quota", r_pending_quota},
+	{"malformed-survives", r_malformed_survives},
+	{"emu-sm", r_emu_sm},
+	};
+	size_t n = sizeof(rules) / sizeof(rules[0]);
+	if (n > cap)
+		abort(); /* a bug in this file: raise the callers' cap */
+	memcpy(out, rules, sizeof(rules));
+	return n;
+}
+
+static bool
+has_case(const struct rule *rules, size_t n, const char *tag)
+{
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(rules[k].tag, tag) == 0)
+			return true;
+	return false;
+}
+
+/* Every [R:tag] of PROTOCOL.md has a case, and every case a tag; the failure lists both kinds. */
+START_TEST(spec_coverage)
+{
+	FILE *f = fopen(CUA_SRCDIR "/proto/PROTOCOL.md", "r");
+	ck_assert_msg(f != NULL, "cannot read %s/proto/PROTOCOL.md", CUA_SRCDIR);
+	static char text[1 << 20];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char missing[4096] = "", stale[4096] = "";
+	struct rule rules[64];
+	size_t nrules = rules_get(rules, 64);
+	for (const char *p = text; (p = strstr(p, "[R:")) != NULL; p += 3) {
+		const char *end = strchr(p, ']');
+		char tag[64];
+		if (end == NULL || end - p - 3 >= (long)sizeof(tag))
+			continue;
+		snprintf(tag, sizeof(tag), "%.*s", (int)(end - p - 3), p + 3);
+		if (!has_case(rules, nrules, tag) && strstr(missing, tag) == NULL)
+			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), " %s", tag);
+	}
+	for (size_t k = 0; k < nrules; k++) {
+		char want[80];
+		snprintf(want, sizeof(want), "[R:%s]", rules[k].tag);
+		if (strstr(text, want) == NULL)
+			snprintf(stale + strlen(stale), sizeof(stale) - strlen(stale), " %s", rules[k].tag);
+	}
+	ck_assert_msg(missing[0] == '\0' && stale[0] == '\0', "rules without a case:%s; cases without a rule:%s",
+		      missing[0] ? missing : " none", stale[0] ? stale : " none");
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("conformance");
+	TCase *cov = tcase_create("spec-coverage");
+	tcase_add_test(cov, spec_coverage);
+	suite_add_tcase(s, cov);
+	struct rule rules[64];
+	size_t nrules = rules_get(rules, 64);
+	for (size_t k = 0; k < nrules; k++) {
+		TCase *tc = tcase_create(rules[k].tag); /* one case per tag, named after it */
+		tcase_add_checked_fixture(tc, up, down);
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, rules[k].test);
+		suite_add_tcase(s, tc);
+	}
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
