@@ -16,9 +16,9 @@
 #define REPLY_MS 20000 /* the longest any reply may take in this suite */
 
 static const char *const st_names[] = {
-	"OK", "INTERNAL", "PROTOCOL", "VERSION", "UNKNOWN_OP", "BAD_ARGUMENT", "NOT_FOUND", "CONTEXT_LOST",
-	"QUOTA", "PDL_UNSUPPORTED", "NO_MEMORY", "DEVICE", "TOO_LARGE", "TIMEOUT", "TRANSPORT", "CLOSED",
-	"NO_SESSION", "BUSY", "NO_DEVICE", "UNSUPPORTED", "MODULE",
+	"OK",           "INTERNAL", "PROTOCOL",        "VERSION",   "UNKNOWN_OP", "BAD_ARGUMENT", "NOT_FOUND",
+	"CONTEXT_LOST", "QUOTA",    "PDL_UNSUPPORTED", "NO_MEMORY", "DEVICE",     "TOO_LARGE",    "TIMEOUT",
+	"TRANSPORT",    "CLOSED",   "NO_SESSION",      "BUSY",      "NO_DEVICE",  "UNSUPPORTED",  "MODULE",
 };
 
 const char *
@@ -62,9 +62,8 @@ dmn_start(struct dmn *d, const char *const *extra)
 	char fdarg[16], exe[512];
 	snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
 	snprintf(exe, sizeof(exe), "%s/daemon/cuasyncd", builddir());
-	const char *argv[64] = {exe,	      "--listen", d->url,  "--ready-fd", fdarg,	 "--backend",
-				"emu",	      "--emu-mem", "256M", "--staging",	 "96M", "--ring",
-				"4M"};
+	const char *argv[64] = {exe,         "--listen", d->url,      "--ready-fd", fdarg,    "--backend", "emu",
+				"--emu-mem", "256M",     "--staging", "96M",        "--ring", "4M"};
 	int n = 13;
 	for (int i = 0; extra && extra[i] && n < 62; i++)
 		argv[n++] = extra[i];

@@ -57,20 +57,11 @@ void
 mpb_uint_w(struct mpb *b, uint64_t v, int width)
 {
 	switch (width) {
-	case 0:
-		put_be(b, (uint8_t)(v & 0x7f), 0, 0);
-		break;
-	case 1:
-		put_be(b, 0xcc, v, 1);
-		break;
-	case 2:
-		put_be(b, 0xcd, v, 2);
-		break;
-	case 4:
-		put_be(b, 0xce, v, 4);
-		break;
-	default:
-		put_be(b, 0xcf, v, 8);
+	case 0: put_be(b, (uint8_t)(v & 0x7f), 0, 0); break;
+	case 1: put_be(b, 0xcc, v, 1); break;
+	case 2: put_be(b, 0xcd, v, 2); break;
+	case 4: put_be(b, 0xce, v, 4); break;
+	default: put_be(b, 0xcf, v, 8);
 	}
 }
 
@@ -94,17 +85,10 @@ mpb_int_w(struct mpb *b, int64_t v, int width)
 	case -1:
 		put_be(b, (uint8_t)v, 0, 0); /* negative fixint 111xxxxx */
 		break;
-	case 1:
-		put_be(b, 0xd0, (uint64_t)v, 1);
-		break;
-	case 2:
-		put_be(b, 0xd1, (uint64_t)v, 2);
-		break;
-	case 4:
-		put_be(b, 0xd2, (uint64_t)v, 4);
-		break;
-	default:
-		put_be(b, 0xd3, (uint64_t)v, 8);
+	case 1: put_be(b, 0xd0, (uint64_t)v, 1); break;
+	case 2: put_be(b, 0xd1, (uint64_t)v, 2); break;
+	case 4: put_be(b, 0xd2, (uint64_t)v, 4); break;
+	default: put_be(b, 0xd3, (uint64_t)v, 8);
 	}
 }
 
@@ -161,12 +145,8 @@ mpb_vfmt(struct mpb *b, const char *fmt, va_list *ap)
 	for (const char *f = fmt; *f; f++) {
 		const void *p;
 		switch (*f) {
-		case 'u':
-			mpb_uint(b, va_arg(*ap, uint64_t));
-			break;
-		case 'i':
-			mpb_int_w(b, va_arg(*ap, int64_t), 0);
-			break;
+		case 'u': mpb_uint(b, va_arg(*ap, uint64_t)); break;
+		case 'i': mpb_int_w(b, va_arg(*ap, int64_t), 0); break;
 		case 's':
 			p = va_arg(*ap, const char *);
 			mpb_str(b, p, strlen(p));
@@ -179,11 +159,8 @@ mpb_vfmt(struct mpb *b, const char *fmt, va_list *ap)
 			p = va_arg(*ap, const void *);
 			mpb_raw(b, p, va_arg(*ap, size_t));
 			break;
-		case '[':
-			mpb_arr(b, fmt_count(f + 1));
-			break;
-		default: /* ']' and spaces */
-			break;
+		case '[': mpb_arr(b, fmt_count(f + 1)); break;
+		default: /* ']' and spaces */ break;
 		}
 	}
 }
@@ -291,25 +268,28 @@ dec(struct rd *r, struct mpv *v)
 	if ((c & 0xe0) == 0xa0)
 		return dec_bytes(r, v, MP_STR, c & 0x1f);
 	switch (c) {
-	case 0xcc: case 0xcd: case 0xce: case 0xcf:
-		v->t = MP_UINT;
-		return get_be(r, 1 << (c - 0xcc), &v->u);
-	case 0xd0: case 0xd1: case 0xd2: case 0xd3:
-		return dec_int(r, v, 1 << (c - 0xd0));
-	case 0xd9: case 0xda: case 0xdb:
-		return get_be(r, 1 << (c - 0xd9), &n) ? -1 : dec_bytes(r, v, MP_STR, n);
-	case 0xc4: case 0xc5: case 0xc6:
-		return get_be(r, 1 << (c - 0xc4), &n) ? -1 : dec_bytes(r, v, MP_BIN, n);
-	case 0xdc: case 0xdd:
-		return get_be(r, c == 0xdc ? 2 : 4, &n) ? -1 : dec_arr(r, v, n);
-	case 0xc0: case 0xc2: case 0xc3:
-		return dec_other(r, v, 0);
-	case 0xca:
-		return dec_other(r, v, 4);
-	case 0xcb:
-		return dec_other(r, v, 8);
-	default:
-		return -1; /* maps, ext and 0xc1 never appear in a reply */
+	case 0xcc:
+	case 0xcd:
+	case 0xce:
+	case 0xcf: v->t = MP_UINT; return get_be(r, 1 << (c - 0xcc), &v->u);
+	case 0xd0:
+	case 0xd1:
+	case 0xd2:
+	case 0xd3: return dec_int(r, v, 1 << (c - 0xd0));
+	case 0xd9:
+	case 0xda:
+	case 0xdb: return get_be(r, 1 << (c - 0xd9), &n) ? -1 : dec_bytes(r, v, MP_STR, n);
+	case 0xc4:
+	case 0xc5:
+	case 0xc6: return get_be(r, 1 << (c - 0xc4), &n) ? -1 : dec_bytes(r, v, MP_BIN, n);
+	case 0xdc:
+	case 0xdd: return get_be(r, c == 0xdc ? 2 : 4, &n) ? -1 : dec_arr(r, v, n);
+	case 0xc0:
+	case 0xc2:
+	case 0xc3: return dec_other(r, v, 0);
+	case 0xca: return dec_other(r, v, 4);
+	case 0xcb: return dec_other(r, v, 8);
+	default: return -1; /* maps, ext and 0xc1 never appear in a reply */
 	}
 }
 

@@ -133,8 +133,7 @@ launch_fill(struct conn *c, uint64_t seq, uint64_t f, uint64_t ptr, uint32_t val
 }
 
 uint64_t
-launch_one(struct conn *c, uint64_t f, bool as_uint, uint64_t v, uint64_t stream, uint64_t flags,
-	   struct reply *out)
+launch_one(struct conn *c, uint64_t f, bool as_uint, uint64_t v, uint64_t stream, uint64_t flags, struct reply *out)
 {
 	struct mpb a = {0}, body = {0}, m = {0};
 	struct reply r;
