@@ -5,8 +5,8 @@
  */
 #include "config.h"
 
-#include "emu_image.h"
 #include "cua_proto.h"
+#include "emu_image.h"
 #include "emu_kernels.h"
 
 #include <elf.h>
@@ -70,8 +70,9 @@ emu_line(const unsigned char *s, size_t n, unsigned line, uint64_t *set, cua_err
 	snprintf(where, sizeof(where), "line %u: ", line);
 	for (size_t i = 0; i < n; i++)
 		if (!is_name_char(s[i]))
-			return FAIL(e, "emulated-device image: %sbyte 0x%02x at column %zu (a line holds one kernel name, "
-				       "[A-Za-z0-9_]+)",
+			return FAIL(e,
+				    "emulated-device image: %sbyte 0x%02x at column %zu (a line holds one kernel name, "
+				    "[A-Za-z0-9_]+)",
 				    where, s[i], i + 1);
 	return n == 0 ? 0 : add_kernel("emulated-device image", where, (const char *)s, n, set, e);
 }
@@ -132,8 +133,7 @@ ptx_entry(const unsigned char *s, size_t n, const char **name, size_t *nlen)
 
 /* One PTX line (comment already cut): notes .version, checks an .entry's kernel. */
 static int
-ptx_line(const char *what, const unsigned char *s, size_t n, unsigned line, bool *version, uint64_t *set,
-	 cua_err *e)
+ptx_line(const char *what, const unsigned char *s, size_t n, unsigned line, bool *version, uint64_t *set, cua_err *e)
 {
 	char where[32];
 	const char *name;
@@ -247,8 +247,8 @@ looks_like_text(const unsigned char *p, size_t len)
 /* One fatbin entry at p[off..end): checks its bounds, reads its kernels, sets *next. *skipped counts the
  * entries it could not read (compressed, or of another kind). */
 static int
-fatbin_entry(const unsigned char *p, size_t off, size_t end, unsigned n, size_t *next, unsigned *skipped,
-	     uint64_t *set, cua_err *e)
+fatbin_entry(const unsigned char *p, size_t off, size_t end, unsigned n, size_t *next, unsigned *skipped, uint64_t *set,
+	     cua_err *e)
 {
 	char what[48];
 	if (end - off < 16)

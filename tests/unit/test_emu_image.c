@@ -38,7 +38,8 @@ static const struct image_case cases[] = {
 	{"emu, blank lines", IMG("cuasync-emu-module\n\nspin\n\n"), CUA_IMAGE_EMU, 0, NULL},
 	{"emu, header only", IMG("cuasync-emu-module\n"), CUA_IMAGE_EMU, 0, "no kernel named"},
 	{"emu, header no newline", IMG("cuasync-emu-module"), CUA_IMAGE_AUTO, 0, "no kernel named"},
-	{"emu, unknown kernel", IMG("cuasync-emu-module\naxpy\nfoo\n"), CUA_IMAGE_EMU, 0, "line 3: unknown kernel 'foo'"},
+	{"emu, unknown kernel", IMG("cuasync-emu-module\naxpy\nfoo\n"), CUA_IMAGE_EMU, 0,
+	 "line 3: unknown kernel 'foo'"},
 	{"emu, twice", IMG("cuasync-emu-module\naxpy\naxpy\n"), CUA_IMAGE_EMU, 0, "line 3: kernel 'axpy' named twice"},
 	{"emu, space", IMG("cuasync-emu-module\naxpy fill_u32\n"), CUA_IMAGE_EMU, 0, "line 2: byte 0x20 at column 5"},
 	{"emu, CRLF", IMG("cuasync-emu-module\r\naxpy\r\n"), CUA_IMAGE_EMU, 0, "first line must be"},
@@ -52,8 +53,8 @@ static const struct image_case cases[] = {
 	{"ptx", IMG(".version 8.0\n.target sm_90\n.visible .entry fill_u32(\n.param .u64 p\n)\n{ ret; }\n"),
 	 CUA_IMAGE_PTX, 0, NULL},
 	{"ptx, NUL-terminated", ".version 8.0\n.entry spin()\n{ ret; }\n", 32, CUA_IMAGE_AUTO, 0, NULL},
-	{"ptx, unknown entry", IMG(".version 8.0\n.target sm_90\n.visible .entry k() { bogus; }\n"), CUA_IMAGE_AUTO,
-	 0, "line 3: unknown kernel 'k'"},
+	{"ptx, unknown entry", IMG(".version 8.0\n.target sm_90\n.visible .entry k() { bogus; }\n"), CUA_IMAGE_AUTO, 0,
+	 "line 3: unknown kernel 'k'"},
 	{"ptx, no entry", IMG(".version 8.0\n.target sm_90\n"), CUA_IMAGE_PTX, 0, "names no kernel"},
 	{"ptx, entry in a comment", IMG(".version 8.0\n// .entry foo(\n"), CUA_IMAGE_PTX, 0, "names no kernel"},
 	{"ptx, entry first", IMG(".entry axpy(\n.version 8.0\n"), CUA_IMAGE_PTX, 0, "before the .version"},
@@ -62,12 +63,13 @@ static const struct image_case cases[] = {
 	 "fatbin: version 7"},
 	{"fatbin, no entries", IMG("\x50\xed\x55\xba\x01\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00"), CUA_IMAGE_AUTO,
 	 0, "fatbin: no entries"},
-	{"fatbin, truncated", IMG("\x50\xed\x55\xba\x01\x00\x10\x00\x00\x01\x00\x00\x00\x00\x00\x00xx"),
-	 CUA_IMAGE_AUTO, 0, "promises 256 bytes of entries, 2 follow"},
+	{"fatbin, truncated", IMG("\x50\xed\x55\xba\x01\x00\x10\x00\x00\x01\x00\x00\x00\x00\x00\x00xx"), CUA_IMAGE_AUTO,
+	 0, "promises 256 bytes of entries, 2 follow"},
 	{"fatbin, wrong magic", IMG("\x51\xed\x55\xba\x01\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00"),
 	 CUA_IMAGE_FATBIN, 0, "fatbin: magic 0xba55ed51"},
-	{"cubin, header only", IMG("\x7f"
-				   "ELF\x02\x01\x01"),
+	{"cubin, header only",
+	 IMG("\x7f"
+	     "ELF\x02\x01\x01"),
 	 CUA_IMAGE_AUTO, 0, "cubin: ELF header truncated (7 of 64"},
 	{"format 9", IMG("cuasync-emu-module\naxpy\n"), 9, 0, "image format 9 unknown"},
 };
@@ -85,7 +87,8 @@ START_TEST(image_table)
 	} else {
 		ck_assert_msg(r == CUA_EMODULE, "%s: answered %d (%s)", c->what, r, e.detail);
 		ck_assert_msg(k == 0, "%s: kernels set on a refusal", c->what);
-		ck_assert_msg(strstr(e.detail, c->msg) != NULL, "%s: message '%s' lacks '%s'", c->what, e.detail, c->msg);
+		ck_assert_msg(strstr(e.detail, c->msg) != NULL, "%s: message '%s' lacks '%s'", c->what, e.detail,
+			      c->msg);
 		ck_assert_msg(strncmp(e.detail, "emulated device: ", 17) == 0, "%s: message '%s'", c->what, e.detail);
 	}
 }
@@ -134,8 +137,9 @@ END_TEST
 /* Random bytes behind each magic never load and never read out of bounds (under ASan in CI). */
 START_TEST(random_images_are_refused)
 {
-	static const char *const magics[] = {"\x50\xed\x55\xba", "\x7f"
-								 "ELF",
+	static const char *const magics[] = {"\x50\xed\x55\xba",
+					     "\x7f"
+					     "ELF",
 					     "cuasync-emu-module\n", ""};
 	unsigned seed = 4242;
 	unsigned char buf[4096];
