@@ -262,17 +262,19 @@ fatbin_entry(const unsigned char *p, size_t off, size_t end, unsigned n, size_t 
 		return FAIL(e, "fatbin entry %u: %llu payload bytes overrun the fatbin (%zu left)", n,
 			    (unsigned long long)size, end - off - hs);
 	const unsigned char *pl = p + off + hs;
+	uint64_t own = 0; /* entries for several targets name the same kernels */
+	int r = 0;
 	*next = off + hs + (size_t)size;
 	if (kind == FATBIN_KIND_ELF && size >= SELFMAG && memcmp(pl, ELFMAG, SELFMAG) == 0) {
 		snprintf(what, sizeof(what), "fatbin entry %u (cubin)", n);
-		return check_cubin(pl, (size_t)size, what, set, e);
-	}
-	if (kind == FATBIN_KIND_PTX && looks_like_text(pl, (size_t)size)) {
+		r = check_cubin(pl, (size_t)size, what, &own, e);
+	} else if (kind == FATBIN_KIND_PTX && looks_like_text(pl, (size_t)size)) {
 		snprintf(what, sizeof(what), "fatbin entry %u (PTX)", n);
-		return check_ptx(pl, (size_t)size, what, set, e);
-	}
-	(*skipped)++;
-	return 0;
+		r = check_ptx(pl, (size_t)size, what, &own, e);
+	} else
+		(*skipped)++;
+	*set |= own;
+	return r;
 }
 
 /* A fatbin: its header, then entries that exactly fill the size it gives. */

@@ -134,6 +134,41 @@ START_TEST(nvcc_output_loads)
 }
 END_TEST
 
+/* A fatbin entry header (16 bytes as the loader reads them, then padding to hs) and its payload. */
+static size_t
+put_entry(unsigned char *p, uint16_t kind, uint32_t hs, const char *payload, size_t len)
+{
+	memset(p, 0, hs);
+	memcpy(p, &kind, 2);
+	memcpy(p + 4, &hs, 4);
+	uint64_t n = len;
+	memcpy(p + 8, &n, 8);
+	memcpy(p + hs, payload, len);
+	return hs + len;
+}
+
+/* Entries for several targets name the same kernels; entries it cannot read (kind 7 here) are skipped. */
+START_TEST(fatbin_entries_share_kernels)
+{
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.visible .entry axpy(\n)\n{ ret; }\n";
+	static unsigned char fb[1024];
+	size_t off = 16;
+	off += put_entry(fb + off, 1, 64, ptx, sizeof(ptx)); /* NUL-terminated */
+	off += put_entry(fb + off, 7, 16, "\x01\x02", 2);
+	off += put_entry(fb + off, 1, 80, ptx, sizeof(ptx) - 1);
+	uint64_t size = off - 16;
+	memcpy(fb, "\x50\xed\x55\xba\x01\x00\x10\x00", 8);
+	memcpy(fb + 8, &size, 8);
+	uint64_t k;
+	cua_err e = {0};
+	ck_assert_msg(emu_image_check(fb, off, CUA_IMAGE_AUTO, &k, &e) == 0, "%s", e.detail);
+	ck_assert_uint_eq(k, K("axpy"));
+	/* one byte short: the last entry overruns */
+	ck_assert_int_eq(emu_image_check(fb, off - 1, CUA_IMAGE_FATBIN, &k, &e), CUA_EMODULE);
+	ck_assert_msg(strstr(e.detail, "promises"), "%s", e.detail);
+}
+END_TEST
+
 /* Random bytes behind each magic never load and never read out of bounds (under ASan in CI). */
 START_TEST(random_images_are_refused)
 {
@@ -163,6 +198,7 @@ main(void)
 	TCase *tc = tcase_create("emu_image");
 	tcase_add_loop_test(tc, image_table, 0, sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, nvcc_output_loads);
+	tcase_add_test(tc, fatbin_entries_share_kernels);
 	tcase_add_test(tc, random_images_are_refused);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
