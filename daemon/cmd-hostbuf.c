@@ -100,10 +100,13 @@ v_host_unregister(struct fe *fe, struct request *r, cua_err *e)
 	}
 	if (rc != 0 || (rc = plan_bind_device(fe, r, hb->dev, hb->gen, e)) != 0)
 		return rc;
-	r->barrier = true; /* no copy of this session may still use it */
+	r->barrier = true; /* no earlier copy of this session may still use it */
 	struct wrec_host_unregister c = {{WR_HOST_UNREGISTER, 0}, hb->wid};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
-	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+	if (r->items[0].cmd < 0)
+		return cua_err_set(e, CUA_ENOMEM, "out of memory");
+	hb->release = (struct release){r->id, r->seq}; /* later copies naming it are refused (session.h) */
+	return 0;
 }
 
 static void

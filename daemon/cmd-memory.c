@@ -66,6 +66,8 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 		forget_stale(r->s, p);
 		return rc;
 	}
+	if (rc == CUA_ENOT_FOUND) /* released by an earlier request: the message says which */
+		return rc;
 	if (rc != 0)
 		return cua_err_set(e, CUA_ENOT_FOUND, "0x%llx is not an allocation of this session",
 				   (unsigned long long)p);
@@ -77,26 +79,27 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 		return rc;
 	struct wrec_mem_free c = {{WR_MEM_FREE, 0}, p};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
-	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+	if (r->items[0].cmd < 0)
+		return cua_err_set(e, CUA_ENOMEM, "out of memory");
+	a->release = (struct release){r->id, r->seq}; /* later requests of the session no longer see it */
+	return 0;
 }
 
+/* The free ran: the record leaves the table (when the worker failed to free it, it stays released and the
+ * session's cleanup tries again). */
 static void
 c_mem_free(struct fe *fe, struct request *r)
 {
-	uint64_t p = r->w.body.mem_free.ptr;
-	if (r->items[0].status != CUA_OK)
+	struct alloc_rec *a = do_alloc_released(r->s, r->w.body.mem_free.ptr, r->id);
+	if (a == NULL || r->items[0].status != CUA_OK)
 		return;
-	for (uint32_t i = 0; i < r->s->nallocs; i++) {
-		struct alloc_rec *a = &r->s->allocs[i];
-		if (a->addr == p && !a->stale) {
-			r->s->counts.allocations--;
-			r->s->counts.alloc_bytes -= a->len;
-			fe->devs[a->dev].allocations--;
-			fe->devs[a->dev].alloc_bytes -= a->len;
-			do_alloc_remove(r->s, a);
-			return;
-		}
+	if (!a->stale && !r->s->closing) { /* a closing session's counts were dropped when it closed */
+		r->s->counts.allocations--;
+		r->s->counts.alloc_bytes -= a->len;
+		fe->devs[a->dev].allocations--;
+		fe->devs[a->dev].alloc_bytes -= a->len;
 	}
+	do_alloc_remove(r->s, a);
 }
 
 const struct cmd_entry cmd_mem_alloc_entry = {CUA_OP_MEM_ALLOC, true, v_mem_alloc, c_mem_alloc, reply_value};

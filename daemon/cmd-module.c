@@ -62,6 +62,17 @@ forget_module(struct session *s, struct hslot *m)
 	do_handle_free(s, m);
 }
 
+/* Marks m and its functions released by rel: later requests naming them are refused (session.h). */
+static void
+release_module(struct session *s, struct hslot *m, struct release rel)
+{
+	uint32_t slot = (uint32_t)(m - s->slots);
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slots[i].kind == CUA_HK_FUNCTION && s->slots[i].module_slot == slot)
+			s->slots[i].release = rel;
+	m->release = rel;
+}
+
 static int
 v_module_unload(struct fe *fe, struct request *r, cua_err *e)
 {
@@ -77,7 +88,10 @@ v_module_unload(struct fe *fe, struct request *r, cua_err *e)
 	r->barrier = true;
 	struct wrec_module_unload c = {{WR_MODULE_UNLOAD, 0}, m->wid};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
-	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+	if (r->items[0].cmd < 0)
+		return cua_err_set(e, CUA_ENOMEM, "out of memory");
+	release_module(r->s, m, (struct release){r->id, r->seq});
+	return 0;
 }
 
 static void

@@ -61,7 +61,11 @@ v_stream(struct fe *fe, struct request *r, cua_err *e)
 				0};
 	r->barrier = r->op == CUA_OP_STREAM_DESTROY;
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
-	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+	if (r->items[0].cmd < 0)
+		return cua_err_set(e, CUA_ENOMEM, "out of memory");
+	if (r->op == CUA_OP_STREAM_DESTROY)
+		hs->release = (struct release){r->id, r->seq}; /* later requests no longer see it (session.h) */
+	return 0;
 }
 
 static void

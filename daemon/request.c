@@ -294,9 +294,13 @@ drop:
 
 /* ------------------------------------------------------------------ dispatch (the scheduler's callback) */
 
+static void cleanup_plan(struct fe *fe, struct request *r);
+
 static enum sched_verdict
 do_dispatch(struct fe *fe, struct request *r)
 {
+	if (r->kind == REQ_CLEANUP && !r->planned)
+		cleanup_plan(fe, r);
 	if (r->ncmds == 0) { /* a barrier with nothing to run (SYNCHRONIZE) */
 		do_request_finish(fe, r);
 		return SCHED_ANSWERED;
@@ -367,33 +371,28 @@ cleanup_cmd(struct request *r, void *rec, size_t len, uint32_t op)
 		log_error("out of memory: session %llu leaks a device object", (unsigned long long)r->s->id);
 }
 
-/* The release of everything s holds on device dev, or NULL when it holds nothing there. Streams first
- * (they drain), then modules (their functions go with them) and host buffers, then memory. */
-static struct request *
-cleanup_request(struct fe *fe, struct session *s, int dev)
+/* Plans the release of everything r's session still holds on r's device: streams first (they drain), then
+ * modules (their functions go with them) and host buffers, then memory. Planned when the cleanup is
+ * dispatched, not when the session closed: it runs after all of the session's work in flight (it is a
+ * barrier), so whatever a completed MEM_FREE, MODULE_UNLOAD, … released has left the tables by then and is
+ * not released twice, while objects whose releasing request never ran (dropped at close) are included. */
+static void
+cleanup_plan(struct fe *fe, struct request *r)
 {
-	struct device *d = &fe->devs[dev];
-	struct request *r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return NULL;
-	*r = (struct request){.fe = fe,
-			      .s = s,
-			      .kind = REQ_CLEANUP,
-			      .barrier = true,
-			      .dev = dev,
-			      .dep_gen = d->gen,
-			      .host_fd = -1};
+	struct session *s = r->s;
+	struct device *d = &fe->devs[r->dev];
+	r->dep_gen = d->gen;
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];
 		struct wrec_stream st = {{0, 0}, (uint32_t)h->wid, 0};
-		if (h->kind == CUA_HK_STREAM && h->dev == dev && !h->stale && h->gen == d->gen)
+		if (h->kind == CUA_HK_STREAM && h->dev == r->dev && !h->stale && h->gen == d->gen)
 			cleanup_cmd(r, &st, sizeof(st), WR_STREAM_DESTROY);
 	}
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];
 		struct wrec_module_unload mu = {{0, 0}, h->wid};
 		struct wrec_host_unregister hu = {{0, 0}, h->wid};
-		if (h->dev != dev || h->stale || h->gen != d->gen)
+		if (h->dev != r->dev || h->stale || h->gen != d->gen)
 			continue;
 		if (h->kind == CUA_HK_MODULE)
 			cleanup_cmd(r, &mu, sizeof(mu), WR_MODULE_UNLOAD);
@@ -403,13 +402,22 @@ cleanup_request(struct fe *fe, struct session *s, int dev)
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct alloc_rec *a = &s->allocs[i];
 		struct wrec_mem_free mf = {{0, 0}, a->addr};
-		if (a->dev == dev && !a->stale && a->gen == d->gen)
+		if (a->dev == r->dev && !a->stale && a->gen == d->gen)
 			cleanup_cmd(r, &mf, sizeof(mf), WR_MEM_FREE);
 	}
-	if (r->ncmds == 0) {
-		request_free(fe, r);
+	r->planned = true;
+}
+
+/* A cleanup request for session s on device dev (planned when dispatched), or NULL (out of memory). */
+static struct request *
+cleanup_request(struct fe *fe, struct session *s, int dev)
+{
+	struct request *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		log_error("out of memory: session %llu leaks its device objects", (unsigned long long)s->id);
 		return NULL;
 	}
+	*r = (struct request){.fe = fe, .s = s, .kind = REQ_CLEANUP, .barrier = true, .dev = dev, .host_fd = -1};
 	return r;
 }
 

@@ -65,6 +65,7 @@ struct request {
 	bool no_wait;     /* fire-and-forget: answered when accepted */
 	bool held;        /* counted in s->held until answered */
 	bool refused;     /* answered QUOTA while parked: skipped when its turn comes */
+	bool planned;     /* REQ_CLEANUP: its commands were planned (at dispatch) */
 	uint32_t status;  /* whole-request status when not OK */
 	char *status_msg;
 	/* the worker commands (link/wrec.h records) */

@@ -7,6 +7,7 @@
 #include "devlink.h"
 #include "session.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -184,13 +185,27 @@ do_handle_slot(struct session *s, uint64_t h, unsigned kind)
 	return &s->slots[slot];
 }
 
+const char *
+release_name(const struct release *rel, char *buf, size_t len)
+{
+	if (rel->seq != 0)
+		snprintf(buf, len, "request seq %llu", (unsigned long long)rel->seq);
+	else
+		snprintf(buf, len, "an earlier unordered request");
+	return buf;
+}
+
 int
 do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **out, cua_err *e)
 {
 	struct hslot *hs = do_handle_slot(s, h, kind);
+	char by[48];
 	if (hs == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "%s handle 0x%llx is not an object of this session",
 				   kind_name(kind), (unsigned long long)h);
+	if (hs->release.req != 0)
+		return cua_err_set(e, CUA_ENOT_FOUND, "%s handle 0x%llx was released by %s of this session",
+				   kind_name(kind), (unsigned long long)h, release_name(&hs->release, by, sizeof(by)));
 	if (hs->stale || hs->gen != fe->devs[hs->dev].gen)
 		return cua_err_set(e, CUA_ECONTEXT_LOST,
 				   "%s handle 0x%llx belongs to a GPU context that was lost (device %u restarted); "
@@ -240,15 +255,20 @@ alloc_live(struct fe *fe, const struct alloc_rec *a)
 int
 do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec, cua_err *e)
 {
-	struct alloc_rec *stale = NULL;
-	/* Records that may hold p start at most alloc_max_len below it. Among overlapping records (a stale one
-	 * and a live one reusing its addresses) the live one wins. */
+	struct alloc_rec *stale = NULL, *released = NULL;
+	char by[48];
+	/* Records that may hold p start at most alloc_max_len below it. Among overlapping records (a stale or
+	 * released one and a live one reusing its addresses) the live one wins. */
 	for (int64_t k = alloc_floor(s, p); k >= 0 && p - s->allocs[k].addr < s->alloc_max_len; k--) {
 		struct alloc_rec *a = &s->allocs[k];
 		if (p - a->addr >= a->len)
 			continue;
 		if (!alloc_live(fe, a)) {
 			stale = a;
+			continue;
+		}
+		if (a->release.req != 0) {
+			released = a;
 			continue;
 		}
 		if (len > a->len - (p - a->addr))
@@ -258,6 +278,9 @@ do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *d
 			*rec = a;
 		return 0;
 	}
+	if (released != NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND, "device pointer 0x%llx is in memory freed by %s of this session",
+				   (unsigned long long)p, release_name(&released->release, by, sizeof(by)));
 	if (stale != NULL)
 		return cua_err_set(e, CUA_ECONTEXT_LOST,
 				   "device pointer 0x%llx is in memory of a GPU context that was lost; allocate again",
@@ -280,7 +303,7 @@ do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t l
 	}
 	int64_t i = alloc_floor(s, addr) + 1;
 	memmove(&s->allocs[i + 1], &s->allocs[i], (s->nallocs - (uint32_t)i) * sizeof(*s->allocs));
-	s->allocs[i] = (struct alloc_rec){addr, len, gen, (uint8_t)dev, false};
+	s->allocs[i] = (struct alloc_rec){addr, len, gen, (uint8_t)dev, false, {0, 0}};
 	s->nallocs++;
 	if (len > s->alloc_max_len)
 		s->alloc_max_len = len;
@@ -293,6 +316,15 @@ do_alloc_remove(struct session *s, struct alloc_rec *rec)
 	size_t i = (size_t)(rec - s->allocs);
 	memmove(&s->allocs[i], &s->allocs[i + 1], (s->nallocs - i - 1) * sizeof(*s->allocs));
 	s->nallocs--;
+}
+
+struct alloc_rec *
+do_alloc_released(struct session *s, uint64_t addr, uint64_t req)
+{
+	for (int64_t k = alloc_floor(s, addr); k >= 0 && s->allocs[k].addr == addr; k--)
+		if (s->allocs[k].release.req == req)
+			return &s->allocs[k];
+	return NULL;
 }
 
 static void

@@ -12,6 +12,19 @@
 #include <sys/queue.h>
 #include <uthash.h>
 
+/*
+ * Release in sequence order. A request that frees an object (MEM_FREE, MODULE_UNLOAD, STREAM_DESTROY,
+ * HOST_UNREGISTER) marks it released when it is validated, so every later request of the session that names
+ * it is refused (NOT_FOUND, saying which request freed it), although the freeing command runs later. The
+ * record leaves the table only when that command completed: the worker returns the address, stream or buffer
+ * id to its allocator then, after every earlier command of the session (the freeing request is a barrier).
+ * So no address, host buffer or handle is ever usable by two sessions, or by one session after it freed it.
+ */
+struct release {
+	uint64_t req; /* the releasing request's id (0: not released) */
+	uint64_t seq; /* its sequence number (0: unordered) */
+};
+
 /* One object of a session's handle table. */
 struct hslot {
 	uint8_t kind; /* CUA_HK_*, 0 = free */
@@ -23,8 +36,9 @@ struct hslot {
 	uint32_t module_slot;   /* functions: their module */
 	cua_param_info *params; /* functions: owned */
 	uint32_t nparams;
-	uint64_t size;      /* host buffers */
-	uint32_t next_free; /* free slots: the next free slot + 1, 0: none */
+	uint64_t size;          /* host buffers */
+	uint32_t next_free;     /* free slots: the next free slot + 1, 0: none */
+	struct release release; /* being released by a request not yet completed (see above) */
 };
 
 struct alloc_rec {
@@ -32,6 +46,7 @@ struct alloc_rec {
 	uint32_t gen;
 	uint8_t dev;
 	bool stale;
+	struct release release;
 };
 
 TAILQ_HEAD(request_queue, request);
@@ -94,7 +109,8 @@ void do_pipe_tombs_free(struct fe *fe);
 
 /* Handle table. do_handle_new: 0 and *h, or CUA_EQUOTA / CUA_ENOMEM. */
 int do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t wid, uint64_t *h);
-/* Looks h up: 0 and *slot, or NOT_FOUND / CONTEXT_LOST with a message in e. */
+/* Looks h up: 0 and *slot, or NOT_FOUND (also for a released object, saying by which request) / CONTEXT_LOST
+ * with a message in e. */
 int do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **slot, cua_err *e);
 /* The slot of h when it is a handle of kind in s (whatever its state), or NULL. */
 struct hslot *do_handle_slot(struct session *s, uint64_t h, unsigned kind);
@@ -102,12 +118,17 @@ struct hslot *do_handle_slot(struct session *s, uint64_t h, unsigned kind);
 void do_handle_free(struct session *s, struct hslot *slot);
 
 /* Allocation table: 0 when [p, p+len) is inside one live allocation of s (its device in *dev, its record
- * in *rec when rec is not NULL); else CONTEXT_LOST or BAD_ARGUMENT with a message in e. */
+ * in *rec when rec is not NULL); else NOT_FOUND (p is in an allocation released by an earlier request),
+ * CONTEXT_LOST or BAD_ARGUMENT with a message in e. */
 int do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
 		  cua_err *e);
 /* 0 or CUA_ENOMEM. */
 int do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t len);
 void do_alloc_remove(struct session *s, struct alloc_rec *rec);
+/* The record at addr released by request req, or NULL. */
+struct alloc_rec *do_alloc_released(struct session *s, uint64_t addr, uint64_t req);
+/* Formats "request N" / "an unordered request" for messages about a release. */
+const char *release_name(const struct release *rel, char *buf, size_t len);
 /* After a worker restart: marks everything of device dev's generation old_gen stale in every session. */
 void do_sessions_mark_stale(struct fe *fe, int dev, uint32_t old_gen);
 

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "cua_arena.h"
 #include "cua_log.h"
+#include "emu_image.h"
 #include "emu_kernels.h"
 #include "extent.h"
 
@@ -65,9 +66,9 @@ struct emu_alloc {
 	uint64_t addr, len;
 };
 
+/* A loaded module: the built-in kernels its image names (bit k: emu_kernels[k]). 0: a free slot. */
 struct emu_module {
-	unsigned char *image;
-	size_t len;
+	uint64_t kernels;
 };
 
 struct emu {
@@ -251,8 +252,6 @@ emu_fini(struct wk *w)
 		if (E->streams[i])
 			stream_stop(E->streams[i]);
 	free(E->streams);
-	for (size_t i = 0; i < E->nmodules; i++)
-		free(E->modules[i].image);
 	free(E->modules);
 	free(E->allocs);
 	extent_fini(&E->alloc);
@@ -260,20 +259,19 @@ emu_fini(struct wk *w)
 	free(E);
 }
 
+/* Checks the image (emu_image.c: anything malformed is CUA_EMODULE) and keeps the set of kernels it names. */
 static int
 emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t *id, cua_err *e)
 {
 	struct emu *E = w->be_state;
-	if (len == 0)
-		return cua_err_set(e, CUA_EMODULE, "empty module image");
-	struct emu_module m = {malloc(len), len};
-	if (m.image == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory for a %zu-byte module", len);
-	memcpy(m.image, img, len);
+	struct emu_module m;
+	int r = emu_image_check(img, len, fmt, &m.kernels, e);
+	if (r != 0)
+		return r;
 	pthread_mutex_lock(&E->lock);
 	size_t slot = E->nmodules;
 	for (size_t i = 0; i < E->nmodules; i++)
-		if (E->modules[i].image == NULL) {
+		if (E->modules[i].kernels == 0) {
 			slot = i;
 			break;
 		}
@@ -281,7 +279,6 @@ emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_
 		struct emu_module *n = realloc(E->modules, (E->nmodules + 1) * sizeof(*n));
 		if (n == NULL) {
 			pthread_mutex_unlock(&E->lock);
-			free(m.image);
 			return cua_err_set(e, CUA_ENOMEM, "out of host memory");
 		}
 		E->modules = n;
@@ -299,12 +296,10 @@ emu_module_unload(struct wk *w, uint64_t id, cua_err *e)
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
 	int r = 0;
-	if (id == 0 || id > E->nmodules || E->modules[id - 1].image == NULL)
+	if (id == 0 || id > E->nmodules || E->modules[id - 1].kernels == 0)
 		r = cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
-	else {
-		free(E->modules[id - 1].image);
-		E->modules[id - 1].image = NULL;
-	}
+	else
+		E->modules[id - 1].kernels = 0;
 	pthread_mutex_unlock(&E->lock);
 	return r;
 }
@@ -315,25 +310,22 @@ emu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	int present = mod >= 1 && mod <= E->nmodules && E->modules[mod - 1].image != NULL;
-	/* The kernel must be named in the image, as it is in a real module. */
-	int named = present && memmem(E->modules[mod - 1].image, E->modules[mod - 1].len, name, strlen(name)) != NULL;
+	uint64_t kernels = mod >= 1 && mod <= E->nmodules ? E->modules[mod - 1].kernels : 0;
 	pthread_mutex_unlock(&E->lock);
-	if (!present)
+	if (kernels == 0)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)mod);
-	for (size_t k = 0; named && k < emu_nkernels; k++) {
-		if (strcmp(emu_kernels[k].name, name) != 0)
-			continue;
-		uint32_t n = emu_kernels[k].nparams;
-		*params = malloc(n ? n * sizeof(cua_param_info) : 1);
-		if (*params == NULL)
-			return cua_err_set(e, CUA_ENOMEM, "out of host memory");
-		memcpy(*params, emu_kernels[k].params, n * sizeof(cua_param_info));
-		*nparams = n;
-		*fn = k + 1;
-		return 0;
-	}
-	return cua_err_set(e, CUA_ENOT_FOUND, "CUDA_ERROR_NOT_FOUND: no kernel named '%s' in the module", name);
+	int k = emu_kernel_find(name, strlen(name));
+	/* The kernel must be named in the image, as it is in a real module. */
+	if (k < 0 || !(kernels & (1ull << k)))
+		return cua_err_set(e, CUA_ENOT_FOUND, "CUDA_ERROR_NOT_FOUND: no kernel named '%s' in the module", name);
+	uint32_t n = emu_kernels[k].nparams;
+	*params = malloc(n ? n * sizeof(cua_param_info) : 1);
+	if (*params == NULL)
+		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+	memcpy(*params, emu_kernels[k].params, n * sizeof(cua_param_info));
+	*nparams = n;
+	*fn = (uint64_t)k + 1;
+	return 0;
 }
 
 static int

@@ -113,3 +113,28 @@ const struct emu_kernel emu_kernels[] = {
 	{"bad_write", 1, {{0, 8}}, k_bad_write},
 };
 const size_t emu_nkernels = sizeof(emu_kernels) / sizeof(emu_kernels[0]);
+
+_Static_assert(sizeof(emu_kernels) / sizeof(emu_kernels[0]) <= 64, "a module's kernels are a 64-bit set");
+
+int
+emu_kernel_find(const char *name, size_t len)
+{
+	for (size_t k = 0; k < emu_nkernels; k++)
+		if (strlen(emu_kernels[k].name) == len && memcmp(emu_kernels[k].name, name, len) == 0)
+			return (int)k;
+	return -1;
+}
+
+const char *
+emu_kernel_list(char *buf, size_t cap)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t k = 0; k < emu_nkernels && used < cap; k++) {
+		int n = snprintf(buf + used, cap - used, "%s%s", k ? ", " : "", emu_kernels[k].name);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	return buf;
+}

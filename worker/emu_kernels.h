@@ -32,6 +32,11 @@ struct emu_kernel {
 };
 
 extern const struct emu_kernel emu_kernels[];
-extern const size_t emu_nkernels;
+extern const size_t emu_nkernels; /* at most 64: a module's kernels are a bit set */
+
+/* The index in emu_kernels of the kernel named name[0..len) (not NUL-terminated), or -1. */
+int emu_kernel_find(const char *name, size_t len);
+/* Writes the built-in kernels' names, comma-separated, into buf (always terminated). Returns buf. */
+const char *emu_kernel_list(char *buf, size_t cap);
 
 #endif

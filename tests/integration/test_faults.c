@@ -522,7 +522,7 @@ START_TEST(requests_run_in_sequence_order)
 	raw_u64(s, CUA_OP_HELLO, 0, &h);
 	char fatbin[512];
 	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
-	static const char emu[] = "fill_u32";
+	static const char emu[] = "cuasync-emu-module\nfill_u32\n";
 	char *img = NULL;
 	size_t len = 0;
 	FILE *f = fopen(fatbin, "rb");

@@ -507,7 +507,7 @@ START_TEST(sixteen_clients_thousand_launches_each)
 		cua_module m;
 		char fatbin[512];
 		snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
-		static const char img[] = "fill_u32";
+		static const char img[] = "cuasync-emu-module\nfill_u32\n";
 		if ((access(fatbin, R_OK) == 0 ? cua_module_load_file(c, 0, fatbin, &m)
 					       : cua_module_load(c, 0, img, sizeof(img) - 1, &m)) != 0)
 			_exit(11);
@@ -566,7 +566,7 @@ START_TEST(killed_client_is_cleaned_up)
 		if (cua_connect(D.url, &c) != 0)
 			_exit(1);
 		cua_module m;
-		static const char img[] = "spin fill_u32";
+		static const char img[] = "cuasync-emu-module\nspin\nfill_u32\n";
 		char fatbin[512];
 		snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
 		if ((access(fatbin, R_OK) == 0 ? cua_module_load_file(c, 0, fatbin, &m)

@@ -99,7 +99,7 @@ static const struct edge_ops stub_edge = {stub_reply, stub_msg_free, stub_peer_p
 struct env {
 	struct fe fe;
 	struct session *s;
-	uint64_t mod0, fn0, fn1, st0, st1, fn_stale, st_stale; /* handles of s */
+	uint64_t mod0, fn0, fn1, st0, st1, fn_stale, st_stale, hb0; /* handles of s */
 	cua_wire_arg args[4];
 	cua_batch_item items[4];
 	unsigned ctx_next;
@@ -811,6 +811,93 @@ START_TEST(alloc_then_free_completed)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ release in sequence order (issue 9) */
+
+/* A request that frees an object takes effect in the session's tables when it is validated: a later request
+ * naming the object is refused although the freeing command has not run; once it ran, the object is gone.
+ * Each case: a long launch (seq 1), the release (seq 2), then `use` (seq 3) while both are queued, and `use`
+ * again (seq 4) after both completed. */
+struct rcase {
+	const char *name;
+	uint32_t rel_op;
+	void (*rel)(struct env *, cua_req_body *);
+	uint32_t use_op;
+	void (*use)(struct env *, cua_req_body *);
+	uint32_t status, status_after; /* of `use` before and after the release ran */
+	const char *msg, *msg_after;
+};
+
+BODY(b_unload_mod0, b->module_unload.module = e->mod0)
+BODY(b_fget_mod0, b->function_get = (struct cua_req_function_get){e->mod0, {"k", 1}})
+BODY(b_destroy_st0, b->stream.stream = e->st0)
+BODY(b_memset_a_st0, b->memset = (struct cua_req_memset){ADDR_A, 0, 4, 16, e->st0})
+BODY(b_dtoh_a, b->memcpy_dtoh = (struct cua_req_memcpy_dtoh){ADDR_A, 16, 0})
+BODY(b_memset_a, b->memset = (struct cua_req_memset){ADDR_A, 0, 1, 16, 0})
+BODY(b_unreg_hb0, b->host_unregister.buffer = e->hb0)
+BODY(b_hcopy_hb0, b->memcpy_host = (struct cua_req_memcpy_host){ADDR_A, 0, e->hb0, 0, 16})
+
+static const struct rcase rcases[] = {
+	{"HTOD after MEM_FREE", CUA_OP_MEM_FREE, b_free_a, CUA_OP_MEMCPY_HTOD, b_htod_a, CUA_ENOT_FOUND,
+	 CUA_EBAD_ARGUMENT, "freed by request seq 2", "not inside an allocation"},
+	{"DTOH after MEM_FREE", CUA_OP_MEM_FREE, b_free_a, CUA_OP_MEMCPY_DTOH, b_dtoh_a, CUA_ENOT_FOUND,
+	 CUA_EBAD_ARGUMENT, "freed by request seq 2", "not inside an allocation"},
+	{"MEMSET after MEM_FREE", CUA_OP_MEM_FREE, b_free_a, CUA_OP_MEMSET, b_memset_a, CUA_ENOT_FOUND,
+	 CUA_EBAD_ARGUMENT, "freed by request seq 2", "not inside an allocation"},
+	{"a second MEM_FREE", CUA_OP_MEM_FREE, b_free_a, CUA_OP_MEM_FREE, b_free_a, CUA_ENOT_FOUND, CUA_ENOT_FOUND,
+	 "freed by request seq 2", "not an allocation of this session"},
+	{"a launch with the freed pointer", CUA_OP_MEM_FREE, b_free_a, CUA_OP_LAUNCH, b_launch_ok, CUA_ENOT_FOUND,
+	 CUA_EBAD_ARGUMENT, "argument 0: device pointer", "not inside an allocation"},
+	{"a launch of an unloaded module's function", CUA_OP_MODULE_UNLOAD, b_unload_mod0, CUA_OP_LAUNCH, b_launch_ok,
+	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "was released by request seq 2", "not an object of this session"},
+	{"FUNCTION_GET in an unloaded module", CUA_OP_MODULE_UNLOAD, b_unload_mod0, CUA_OP_FUNCTION_GET, b_fget_mod0,
+	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "module handle", "not an object of this session"},
+	{"work on a destroyed stream", CUA_OP_STREAM_DESTROY, b_destroy_st0, CUA_OP_MEMSET, b_memset_a_st0,
+	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "stream handle", "not an object of this session"},
+	{"STREAM_SYNC of a destroyed stream", CUA_OP_STREAM_DESTROY, b_destroy_st0, CUA_OP_STREAM_SYNC, b_destroy_st0,
+	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "was released by request seq 2", "not an object of this session"},
+	{"a copy into an unregistered host buffer", CUA_OP_HOST_UNREGISTER, b_unreg_hb0, CUA_OP_MEMCPY_HTOD_HOST,
+	 b_hcopy_hb0, CUA_ENOT_FOUND, CUA_ENOT_FOUND, "host buffer handle", "not an object of this session"},
+};
+
+static void
+send_seq(struct env *e, uint32_t op, uint64_t seq, void (*body)(struct env *, cua_req_body *))
+{
+	cua_req_body b;
+	memset(&b, 0, sizeof(b));
+	body(e, &b);
+	send_req(e, PIPE, op, seq, &b);
+}
+
+START_TEST(release_in_order)
+{
+	const struct rcase *c = &rcases[_i];
+	struct env *e = &E;
+	env_init(e);
+	setup_std(e);
+	e->hb0 = add_handle(e->s, CUA_HK_HOSTBUF, 0, 1, 1);
+	e->s->slots[cua_handle_slot(e->hb0)].size = 4096;
+	send_seq(e, CUA_OP_LAUNCH, 1, b_launch_ok);
+	send_seq(e, c->rel_op, 2, c->rel);
+	ck_assert_uint_eq(e->s->queued, 2); /* nothing ran */
+	ck_assert_uint_eq(nreplies, 0);
+	send_seq(e, c->use_op, 3, c->use);
+	ck_assert_uint_eq(nreplies, 1);
+	ck_assert_msg(replies[0].status == c->status, "%s: %s (%s)", c->name, cua_strerror_name((int)replies[0].status),
+		      replies[0].message);
+	check_msg(c->name, replies[0].message, c->msg);
+	complete_head(e, 0); /* the launch */
+	complete_head(e, 0); /* the release */
+	ck_assert_uint_eq(nreplies, 3);
+	ck_assert_uint_eq(replies[2].status, CUA_OK);
+	send_seq(e, c->use_op, 4, c->use);
+	ck_assert_uint_eq(nreplies, 4);
+	ck_assert_msg(replies[3].status == c->status_after, "%s, after: %s (%s)", c->name,
+		      cua_strerror_name((int)replies[3].status), replies[3].message);
+	check_msg(c->name, replies[3].message, c->msg_after);
+	env_fini(e);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ the operations table */
 
 START_TEST(every_op_has_its_row)
@@ -1022,6 +1109,7 @@ core_suite(void)
 	tc = tcase_create("completion");
 	tcase_add_test(tc, alloc_then_free_completed);
 	tcase_add_test(tc, stale_module_unload_takes_its_functions);
+	tcase_add_loop_test(tc, release_in_order, 0, (int)(sizeof(rcases) / sizeof(rcases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }
