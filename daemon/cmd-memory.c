@@ -18,7 +18,9 @@ v_mem_alloc(struct fe *fe, struct request *r, cua_err *e)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
 	if (quota && (q->bytes > quota || used > quota - q->bytes))
 		return cua_err_set(e, CUA_EQUOTA,
-				   "allocating %llu bytes would pass the session's memory quota of %llu (%llu in use)",
+				   "allocating %llu bytes would pass the session's memory quota of %llu bytes (%llu in "
+				   "use); "
+				   "free memory first, or raise the quota with --session-mem",
 				   (unsigned long long)q->bytes, (unsigned long long)quota, (unsigned long long)used);
 	if ((rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;

@@ -145,7 +145,10 @@ int
 plan_handle_quota(struct fe *fe, struct request *r, cua_err *e)
 {
 	if (r->s->nhandles >= fe->cfg.session_handles)
-		return cua_err_set(e, CUA_EQUOTA, "session has %u handles, the limit", r->s->nhandles);
+		return cua_err_set(e, CUA_EQUOTA,
+				   "the session holds %u handles, its limit; release some, or raise it with "
+				   "--session-handles",
+				   r->s->nhandles);
 	return 0;
 }
 

@@ -163,7 +163,10 @@ do_validate(struct fe *fe, struct request *r)
 		return request_fail(r, CUA_ENO_SESSION, "send HELLO first"), true;
 	if (s->queued + s->in_flight >= fe->cfg.session_inflight && r->op != CUA_OP_STATUS)
 		return request_fail(r, CUA_EQUOTA,
-				    "too many requests in flight for this session; wait for some to complete"),
+				    "%u requests of this session are queued or running, its limit; wait for some to "
+				    "complete, "
+				    "or raise it with --session-inflight",
+				    s->queued + s->in_flight),
 		       true;
 	int rc = row->validate(fe, r, &e);
 	if (rc != 0) {

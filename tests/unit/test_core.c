@@ -532,7 +532,8 @@ static const struct ccase cases[] = {
 	{"alloc: device out of range", setup_std, CUA_OP_MEM_ALLOC, 0, b_alloc_dev5, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "device 5 does not exist (2 devices)", .exact = true, .outcome = ANSWERED, .check = chk_no_queue},
 	{"alloc: memory quota", setup_mem_quota, CUA_OP_MEM_ALLOC, 0, b_alloc_1m, .status = CUA_EQUOTA,
-	 .msg = "allocating 1048576 bytes would pass the session's memory quota of 1048576 (8192 in use)",
+	 .msg = "allocating 1048576 bytes would pass the session's memory quota of 1048576 bytes (8192 in use); free "
+		"memory first, or raise the quota with --session-mem",
 	 .outcome = ANSWERED},
 	{"alloc: zero bytes", setup_std, CUA_OP_MEM_ALLOC, 0, b_alloc_0, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "cannot allocate 0 bytes", .outcome = ANSWERED},
@@ -592,7 +593,8 @@ static const struct ccase cases[] = {
 	{"stream create queues", setup_std, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
 	{"stream create: handle quota", setup_handle_quota, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_EQUOTA,
-	 .msg = "session has 6 handles, the limit", .outcome = ANSWERED},
+	 .msg = "the session holds 6 handles, its limit; release some, or raise it with --session-handles",
+	 .outcome = ANSWERED},
 	{"STREAM_SYNC on stream 0", setup_std, CUA_OP_STREAM_SYNC, 0, b_stream0, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "stream 0 is the daemon's pool; use SYNCHRONIZE", .outcome = ANSWERED},
 	{"STREAM_SYNC queues", setup_std, CUA_OP_STREAM_SYNC, 0, b_stream_st0, .status = CUA_OK, .outcome = QUEUED,
@@ -606,7 +608,9 @@ static const struct ccase cases[] = {
 
 	/* quotas and order */
 	{"session_inflight quota", setup_inflight_quota, CUA_OP_MEM_ALLOC, 0, b_alloc, .status = CUA_EQUOTA,
-	 .msg = "too many requests in flight for this session", .outcome = ANSWERED, .check = chk_still_one_queued},
+	 .msg = "1 requests of this session are queued or running, its limit; wait for some to complete, or raise it "
+		"with --session-inflight",
+	 .outcome = ANSWERED, .check = chk_still_one_queued},
 	{"STATUS passes the session_inflight quota", setup_inflight_quota, CUA_OP_STATUS, 0, NULL, .status = CUA_OK,
 	 .outcome = ANSWERED},
 	{"session_pending quota", setup_pending_quota, CUA_OP_MEM_ALLOC, 0, b_alloc, .status = CUA_EQUOTA,
