@@ -177,6 +177,7 @@ struct schema {
 /* clang-format off */
 #define U32(st, m, mx) {#m, F_U32, offsetof(st, m), 0, (mx), NULL, 0}
 #define U64(st, m) {#m, F_U64, offsetof(st, m), 0, UINT64_MAX, NULL, 0}
+#define U64N(st, m, label) {label, F_U64, offsetof(st, m), 0, UINT64_MAX, NULL, 0}
 #define I32(st, m) {#m, F_I32, offsetof(st, m), 0, 0, NULL, 0}
 #define STR(st, m, mx) {#m, F_STR, offsetof(st, m), 0, (mx), NULL, 0}
 #define BIN(st, m, mx) {#m, F_BIN, offsetof(st, m), 0, (mx), NULL, 0}
@@ -242,14 +243,18 @@ SCHEMA(s_req_host_register, "HOST_REGISTER", U32(struct cua_req_host_register, d
        U32(struct cua_req_host_register, fd, INT32_MAX), U64(struct cua_req_host_register, bytes));
 SCHEMA(s_rep_host_register, "HOST_REGISTER reply", U64(struct cua_rep_host_register, buffer));
 SCHEMA(s_req_host_unregister, "HOST_UNREGISTER", U64(struct cua_req_host_unregister, buffer));
-SCHEMA(s_req_memcpy_host, "MEMCPY_HOST", U64(struct cua_req_memcpy_host, dev_ptr), U64(struct cua_req_memcpy_host, stream),
-       U64(struct cua_req_memcpy_host, buffer), U64(struct cua_req_memcpy_host, offset),
-       U64(struct cua_req_memcpy_host, bytes));
+/* One struct for both directions; the wire names its device pointer as PROTOCOL.md does (dst, src). */
+SCHEMA(s_req_htod_host, "MEMCPY_HTOD_HOST", U64N(struct cua_req_memcpy_host, dev_ptr, "dst"),
+       U64(struct cua_req_memcpy_host, stream), U64(struct cua_req_memcpy_host, buffer),
+       U64(struct cua_req_memcpy_host, offset), U64(struct cua_req_memcpy_host, bytes));
+SCHEMA(s_req_dtoh_host, "MEMCPY_DTOH_HOST", U64N(struct cua_req_memcpy_host, dev_ptr, "src"),
+       U64(struct cua_req_memcpy_host, stream), U64(struct cua_req_memcpy_host, buffer),
+       U64(struct cua_req_memcpy_host, offset), U64(struct cua_req_memcpy_host, bytes));
 
 static const struct ucase batch_cases[] = {
 	{CUA_OP_LAUNCH, &s_req_launch},   {CUA_OP_MEMCPY_HTOD, &s_req_htod}, {CUA_OP_MEMCPY_DTOH, &s_req_dtoh},
 	{CUA_OP_MEMCPY_DTOD, &s_req_dtod}, {CUA_OP_MEMSET, &s_req_memset},
-	{CUA_OP_MEMCPY_HTOD_HOST, &s_req_memcpy_host}, {CUA_OP_MEMCPY_DTOH_HOST, &s_req_memcpy_host},
+	{CUA_OP_MEMCPY_HTOD_HOST, &s_req_htod_host}, {CUA_OP_MEMCPY_DTOH_HOST, &s_req_dtoh_host},
 };
 static const struct field s_batch_item_fields[] = {
 	{"item", F_UNION, offsetof(cua_batch_item, kind), offsetof(cua_batch_item, u), 0, batch_cases,
@@ -302,14 +307,36 @@ static const struct {
 	[CUA_OP_STATUS] = {&empty_schema, &s_rep_status},
 	[CUA_OP_HOST_REGISTER] = {&s_req_host_register, &s_rep_host_register},
 	[CUA_OP_HOST_UNREGISTER] = {&s_req_host_unregister, &empty_schema},
-	[CUA_OP_MEMCPY_HTOD_HOST] = {&s_req_memcpy_host, &empty_schema},
-	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_memcpy_host, &empty_schema},
+	[CUA_OP_MEMCPY_HTOD_HOST] = {&s_req_htod_host, &empty_schema},
+	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_dtoh_host, &empty_schema},
 };
 
 static int
 op_known(uint32_t op)
 {
 	return op > 0 && op < CUA_OP_MAX && op_schemas[op].req != NULL;
+}
+
+/* ------------------------------------------------------------------ introspection */
+
+static const char *const ftype_names[] = {
+	[F_U32] = "u32", [F_U64] = "u64",   [F_I32] = "i32",     [F_BOOL] = "bool",   [F_STR] = "str",
+	[F_BIN] = "bin", [F_DIM3] = "dim3", [F_ARRAY] = "array", [F_UNION] = "union", [F_STRUCT] = "struct",
+};
+
+int
+cua_wire_schema_fields(uint32_t op, int reply, cua_wire_field_info *out, size_t max)
+{
+	if (!op_known(op))
+		return -1;
+	const struct schema *s = reply ? op_schemas[op].rep : op_schemas[op].req;
+	for (size_t i = 0; i < s->nfields && i < max; i++) {
+		const struct field *f = &s->fields[i];
+		out[i].name = f->name;
+		out[i].type = ftype_names[f->type];
+		out[i].max = f->type == F_I32 ? INT32_MAX : f->max;
+	}
+	return (int)s->nfields;
 }
 
 /* ------------------------------------------------------------------ decode */

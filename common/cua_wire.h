@@ -77,6 +77,20 @@ int cua_wire_patch_seq(void *msg, size_t len, uint64_t seq);
  * without a reply body). message may be NULL (the table's message for status is used). */
 int cua_wire_pack_reply(cua_wire_out out, uint32_t op, uint32_t status, const char *message, const void *body);
 
+/* One field of a message body, as the codec's schema tables have it (for tests that hold PROTOCOL.md
+ * against the codec). Strings are static. */
+typedef struct cua_wire_field_info {
+	const char *name; /* the name PROTOCOL.md gives the field ("nonce") */
+	const char *type; /* "u32", "u64" (also handles), "i32", "bool", "str", "bin", "dim3", "array",
+			   * "struct" (a nested fixed array such as STATUS's counts) or "union" */
+	uint64_t max;     /* u32/u64: the largest value accepted; str/bin: bytes; array: elements */
+} cua_wire_field_info;
+
+/* The fields of op's request body (reply = 0) or reply body (reply = 1), in wire order: fills out[0 ..
+ * min(n, max) - 1] and returns n, the number of fields (0 for an empty body), or -1 when op is unknown.
+ * Any thread; reads constant tables only. */
+int cua_wire_schema_fields(uint32_t op, int reply, cua_wire_field_info *out, size_t max);
+
 /* A growable plain buffer to encode into (for tests and the fuzzer). Start from {0}; free with cua_wbuf_free. */
 typedef struct cua_wbuf {
 	char *data;

@@ -15,7 +15,7 @@
 /* ------------------------------------------------------------------ sample messages */
 
 struct sample {
-	const char *name; /* vector file stem */
+	const char *name; /* what the sample is (named like the golden vector of the same message) */
 	int is_reply;
 	uint32_t op, status;
 	const char *message;
@@ -119,6 +119,7 @@ static const struct sample samples[] = {
 	{"rep_host_register", 1, CUA_OP_HOST_REGISTER, CUA_OK, NULL, &r_hreg},
 	{"rep_host_unregister", 1, CUA_OP_HOST_UNREGISTER, CUA_OK, NULL, NULL},
 	{"rep_memcpy_htod_host", 1, CUA_OP_MEMCPY_HTOD_HOST, CUA_OK, NULL, NULL},
+	{"rep_memcpy_dtoh_host", 1, CUA_OP_MEMCPY_DTOH_HOST, CUA_OK, NULL, NULL},
 	{"rep_error_pdl", 1, CUA_OP_LAUNCH, CUA_EPDL_UNSUPPORTED,
 	 "programmatic dependent launch requires sm_90 or newer; target sm_80", NULL},
 	{"rep_error_protocol", 1, 0, CUA_EPROTOCOL, "message: expected an array of 4 elements", NULL},
@@ -223,7 +224,9 @@ START_TEST(decoded_fields_match)
 }
 END_TEST
 
-/* ------------------------------------------------------------------ golden vectors */
+/* ------------------------------------------------------------------ hex */
+
+/* The golden vectors of proto/vectors/ are tested by test_vectors against their table (tools/vectors.c). */
 
 static int
 hexval(int c)
@@ -236,63 +239,6 @@ hexval(int c)
 		return c - 'A' + 10;
 	return -1;
 }
-
-/* Reads a hex file (whitespace and '#' comment lines ignored). Returns malloc'd bytes or NULL. */
-static unsigned char *
-read_hex(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return NULL;
-	size_t cap = 4096, n = 0;
-	unsigned char *out = malloc(cap);
-	int c, hi = -1, comment = 0;
-	while ((c = fgetc(f)) != EOF) {
-		if (c == '#')
-			comment = 1;
-		if (c == '\n')
-			comment = 0;
-		if (comment || hexval(c) < 0)
-			continue;
-		if (hi < 0) {
-			hi = hexval(c);
-			continue;
-		}
-		if (n == cap)
-			out = realloc(out, cap *= 2);
-		out[n++] = (unsigned char)(hi << 4 | hexval(c));
-		hi = -1;
-	}
-	fclose(f);
-	*len = n;
-	return out;
-}
-
-START_TEST(golden_vectors_decode_and_reencode_exactly)
-{
-	setup_batch();
-	const struct sample *s = &samples[_i];
-	char path[1024];
-	const char *src = getenv("CUA_TEST_SRCDIR"); /* a build carried to another machine */
-	snprintf(path, sizeof(path), "%s/proto/vectors/%s.hex", src && *src ? src : CUA_SRCDIR, s->name);
-	size_t len;
-	unsigned char *vec = read_hex(path, &len);
-	ck_assert_msg(vec != NULL, "missing vector %s", path);
-	cua_wbuf again = {0}, mine = {0};
-	cua_err err;
-	int r = roundtrip(s, vec, len, &again, &err);
-	ck_assert_msg(r == 0, "%s: %s", s->name, err.detail);
-	ck_assert_uint_eq(again.len, len);
-	ck_assert_mem_eq(again.data, vec, len);
-	/* and this build encodes the sample to the very same bytes */
-	pack_sample(s, &mine);
-	ck_assert_uint_eq(mine.len, len);
-	ck_assert_mem_eq(mine.data, vec, len);
-	cua_wbuf_free(&again);
-	cua_wbuf_free(&mine);
-	free(vec);
-}
-END_TEST
 
 /* ------------------------------------------------------------------ hostile input */
 
@@ -553,7 +499,6 @@ wire_suite(void)
 	TCase *tc = tcase_create("roundtrip");
 	tcase_add_loop_test(tc, every_message_roundtrips, 0, NSAMPLES);
 	tcase_add_test(tc, decoded_fields_match);
-	tcase_add_loop_test(tc, golden_vectors_decode_and_reencode_exactly, 0, NSAMPLES);
 	tcase_add_test(tc, error_table_is_complete_and_stable);
 	tcase_add_test(tc, sequence_number_is_patched_in_place);
 	suite_add_tcase(s, tc);
@@ -568,41 +513,9 @@ wire_suite(void)
 	return s;
 }
 
-/* `test_wire --write-vectors DIR` writes the golden vectors (done once, by hand, when the protocol changes:
- * review the diff of proto/vectors/ like code). */
-static int
-write_vectors(const char *dir)
-{
-	setup_batch();
-	for (size_t i = 0; i < NSAMPLES; i++) {
-		cua_wbuf b = {0};
-		const struct sample *s = &samples[i];
-		if (s->is_reply)
-			cua_wire_pack_reply(cua_wbuf_out(&b), s->op, s->status, s->message, s->body);
-		else
-			cua_wire_pack_request(cua_wbuf_out(&b), s->op, 42, s->body);
-		char path[1024];
-		snprintf(path, sizeof(path), "%s/%s.hex", dir, s->name);
-		FILE *f = fopen(path, "w");
-		if (f == NULL) {
-			perror(path);
-			return 1;
-		}
-		fprintf(f, "# %s %s, protocol v%u\n", s->is_reply ? "reply" : "request",
-			cua_op_name(s->op) ? cua_op_name(s->op) : "(undecodable request)", CUA_PROTO_VERSION);
-		for (size_t k = 0; k < b.len; k++)
-			fprintf(f, "%02x%s", (unsigned char)b.data[k], (k % 32 == 31 || k + 1 == b.len) ? "\n" : " ");
-		fclose(f);
-		cua_wbuf_free(&b);
-	}
-	return 0;
-}
-
 int
-main(int argc, char **argv)
+main(void)
 {
-	if (argc == 3 && strcmp(argv[1], "--write-vectors") == 0)
-		return write_vectors(argv[2]);
 	SRunner *sr = srunner_create(wire_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
