@@ -585,7 +585,8 @@ START_TEST(requests_run_in_sequence_order)
 END_TEST
 
 /* One connection cannot hold more than --session-pending of the daemon's contexts: with seq 1 missing,
- * requests 2.. wait; past the limit they are answered QUOTA at once; then seq 1 releases the rest. */
+ * requests 2.. wait; past the limit they are answered QUOTA at once; then seq 1, over the limit too, is
+ * answered QUOTA, uses up its number and releases the rest. */
 START_TEST(pending_requests_per_connection_are_capped)
 {
 	cua_client *other = connect_to(&D);
@@ -616,8 +617,8 @@ START_TEST(pending_requests_per_connection_are_capped)
 		cua_wire_reply_free(&rep);
 		nng_msg_free(m);
 	}
-	ck_assert_int_eq(quota, N - LIMIT);
-	ck_assert_int_eq(ok, LIMIT + 1);
+	ck_assert_int_eq(quota, N - LIMIT + 1);
+	ck_assert_int_eq(ok, LIMIT);
 	/* the refused numbers were passed over: the next one runs at once */
 	struct raw_req last;
 	raw_send(s, &last, CUA_OP_PING, N + 2, &pg);
