@@ -612,12 +612,71 @@ dec_header(const msgpack_object *root, uint32_t nfields, uint32_t *version, uint
 	return 0;
 }
 
+/* Reads the msgpack uint at w->off (positive fixint or uint 8/16/32/64) into *v. 0, or -1 when there is none. */
+static int
+peek_uint(struct walk *w, uint64_t *v)
+{
+	if (w->off >= w->len)
+		return -1;
+	uint8_t t = w->p[w->off];
+	if (t <= 0x7f) {
+		*v = t;
+		w->off++;
+		return 0;
+	}
+	if (t < 0xcc || t > 0xcf)
+		return -1;
+	unsigned n = 1u << (t - 0xcc);
+	if (w->len - w->off - 1 < n)
+		return -1;
+	*v = be(w->p + w->off + 1, n);
+	w->off += 1 + n;
+	return 0;
+}
+
+/* Reads a request's header straight from the bytes, before anything else is checked: when the message is an
+ * array of 4 (any array encoding), its first elements are uints that fit version (32 bits), op (32 bits) and
+ * seq (64 bits) are stored in out as far as they go; has_header says all three were. Reads no further. */
+static void
+peek_header(const void *buf, size_t len, cua_wire_request *out)
+{
+	struct walk w = {.p = buf, .len = len, .off = 1};
+	uint64_t count = 0, version, op, seq;
+	unsigned lenbytes = 0;
+	if (len == 0)
+		return;
+	uint8_t t = w.p[0];
+	if (t >= 0x90 && t <= 0x9f)
+		count = t & 0x0f;
+	else if (t == 0xdc || t == 0xdd)
+		lenbytes = t == 0xdc ? 2 : 4;
+	else
+		return;
+	if (lenbytes > 0) {
+		if (len - 1 < lenbytes)
+			return;
+		count = be(w.p + 1, lenbytes);
+		w.off += lenbytes;
+	}
+	if (count != 4 || peek_uint(&w, &version) != 0 || version > UINT32_MAX)
+		return;
+	out->version = (uint32_t)version;
+	if (peek_uint(&w, &op) != 0 || op > UINT32_MAX)
+		return;
+	out->op = (uint32_t)op;
+	if (peek_uint(&w, &seq) != 0)
+		return;
+	out->seq = seq;
+	out->has_header = true;
+}
+
 int
 cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_err *err)
 {
 	msgpack_unpacked *unp;
-	int r = unpack_new(buf, len, &unp, err);
 	memset(out, 0, sizeof(*out));
+	peek_header(buf, len, out);
+	int r = unpack_new(buf, len, &unp, err);
 	out->owner = unp;
 	if (r != 0)
 		return r;

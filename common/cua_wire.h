@@ -22,6 +22,7 @@
 #include "cua_error.h"
 #include "cua_proto.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,8 +30,11 @@
 #define CUA_WIRE_MAX_OBJECTS (1u << 20)
 
 typedef struct cua_wire_request {
-	uint32_t version, op; /* op is set as soon as it was read, even when decoding fails later */
+	/* version, op and seq are set as soon as they could be read, even when decoding fails later: the message
+	 * is an array of 4 whose first three elements are uints (of at most 32, 32 and 64 bits) */
+	uint32_t version, op;
 	uint64_t seq;
+	bool has_header; /* version, op and seq were read (then the daemon answers the failure in seq's turn) */
 	cua_req_body body;
 	void *owner; /* the decoder's zone (objects and arrays); NULL or owned, freed by cua_wire_request_free */
 } cua_wire_request;
@@ -53,7 +57,8 @@ typedef struct cua_wire_out {
 int cua_wire_check(const void *buf, size_t len, cua_err *err);
 
 /* Decode a request. Returns 0 or CUA_EPROTOCOL / CUA_ETOO_LARGE / CUA_EVERSION / CUA_EUNKNOWN_OP / CUA_ENOMEM
- * with a detail in err. *out is overwritten (not freed first); cua_wire_request_free must be called afterwards
+ * with a detail in err. The header [version, op, seq] is read first, before the structural walk, so that it
+ * is known (out->has_header) even for a message whose body is malformed. *out is overwritten (not freed first); cua_wire_request_free must be called afterwards
  * whatever the result, and may be called again (it leaves owner NULL). A zeroed request needs no decode to be
  * freed. Any thread; no shared state. */
 int cua_wire_decode_request(const void *buf, size_t len, cua_wire_request *out, cua_err *err);

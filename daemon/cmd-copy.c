@@ -38,8 +38,7 @@ plan_dtoh(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtoh *q,
 	int dev, rc;
 	uint32_t sid;
 	if (q->bytes > plan_max_copy(fe))
-		return cua_err_set(e, CUA_ETOO_LARGE, "copy of %llu bytes exceeds the %llu a reply can carry; split it",
-				   (unsigned long long)q->bytes, (unsigned long long)plan_max_copy(fe));
+		return plan_copy_too_large(fe, q->bytes, e);
 	if ((rc = plan_range(fe, r, q->src, q->bytes, &dev, e)) != 0 ||
 	    (rc = plan_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;

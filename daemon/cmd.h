@@ -83,7 +83,15 @@ int plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t 
 int plan_handle_quota(struct fe *fe, struct request *r, cua_err *e);
 /* A reply row for ops whose body is the one u64 the worker produced (a handle or a device pointer). */
 int reply_value(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch);
-/* The largest copy one request may move through the staging area and back in a reply. */
+/* Room kept in every reply for its envelope ([version, op, status, name, message, body] with the message's
+ * text and the body's headers) beside the bytes of data it carries. */
+#define CUA_REPLY_ENVELOPE 4096u
+/* The data one reply may carry: the largest message (--max-message) less CUA_REPLY_ENVELOPE. */
+uint64_t plan_max_reply_data(struct fe *fe);
+/* The largest copy one request may move through the staging area and back in a reply: the smaller of
+ * plan_max_reply_data and the staging area. */
 uint64_t plan_max_copy(struct fe *fe);
+/* Sets TOO_LARGE in e for a copy of `bytes` over plan_max_copy, naming the limit and why. Returns it. */
+int plan_copy_too_large(struct fe *fe, uint64_t bytes, cua_err *e);
 
 #endif

@@ -12,6 +12,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -460,6 +461,12 @@ serve(struct fe *fe)
 	cua_log_set_ident("cuasyncd");
 	if (settle_config(&fe->cfg) != 0)
 		return 1;
+	/* Only this process may hold the ready pipe: a worker that inherited it would keep a reader waiting for
+	 * its end after "ready" was written and the daemon closed it. */
+	if (fe->cfg.ready_fd >= 0 && fcntl(fe->cfg.ready_fd, F_SETFD, FD_CLOEXEC) != 0) {
+		log_error("--ready-fd %d: %s", fe->cfg.ready_fd, strerror(errno));
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);

@@ -153,10 +153,31 @@ plan_handle_quota(struct fe *fe, struct request *r, cua_err *e)
 }
 
 uint64_t
+plan_max_reply_data(struct fe *fe)
+{
+	return fe->cfg.max_message > CUA_REPLY_ENVELOPE ? fe->cfg.max_message - CUA_REPLY_ENVELOPE : 0;
+}
+
+uint64_t
 plan_max_copy(struct fe *fe)
 {
 	uint64_t m = fe->cfg.staging_bytes;
-	return fe->cfg.max_message - 4096 < m ? fe->cfg.max_message - 4096 : m;
+	return plan_max_reply_data(fe) < m ? plan_max_reply_data(fe) : m;
+}
+
+int
+plan_copy_too_large(struct fe *fe, uint64_t bytes, cua_err *e)
+{
+	if (plan_max_reply_data(fe) <= fe->cfg.staging_bytes)
+		return cua_err_set(e, CUA_ETOO_LARGE,
+				   "copy of %llu bytes exceeds %llu, the most one reply can carry (the largest "
+				   "message, "
+				   "%zu bytes, less %u for the reply's envelope); split it",
+				   (unsigned long long)bytes, (unsigned long long)plan_max_reply_data(fe),
+				   fe->cfg.max_message, CUA_REPLY_ENVELOPE);
+	return cua_err_set(e, CUA_ETOO_LARGE,
+			   "copy of %llu bytes exceeds the device's staging area of %llu bytes; split it",
+			   (unsigned long long)bytes, (unsigned long long)fe->cfg.staging_bytes);
 }
 
 int

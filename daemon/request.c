@@ -182,7 +182,8 @@ do_validate(struct fe *fe, struct request *r)
 	return false;
 }
 
-/* r's turn has come: validate it, then answer it or queue it. */
+/* r's turn has come: validate it, then answer it or queue it. Its sequence number is used up whatever
+ * comes of it. */
 static void
 do_process(struct fe *fe, struct request *r)
 {
@@ -194,7 +195,7 @@ do_process(struct fe *fe, struct request *r)
 		return;
 	}
 	r->id = ++fe->next_req;
-	if (do_validate(fe, r)) {
+	if (r->undecodable || do_validate(fe, r)) {
 		do_request_finish(fe, r);
 		return;
 	}
@@ -203,24 +204,52 @@ do_process(struct fe *fe, struct request *r)
 	do_sched_enqueue(fe, r);
 }
 
+/* r's turn has come: it is processed, then the parked requests that were waiting for it. */
+static void
+do_take_turn(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	struct request *p;
+	do_process(fe, r);
+	while ((p = do_sched_unpark(s)) != NULL)
+		do_process(fe, p);
+}
+
+/* The connection already has session_pending unanswered requests: r is answered QUOTA at once. An ordered r
+ * still uses up its sequence number in order: now when it is the next one (the requests parked behind it
+ * then run), else when its turn comes (parked, answered). */
+static void
+do_refuse_pending(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	bool in_turn = r->seq != 0 && r->seq == s->next_seq;
+	bool ahead = r->seq > s->next_seq && s->nparked < CUAD_MAX_PARKED;
+	request_fail(r, CUA_EQUOTA,
+		     "too many unanswered requests on this connection: %u, the limit set by --session-pending is %u; "
+		     "wait for some replies",
+		     s->held, fe->cfg.session_pending);
+	if (!in_turn && !ahead) {
+		do_request_finish(fe, r);
+		return;
+	}
+	fe->errors++;
+	do_answer(fe, r);
+	r->refused = true;
+	if (ahead)
+		do_sched_park(s, r);
+	else
+		do_take_turn(fe, r);
+}
+
 /* Admission: the per-connection limit of unanswered requests, then sequence order. */
 static void
 do_admit(struct fe *fe, struct request *r)
 {
 	struct session *s = r->s;
-	struct request *p;
 	/* Every unanswered request holds one of the edge's receive contexts: cap them per session so that one
 	 * client cannot take all of them (and with them everyone else's ability to send). */
-	if (s->held >= fe->cfg.session_pending && !(r->seq != 0 && r->seq == s->next_seq)) {
-		request_fail(r, CUA_EQUOTA, "too many unanswered requests on this connection; wait for some replies");
-		if (r->seq > s->next_seq && s->nparked < CUAD_MAX_PARKED) {
-			/* answered now, but its sequence number still has to pass in order */
-			do_answer(fe, r);
-			r->refused = true;
-			do_sched_park(s, r);
-		} else {
-			do_request_finish(fe, r);
-		}
+	if (s->held >= fe->cfg.session_pending) {
+		do_refuse_pending(fe, r);
 		return;
 	}
 	r->held = true;
@@ -236,9 +265,7 @@ do_admit(struct fe *fe, struct request *r)
 		}
 		return;
 	}
-	do_process(fe, r);
-	while ((p = do_sched_unpark(s)) != NULL) /* the requests that were waiting for this one */
-		do_process(fe, p);
+	do_take_turn(fe, r);
 }
 
 static void
@@ -274,9 +301,15 @@ request_receive(struct fe *fe, const struct incoming *in)
 	pthread_mutex_lock(&fe->lock);
 	fe->requests++;
 	if (rc != 0) {
-		log_debug("pipe %u: undecodable request: %s: %s", in->pipe, cua_strerror_name(rc), e.detail);
-		do_answer_early(fe, r->reply_ctx, r->w.op, rc, e.detail); /* op is 0 when it could not be read */
-		goto drop;
+		log_debug("pipe %u: undecodable request (seq %s%llu): %s: %s", in->pipe,
+			  r->w.has_header ? "" : "unread ", (unsigned long long)r->w.seq, cua_strerror_name(rc),
+			  e.detail);
+		if (!r->w.has_header || r->w.seq == 0) { /* no turn to wait for: answered now */
+			do_answer_early(fe, r->reply_ctx, r->w.op, rc, e.detail); /* op is 0 when it was not read */
+			goto drop;
+		}
+		request_fail(r, rc, "%s", e.detail); /* answered in its turn */
+		r->undecodable = true;
 	}
 	r->op = r->w.op;
 	r->seq = r->w.seq;

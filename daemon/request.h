@@ -64,7 +64,8 @@ struct request {
 	bool barrier;     /* runs once the session has nothing in flight */
 	bool no_wait;     /* fire-and-forget: answered when accepted */
 	bool held;        /* counted in s->held until answered */
-	bool refused;     /* answered QUOTA while parked: skipped when its turn comes */
+	bool refused;     /* answered QUOTA already: only its turn (its sequence number) is left to pass */
+	bool undecodable; /* failed to decode (status says why): answered in its turn, nothing validated */
 	bool planned;     /* REQ_CLEANUP: its commands were planned (at dispatch) */
 	uint32_t status;  /* whole-request status when not OK */
 	char *status_msg;
@@ -90,7 +91,10 @@ struct incoming {
 };
 
 /* The edge thread that received a message. Decodes it, then takes fe->lock and carries the request as far
- * as it goes without waiting (answered, parked or queued). Never blocks on a device. Takes msg. */
+ * as it goes without waiting (answered, parked or queued). Never blocks on a device. Takes msg.
+ * A message that does not decode but whose header (version, op, seq) could be read, with seq != 0, on a
+ * connection that has a session, goes through admission like any other and is answered with its decode error
+ * in its turn, using up its sequence number; any other undecodable message is answered at once. */
 void request_receive(struct fe *fe, const struct incoming *in);
 
 /* Session events from the edge (any thread, takes fe->lock). */

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,26 @@ test_backend(void)
 {
 	const char *b = getenv("CUA_TEST_BACKEND");
 	return b && *b ? b : "emu";
+}
+
+/* Reads the --ready-fd pipe to its end, as `cat` would: the daemon writes "ready <url>" and closes it, and
+ * no process it started (its workers) may keep the pipe open. Fails the test after 30 s without the end. */
+static void
+read_ready(int fd, const char *log)
+{
+	char buf[512] = "";
+	size_t len = 0;
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		int n = poll(&p, 1, 30000);
+		ck_assert_msg(n == 1, "the --ready-fd pipe did not reach end-of-file (have \"%s\"); see %s", buf, log);
+		ssize_t got = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+		buf[len] = '\0';
+	}
+	ck_assert_msg(strncmp(buf, "ready ", 6) == 0, "cuasyncd did not start; see %s", log);
 }
 
 void
@@ -81,11 +102,8 @@ daemon_start(struct daemon *d, const char *const *extra)
 		_exit(127);
 	}
 	close(ready[1]);
-	/* Blocks until the daemon writes "ready ..." (or exits, closing the pipe). */
-	char buf[512] = "";
-	ssize_t got = read(ready[0], buf, sizeof(buf) - 1);
+	read_ready(ready[0], d->log);
 	close(ready[0]);
-	ck_assert_msg(got > 0 && strncmp(buf, "ready ", 6) == 0, "cuasyncd did not start; see %s", d->log);
 }
 
 void

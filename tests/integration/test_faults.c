@@ -463,26 +463,52 @@ raw_cb(void *arg)
 		atomic_fetch_add(&replies_in, 1);
 }
 
+/* Sends the bytes buf on a context of its own; the reply is collected by raw_reply. */
 static void
-raw_send(nng_socket s, struct raw_req *q, uint32_t op, uint64_t seq, const void *body)
+raw_send_bytes(nng_socket s, struct raw_req *q, const void *buf, size_t len)
 {
 	ck_assert_int_eq(nng_ctx_open(&q->ctx, s), 0);
 	nng_ctx_set_ms(q->ctx, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	atomic_store(&q->receiving, 0);
 	ck_assert_int_eq(nng_aio_alloc(&q->aio, raw_cb, q), 0);
 	nng_aio_set_timeout(q->aio, 30000);
-	cua_wbuf b = {0};
-	ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&b), op, seq, body), 0);
 	nng_msg *m;
 	ck_assert_int_eq(nng_msg_alloc(&m, 0), 0);
-	nng_msg_append(m, b.data, b.len);
-	cua_wbuf_free(&b);
+	nng_msg_append(m, buf, len);
 	nng_aio_set_msg(q->aio, m);
 	nng_ctx_send(q->ctx, q->aio);
 	nng_aio_wait(q->aio);
 	ck_assert_int_eq(nng_aio_result(q->aio), 0);
 	atomic_store(&q->receiving, 1);
 	nng_ctx_recv(q->ctx, q->aio); /* the reply is collected by raw_reply */
+}
+
+static void
+raw_send(nng_socket s, struct raw_req *q, uint32_t op, uint64_t seq, const void *body)
+{
+	cua_wbuf b = {0};
+	ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&b), op, seq, body), 0);
+	raw_send_bytes(s, q, b.data, b.len);
+	cua_wbuf_free(&b);
+}
+
+static int raw_reply(struct raw_req *q, cua_wire_reply *rep, nng_msg **m);
+
+/* Waits for q's reply, checks its op and status (and a substring of its message), frees it. */
+static void
+raw_expect(struct raw_req *q, uint32_t op, int status, const char *msg)
+{
+	cua_wire_reply rep;
+	nng_msg *m;
+	int st = raw_reply(q, &rep, &m);
+	ck_assert_msg(st == status, "status %s (%.*s), want %s", cua_strerror_name(st), (int)rep.message.len,
+		      (const char *)rep.message.ptr, cua_strerror_name(status));
+	ck_assert_uint_eq(rep.op, op);
+	if (msg != NULL)
+		ck_assert_msg(memmem(rep.message.ptr, rep.message.len, msg, strlen(msg)) != NULL,
+			      "message %.*s lacks %s", (int)rep.message.len, (const char *)rep.message.ptr, msg);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
 }
 
 /* Waits for q's reply and decodes it into rep (its bytes live in *m: free both). Returns its status. */
@@ -585,7 +611,8 @@ START_TEST(requests_run_in_sequence_order)
 END_TEST
 
 /* One connection cannot hold more than --session-pending of the daemon's contexts: with seq 1 missing,
- * requests 2.. wait; past the limit they are answered QUOTA at once; then seq 1 releases the rest. */
+ * requests 2.. wait; past the limit they are answered QUOTA at once; then seq 1, over the limit too, is
+ * answered QUOTA, uses up its number and releases the rest. */
 START_TEST(pending_requests_per_connection_are_capped)
 {
 	cua_client *other = connect_to(&D);
@@ -616,8 +643,8 @@ START_TEST(pending_requests_per_connection_are_capped)
 		cua_wire_reply_free(&rep);
 		nng_msg_free(m);
 	}
-	ck_assert_int_eq(quota, N - LIMIT);
-	ck_assert_int_eq(ok, LIMIT + 1);
+	ck_assert_int_eq(quota, N - LIMIT + 1);
+	ck_assert_int_eq(ok, LIMIT);
 	/* the refused numbers were passed over: the next one runs at once */
 	struct raw_req last;
 	raw_send(s, &last, CUA_OP_PING, N + 2, &pg);
@@ -629,6 +656,154 @@ START_TEST(pending_requests_per_connection_are_capped)
 	nng_fini();
 }
 END_TEST
+
+/* An ordered request that fails to decode is answered with its error in its turn and uses up its number:
+ * request k (bad) then k+1 (a PING), and k+1 sent before k, are both answered, k+1 with OK. */
+START_TEST(undecodable_requests_use_their_sequence_number)
+{
+	static char name[CUA_MAX_NAME + 1];
+	memset(name, 'k', sizeof(name));
+	struct cua_req_function_get g = {1, {name, sizeof(name)}};
+	cua_wbuf longname = {0};
+	ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&longname), CUA_OP_FUNCTION_GET, 0, &g), 0);
+	/* each with seq 0 here; byte 3 (a fixint seq) or the 9-byte seq at CUA_WIRE_SEQ_OFFSET gets k */
+	static const struct {
+		const char *bytes;
+		size_t len;
+		uint32_t op;
+		int status;
+	} bad[] = {
+		{"\x94\x01\x07\x00\x91\x00", 6, CUA_OP_MEM_ALLOC, CUA_EPROTOCOL},             /* wrong field count */
+		{"\x94\x01\x63\x00\x90", 5, 99, CUA_EUNKNOWN_OP},                             /* unknown op 99 */
+		{"\x94\x07\x02\x00\x91\x01", 6, CUA_OP_PING, CUA_EVERSION},                   /* version 7 */
+		{"\x94\x01\x02\x00\x91\xca\x3f\x80\x00\x00", 10, CUA_OP_PING, CUA_EPROTOCOL}, /* a float */
+		{NULL, 0, CUA_OP_FUNCTION_GET, CUA_ETOO_LARGE},                               /* kernel name */
+	};
+	nng_socket s = raw_open(D.url);
+	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
+	raw_u64(s, CUA_OP_HELLO, 0, &h);
+	struct cua_req_ping pg = {9};
+	uint64_t k = 1;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		for (int late = 0; late < 2; late++, k += 2) {
+			char buf[16];
+			const void *msg = buf;
+			size_t len = bad[i].len;
+			if (bad[i].bytes != NULL) {
+				memcpy(buf, bad[i].bytes, len);
+				buf[3] = (char)k; /* k < 128: a fixint */
+			} else {
+				ck_assert_int_eq(cua_wire_patch_seq(longname.data, longname.len, k), 0);
+				msg = longname.data;
+				len = longname.len;
+			}
+			struct raw_req qb, qg;
+			if (late)
+				raw_send(s, &qg, CUA_OP_PING, k + 1, &pg);
+			raw_send_bytes(s, &qb, msg, len);
+			if (!late)
+				raw_send(s, &qg, CUA_OP_PING, k + 1, &pg);
+			raw_expect(&qb, bad[i].op, bad[i].status, NULL);
+			raw_expect(&qg, CUA_OP_PING, CUA_OK, NULL);
+		}
+	}
+	cua_wbuf_free(&longname);
+	nng_close(s);
+	nng_fini();
+}
+END_TEST
+
+/* --session-pending 4 binds ordered requests too: 8 slow launches sent at once (seq 3..10), 4 are served and
+ * 4 answered QUOTA at once; their numbers are used up, so seq 11 is served. */
+START_TEST(pending_limit_binds_ordered_requests)
+{
+	nng_socket s = raw_open(D.url);
+	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
+	raw_u64(s, CUA_OP_HELLO, 0, &h);
+	static const char emu[] = "spin";
+	struct cua_req_module_load ml = {0, CUA_IMAGE_EMU, {emu, sizeof(emu) - 1}};
+	uint64_t mod = raw_u64(s, CUA_OP_MODULE_LOAD, 1, &ml);
+	struct cua_req_function_get fg = {mod, {"spin", 4}};
+	uint64_t fn = raw_u64(s, CUA_OP_FUNCTION_GET, 2, &fg);
+	int64_t ns = spin_cycles(300);
+	cua_wire_arg a[1] = {{CUA_ARG_BYTES, 0, {&ns, 8}}};
+	struct cua_req_launch l = {fn, {1, 1, 1}, {1, 1, 1}, 0, 0, 0, a, 1};
+	enum { N = 8, LIMIT = 4 };
+	struct raw_req q[N];
+	for (int i = 0; i < N; i++)
+		raw_send(s, &q[i], CUA_OP_LAUNCH, (uint64_t)(3 + i), &l);
+	int ok = 0, quota = 0;
+	for (int i = 0; i < N; i++) {
+		cua_wire_reply rep;
+		nng_msg *m;
+		int st = raw_reply(&q[i], &rep, &m);
+		ok += st == CUA_OK;
+		quota += st == CUA_EQUOTA;
+		if (st == CUA_EQUOTA)
+			ck_assert_msg(memmem(rep.message.ptr, rep.message.len, "--session-pending is 4", 22) != NULL,
+				      "%.*s", (int)rep.message.len, (const char *)rep.message.ptr);
+		cua_wire_reply_free(&rep);
+		nng_msg_free(m);
+	}
+	ck_assert_int_eq(ok, LIMIT);
+	ck_assert_int_eq(quota, N - LIMIT);
+	struct cua_req_ping pg = {1};
+	struct raw_req last;
+	raw_send(s, &last, CUA_OP_PING, 3 + N, &pg);
+	raw_expect(&last, CUA_OP_PING, CUA_OK, NULL);
+	nng_close(s);
+	nng_fini();
+}
+END_TEST
+
+/* With --max-message 1M a reply carries at most 1M - 4096 bytes of data: a DTOH of exactly that works, one
+ * byte more is TOO_LARGE naming the limit; a BATCH whose DTOH items together pass it refuses the later ones. */
+START_TEST(dtoh_limit_is_max_message_less_4096)
+{
+	enum { MAXMSG = 1 << 20, LIMIT = MAXMSG - 4096 };
+	nng_socket s = raw_open(D.url);
+	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
+	raw_u64(s, CUA_OP_HELLO, 0, &h);
+	struct cua_req_mem_alloc ma = {0, 2u << 20};
+	uint64_t p = raw_u64(s, CUA_OP_MEM_ALLOC, 0, &ma);
+	struct cua_req_memcpy_dtoh d = {p, LIMIT, 0};
+	struct raw_req q;
+	cua_wire_reply rep;
+	nng_msg *m;
+	raw_send(s, &q, CUA_OP_MEMCPY_DTOH, 0, &d);
+	ck_assert_int_eq(raw_reply(&q, &rep, &m), CUA_OK);
+	ck_assert_uint_eq(rep.body.memcpy_dtoh.data.len, LIMIT);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	d.bytes = LIMIT + 1;
+	raw_send(s, &q, CUA_OP_MEMCPY_DTOH, 0, &d);
+	raw_expect(&q, CUA_OP_MEMCPY_DTOH, CUA_ETOO_LARGE, "exceeds 1044480, the most one reply can carry");
+	/* two items of 600 000 bytes: the second does not fit beside the first */
+	cua_batch_item it[2] = {{.kind = CUA_OP_MEMCPY_DTOH, .u.dtoh = {p, 600000, 0}},
+				{.kind = CUA_OP_MEMCPY_DTOH, .u.dtoh = {p, 600000, 0}}};
+	struct cua_req_batch b = {0, it, 2};
+	raw_send(s, &q, CUA_OP_BATCH, 0, &b);
+	ck_assert_int_eq(raw_reply(&q, &rep, &m), CUA_OK);
+	ck_assert_uint_eq(rep.body.batch.nresults, 2);
+	ck_assert_uint_eq(rep.body.batch.results[0].status, CUA_OK);
+	ck_assert_uint_eq(rep.body.batch.results[0].data.len, 600000);
+	ck_assert_uint_eq(rep.body.batch.results[1].status, CUA_ETOO_LARGE);
+	const cua_bytes *msg = &rep.body.batch.results[1].message;
+	ck_assert_msg(memmem(msg->ptr, msg->len, "split the batch", 15) != NULL, "%.*s", (int)msg->len,
+		      (const char *)msg->ptr);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	nng_close(s);
+	nng_fini();
+}
+END_TEST
+
+static void
+up_limits(void)
+{
+	static const char *const args[] = {"--session-pending", "4", "--max-message", "1M", NULL};
+	daemon_start(&D, args);
+}
 
 static void
 up_pending(void)
@@ -762,11 +937,19 @@ faults_suite(void)
 	tcase_add_test(tc, handshake_drops_do_not_break_the_listener);
 	tcase_add_test(tc, many_sessions_come_and_go);
 	tcase_add_test(tc, requests_run_in_sequence_order);
+	tcase_add_test(tc, undecodable_requests_use_their_sequence_number);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("pending");
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, up_pending, down);
 	tcase_add_test(tc, pending_requests_per_connection_are_capped);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("limits");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_limits, down);
+	if (strcmp(test_backend(), "emu") == 0) /* the emulated device's image is a list of kernel names */
+		tcase_add_test(tc, pending_limit_binds_ordered_requests);
+	tcase_add_test(tc, dtoh_limit_is_max_message_less_4096);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tls");
 	tcase_set_timeout(tc, 120);

@@ -327,44 +327,57 @@ struct bad_case {
 	const char *hex;
 	int code;
 	const char *detail; /* substring of the detail */
+	uint32_t op;        /* the op the decoder reports (echoed in the reply): read whenever it could be */
+	bool header;        /* version, op and seq were all read */
+	uint64_t seq;       /* the seq reported when header */
 };
 
+/* The hostile table reads as a table: */
+/* clang-format off */
 static const struct bad_case bad_cases[] = {
-	{"empty message", "", CUA_EPROTOCOL, "empty"},
-	{"array32 claiming 4 billion elements", "ddff000000", CUA_EPROTOCOL, "exceeds the 0 bytes left"},
-	{"str longer than the message", "a541", CUA_EPROTOCOL, "exceeds"},
-	{"bin32 longer than the message", "c6ffffffff00", CUA_EPROTOCOL, "exceeds"},
-	{"deep nesting", "9191919191919191919101", CUA_EPROTOCOL, "nesting deeper"},
-	{"trailing byte after a ping", "940102 00 91 01 00", CUA_EPROTOCOL, "trailing"},
-	{"unknown op", "940163 00 90", CUA_EUNKNOWN_OP, "unknown op 99"},
-	{"op zero", "940100 00 90", CUA_EUNKNOWN_OP, "unknown op 0"},
-	{"wrong version", "940202 00 9101", CUA_EVERSION, "version 2"},
-	{"version zero", "940002 00 9101", CUA_EVERSION, "version 0"},
-	{"map at top level", "81 01 02", CUA_EPROTOCOL, "map"},
-	{"nil field", "940102 00 91c0", CUA_EPROTOCOL, "nil"},
-	{"float field", "940102 00 91ca3f800000", CUA_EPROTOCOL, "float"},
-	{"ext value", "940102 00 91d40100", CUA_EPROTOCOL, "not used"},
-	{"reserved byte 0xc1", "c1", CUA_EPROTOCOL, "not used"},
-	{"header of three elements", "930102 00", CUA_EPROTOCOL, "array of 4"},
-	{"seq as str", "940102 a178 9101", CUA_EPROTOCOL, "message.seq"},
-	{"negative seq", "940102 ff 9101", CUA_EPROTOCOL, "message.seq"},
-	{"ping without its nonce", "940102 00 90", CUA_EPROTOCOL, "expected 1 fields"},
-	{"ping with a str nonce", "940102 00 91a178", CUA_EPROTOCOL, "PING.nonce: expected uint"},
-	{"negative nonce", "940102 00 91ff", CUA_EPROTOCOL, "PING.nonce"},
-	{"mem alloc on device 64", "940107 00 92 40 01", CUA_EPROTOCOL, "MEM_ALLOC.device"},
-	{"memset width 8", "94010c 00 95 01 00 08 01 00", CUA_EPROTOCOL, "MEMSET.width"},
-	{"array over the element limit", "940102 00 dc1389", CUA_EPROTOCOL, "exceeds"},
-	{"grid of 4 dimensions", "940110 00 97 01 9401010101 93010101 00 00 00 90", CUA_EPROTOCOL, "LAUNCH.grid"},
-	{"launch with unknown flag", "940110 00 97 01 93010101 93010101 00 00 04 90", CUA_EPROTOCOL, "LAUNCH.flags"},
-	{"empty bin argument", "940110 00 97 01 93010101 93010101 00 00 00 91 c400", CUA_EPROTOCOL, "LAUNCH.args[0]"},
-	{"str argument", "940110 00 97 01 93010101 93010101 00 00 00 91 a178", CUA_EPROTOCOL, "LAUNCH.args[0]"},
-	{"batch item of unknown kind", "940111 00 92 00 91 92 63 90", CUA_EPROTOCOL, "is not an item kind"},
-	{"batch item without body", "940111 00 92 00 91 91 10", CUA_EPROTOCOL, "[kind, body]"},
+	{"empty message", "", CUA_EPROTOCOL, "empty", 0, false, 0},
+	{"array32 claiming 4 billion elements", "ddff000000", CUA_EPROTOCOL, "exceeds the 0 bytes left", 0, false, 0},
+	{"str longer than the message", "a541", CUA_EPROTOCOL, "exceeds", 0, false, 0},
+	{"bin32 longer than the message", "c6ffffffff00", CUA_EPROTOCOL, "exceeds", 0, false, 0},
+	{"deep nesting", "9191919191919191919101", CUA_EPROTOCOL, "nesting deeper", 0, false, 0},
+	{"trailing byte after a ping", "940102 00 91 01 00", CUA_EPROTOCOL, "trailing", 2, true, 0},
+	{"unknown op", "940163 00 90", CUA_EUNKNOWN_OP, "unknown op 99", 99, true, 0},
+	{"op zero", "940100 00 90", CUA_EUNKNOWN_OP, "unknown op 0", 0, true, 0},
+	{"wrong version", "940202 00 9101", CUA_EVERSION, "version 2", 2, true, 0},
+	{"version zero", "940002 00 9101", CUA_EVERSION, "version 0", 2, true, 0},
+	{"map at top level", "81 01 02", CUA_EPROTOCOL, "map", 0, false, 0},
+	{"nil field", "940102 00 91c0", CUA_EPROTOCOL, "nil", 2, true, 0},
+	{"float field", "940102 00 91ca3f800000", CUA_EPROTOCOL, "float", 2, true, 0},
+	{"ext value", "940102 00 91d40100", CUA_EPROTOCOL, "not used", 2, true, 0},
+	{"map body", "940102 00 80", CUA_EPROTOCOL, "map", 2, true, 0},
+	{"reserved byte 0xc1", "c1", CUA_EPROTOCOL, "not used", 0, false, 0},
+	{"header of three elements", "930102 00", CUA_EPROTOCOL, "array of 4", 0, false, 0},
+	{"seq as str", "940102 a178 9101", CUA_EPROTOCOL, "message.seq", 2, false, 0},
+	{"negative seq", "940102 ff 9101", CUA_EPROTOCOL, "message.seq", 2, false, 0},
+	{"float version", "94ca3f800000 02 00 9101", CUA_EPROTOCOL, "float", 0, false, 0},
+	{"op over 32 bits", "9401 cf0000000100000000 00 90", CUA_EPROTOCOL, "message.op", 0, false, 0},
+	{"ping without its nonce", "940102 00 90", CUA_EPROTOCOL, "expected 1 fields", 2, true, 0},
+	{"ping with a str nonce", "940102 00 91a178", CUA_EPROTOCOL, "PING.nonce: expected uint", 2, true, 0},
+	{"negative nonce", "940102 00 91ff", CUA_EPROTOCOL, "PING.nonce", 2, true, 0},
+	{"mem alloc on device 64", "940107 00 92 40 01", CUA_EPROTOCOL, "MEM_ALLOC.device", 7, true, 0},
+	{"memset width 8", "94010c 00 95 01 00 08 01 00", CUA_EPROTOCOL, "MEMSET.width", 12, true, 0},
+	{"array over the element limit", "940102 00 dc1389", CUA_EPROTOCOL, "exceeds", 2, true, 0},
+	{"grid of 4 dimensions", "940110 00 97 01 9401010101 93010101 00 00 00 90", CUA_EPROTOCOL, "LAUNCH.grid", 16, true, 0},
+	{"launch with unknown flag", "940110 00 97 01 93010101 93010101 00 00 04 90", CUA_EPROTOCOL, "LAUNCH.flags", 16, true, 0},
+	{"empty bin argument", "940110 00 97 01 93010101 93010101 00 00 00 91 c400", CUA_EPROTOCOL, "LAUNCH.args[0]", 16, true, 0},
+	{"str argument", "940110 00 97 01 93010101 93010101 00 00 00 91 a178", CUA_EPROTOCOL, "LAUNCH.args[0]", 16, true, 0},
+	{"batch item of unknown kind", "940111 00 92 00 91 92 63 90", CUA_EPROTOCOL, "is not an item kind", 17, true, 0},
+	{"batch item without body", "940111 00 92 00 91 91 10", CUA_EPROTOCOL, "[kind, body]", 17, true, 0},
+	{"float body, seq in 9 bytes", "940102 cf0000000000000105 91ca3f800000", CUA_EPROTOCOL, "float", 2, true, 261},
+	{"array16 header, unknown op, seq 7", "dc0004 01 63 07 90", CUA_EUNKNOWN_OP, "unknown op 99", 99, true, 7},
 };
+/* clang-format on */
 #define NBAD (sizeof(bad_cases) / sizeof(bad_cases[0]))
 
+/* Decodes buf and checks the error, its detail, and what of the header was reported (op, has_header). */
 static void
-check_bad(const char *what, const unsigned char *buf, size_t len, int code, const char *detail)
+check_bad(const char *what, const unsigned char *buf, size_t len, int code, const char *detail, uint32_t op,
+	  bool header, uint64_t seq)
 {
 	cua_wire_request req;
 	cua_err err = {0};
@@ -376,6 +389,10 @@ check_bad(const char *what, const unsigned char *buf, size_t len, int code, cons
 	ck_assert_msg(r == code, "%s: expected %s, got %s (%s)", what, cua_strerror_name(code), cua_strerror_name(r),
 		      err.detail);
 	ck_assert_msg(strstr(err.detail, detail) != NULL, "%s: detail '%s' lacks '%s'", what, err.detail, detail);
+	ck_assert_msg(req.op == op, "%s: op %u reported, want %u", what, req.op, op);
+	ck_assert_msg(req.has_header == header, "%s: has_header %d", what, (int)req.has_header);
+	if (header)
+		ck_assert_uint_eq(req.seq, seq);
 }
 
 START_TEST(malformed_inputs_get_their_specific_error)
@@ -394,7 +411,7 @@ START_TEST(malformed_inputs_get_their_specific_error)
 		buf[n++] = (unsigned char)(hi << 4 | hexval(*p));
 		hi = -1;
 	}
-	check_bad(c->what, buf, n, c->code, c->detail);
+	check_bad(c->what, buf, n, c->code, c->detail, c->op, c->header, c->seq);
 }
 END_TEST
 
@@ -409,7 +426,8 @@ START_TEST(oversized_values_are_too_large)
 	buf[n++] = 0xda, buf[n++] = (unsigned char)(nlen >> 8), buf[n++] = (unsigned char)nlen;
 	memset(buf + n, 'k', nlen);
 	n += nlen;
-	check_bad("kernel name over the limit", buf, n, CUA_ETOO_LARGE, "FUNCTION_GET.name");
+	check_bad("kernel name over the limit", buf, n, CUA_ETOO_LARGE, "FUNCTION_GET.name", CUA_OP_FUNCTION_GET, true,
+		  0);
 	free(buf);
 
 	/* an array of 5000 elements, all present: over CUA_WIRE_MAX_ARRAY */
@@ -419,7 +437,7 @@ START_TEST(oversized_values_are_too_large)
 	buf[n++] = 0xdc, buf[n++] = 5000 >> 8, buf[n++] = 5000 & 0xff;
 	memset(buf + n, 0, 5000);
 	n += 5000;
-	check_bad("array of 5000", buf, n, CUA_ETOO_LARGE, "limit of 4096");
+	check_bad("array of 5000", buf, n, CUA_ETOO_LARGE, "limit of 4096", CUA_OP_BATCH, true, 0);
 	free(buf);
 
 	/* a launch argument of CUA_MAX_ARG_BYTES + 1 bytes */
@@ -435,7 +453,7 @@ START_TEST(oversized_values_are_too_large)
 	buf[n++] = (unsigned char)(alen >> 8), buf[n++] = (unsigned char)alen;
 	memset(buf + n, 1, alen);
 	n += alen;
-	check_bad("argument over 4096 bytes", buf, n, CUA_EPROTOCOL, "LAUNCH.args[0]");
+	check_bad("argument over 4096 bytes", buf, n, CUA_EPROTOCOL, "LAUNCH.args[0]", CUA_OP_LAUNCH, true, 0);
 	free(buf);
 }
 END_TEST
