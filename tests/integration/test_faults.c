@@ -720,7 +720,7 @@ START_TEST(pending_limit_binds_ordered_requests)
 	nng_socket s = raw_open(D.url);
 	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
 	raw_u64(s, CUA_OP_HELLO, 0, &h);
-	static const char emu[] = "spin";
+	static const char emu[] = "cuasync-emu-module\nspin\n";
 	struct cua_req_module_load ml = {0, CUA_IMAGE_EMU, {emu, sizeof(emu) - 1}};
 	uint64_t mod = raw_u64(s, CUA_OP_MODULE_LOAD, 1, &ml);
 	struct cua_req_function_get fg = {mod, {"spin", 4}};
