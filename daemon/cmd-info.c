@@ -88,42 +88,72 @@ r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-static int
-r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+/* The daemon-wide view, for sessions of the operator endpoint: every device's and every session's usage. */
+static void
+status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds)
 {
-	cua_wire_dev_status *ds = calloc(CUA_MAX_DEVICES, sizeof(*ds));
-	uint32_t n = 0;
-	if (ds == NULL)
-		return CUA_ENOMEM;
-	for (int i = 0; i < fe->ndevs && n < CUA_MAX_DEVICES; i++) {
-		const struct device *d = &fe->devs[i];
-		ds[n++] = (cua_wire_dev_status){(uint32_t)i,  d->gen,         d->restarts,
-						d->in_flight, d->allocations, d->alloc_bytes};
-	}
-	cua_wire_counts total = {0};
 	const struct session *s;
+	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++) {
+		const struct device *d = &fe->devs[i];
+		ds[i] = (cua_wire_dev_status){(uint32_t)i,  d->gen,         d->restarts,
+					      d->in_flight, d->allocations, d->alloc_bytes};
+	}
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
 		if (s->closing || s->pipe_gone)
 			continue;
-		total.allocations += s->counts.allocations;
-		total.alloc_bytes += s->counts.alloc_bytes;
-		total.modules += s->counts.modules;
-		total.functions += s->counts.functions;
-		total.streams += s->counts.streams;
-		total.in_flight += s->in_flight + s->queued;
+		b->total.allocations += s->counts.allocations;
+		b->total.alloc_bytes += s->counts.alloc_bytes;
+		b->total.modules += s->counts.modules;
+		b->total.functions += s->counts.functions;
+		b->total.streams += s->counts.streams;
+		b->total.in_flight += s->in_flight + s->queued;
 	}
-	cua_wire_counts mine = r->s->counts;
-	mine.in_flight = r->s->in_flight + r->s->queued;
+	b->sessions = do_sessions_live(fe);
+	b->requests = fe->requests;
+	b->errors = fe->errors;
+}
+
+/* A client's view: its own session only (its requests, its memory and work on each device); the devices'
+ * generations and restarts are not usage and stay visible. */
+static void
+status_own(struct fe *fe, const struct session *s, struct cua_rep_status *b, cua_wire_dev_status *ds)
+{
+	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
+		ds[i] = (cua_wire_dev_status){(uint32_t)i,
+					      fe->devs[i].gen,
+					      fe->devs[i].restarts,
+					      s->dev_in_flight[i],
+					      0,
+					      0};
+	for (uint32_t i = 0; i < s->nallocs; i++) {
+		const struct alloc_rec *a = &s->allocs[i];
+		if (a->stale || a->gen != fe->devs[a->dev].gen)
+			continue;
+		ds[a->dev].allocations++;
+		ds[a->dev].alloc_bytes += a->len;
+	}
+	b->total = b->session;
+	b->sessions = 1;
+	b->requests = s->requests;
+	b->errors = s->errors;
+}
+
+static int
+r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	uint32_t n = fe->ndevs < (int)CUA_MAX_DEVICES ? (uint32_t)fe->ndevs : CUA_MAX_DEVICES;
+	cua_wire_dev_status *ds = calloc(n ? n : 1, sizeof(*ds));
+	if (ds == NULL)
+		return CUA_ENOMEM;
 	*scratch = ds;
-	b->status = (struct cua_rep_status){now_ms() - fe->start_ms,
-					    do_sessions_live(fe),
-					    fe->requests,
-					    fe->errors,
-					    ds,
-					    n,
-					    mine,
-					    total};
+	b->status = (struct cua_rep_status){.uptime_ms = now_ms() - fe->start_ms, .devices = ds, .ndevices = n};
+	b->status.session = r->s->counts;
+	b->status.session.in_flight = r->s->in_flight + r->s->queued;
+	if (r->s->operator)
+		status_all(fe, &b->status, ds);
+	else
+		status_own(fe, r->s, &b->status, ds);
 	return 0;
 }
 

@@ -47,7 +47,9 @@ struct config {
 	unsigned session_pending;
 	const char *tls_cert, *tls_key;
 	int ready_fd;
-	int ipc_mode; /* -1: umask */
+	int ipc_mode;             /* -1: umask */
+	const char *operator_url; /* ipc:// listener whose sessions see every session (NULL: none) */
+	int operator_mode;        /* its permissions */
 	const char *self_exe;
 };
 

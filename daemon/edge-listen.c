@@ -36,10 +36,16 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 		log_error("listen %s: %s", fl->url, nng_strerror(rv));
 		return -1;
 	}
+	int mode = fl->operator? ed->fe->cfg.operator_mode : ed->fe->cfg.ipc_mode;
 	nng_listener_set_size(fl->l, NNG_OPT_RECVMAXSZ, ed->fe->cfg.max_message);
-	if (ed->fe->cfg.ipc_mode >= 0 && strncmp(fl->url, "ipc://", 6) == 0 &&
-	    (rv = nng_listener_set_int(fl->l, NNG_OPT_IPC_PERMISSIONS, ed->fe->cfg.ipc_mode)) != 0)
-		log_warn("listen %s: cannot set permissions %o: %s", fl->url, ed->fe->cfg.ipc_mode, nng_strerror(rv));
+	if (mode >= 0 && strncmp(fl->url, "ipc://", 6) == 0 &&
+	    (rv = nng_listener_set_int(fl->l, NNG_OPT_IPC_PERMISSIONS, mode)) != 0) {
+		log_error("listen %s: cannot set permissions %o: %s", fl->url, mode, nng_strerror(rv));
+		if (fl->operator) { /* an operator socket anyone could open would show everyone's usage */
+			nng_listener_close(fl->l);
+			return -1;
+		}
+	}
 	if (strncmp(fl->url, "tls+", 4) == 0) {
 		if (ed->fe->cfg.tls_cert == NULL) {
 			log_error("listen %s: a tls+tcp:// listener needs --tls-cert (and --tls-key)", fl->url);
@@ -134,6 +140,16 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return r;
+}
+
+bool
+edge_pipe_is_operator(struct edge *ed, nng_pipe p)
+{
+	nng_listener l = nng_pipe_listener(p);
+	for (int i = 0; i < ed->nlisteners; i++)
+		if (ed->listeners[i].operator&& nng_listener_id(ed->listeners[i].l) == nng_listener_id(l))
+			return true;
+	return false;
 }
 
 bool

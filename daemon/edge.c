@@ -89,7 +89,8 @@ ctx_cb(void *arg)
 		return;
 	}
 	nng_msg *m = nng_aio_get_msg(c->aio);
-	struct incoming in = {m, nng_msg_body(m), nng_msg_len(m), c, nng_pipe_id(nng_msg_get_pipe(m))};
+	nng_pipe p = nng_msg_get_pipe(m);
+	struct incoming in = {m, nng_msg_body(m), nng_msg_len(m), c, nng_pipe_id(p), edge_pipe_is_operator(ed, p)};
 	request_receive(ed->fe, &in); /* takes m */
 }
 
@@ -145,12 +146,16 @@ edge_start(struct edge *ed, struct fe *fe)
 	nng_pipe_notify(ed->sock, NNG_PIPE_EV_REM_POST, pipe_cb, ed);
 	if (open_contexts(ed, fe->cfg.contexts) != 0)
 		return -1;
-	for (int i = 0; i < fe->cfg.nlisten; i++) {
-		ed->listeners[i].url = fe->cfg.listen[i];
-		if (edge_listener_open(ed, &ed->listeners[i]) != 0)
+	for (int i = 0; i <= fe->cfg.nlisten; i++) {
+		struct edge_listener *el = &ed->listeners[ed->nlisteners];
+		el->url = i < fe->cfg.nlisten ? fe->cfg.listen[i] : fe->cfg.operator_url;
+		el->operator= i == fe->cfg.nlisten;
+		if (el->url == NULL)
+			break;
+		if (edge_listener_open(ed, el) != 0)
 			return -1;
 		ed->nlisteners++;
-		log_info("listening on %s", fe->cfg.listen[i]);
+		log_info("listening on %s%s", el->url, el->operator? " (operator)" : "");
 	}
 	if (edge_watchdog_start(ed) != 0)
 		return -1;

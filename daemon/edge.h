@@ -15,6 +15,7 @@ struct edge_listener {
 	const char *url;
 	nng_listener l;
 	int kind;            /* EL_IPC, EL_TCP, EL_OTHER */
+	bool operator;       /* the operator endpoint (--operator-url) */
 	nng_sockaddr_in tcp; /* bound address of a tcp listener */
 };
 enum { EL_IPC, EL_TCP, EL_OTHER };
@@ -26,7 +27,7 @@ struct edge {
 	nng_socket sock;
 	struct edge_ctx *ctxs;
 	unsigned nctxs;
-	struct edge_listener listeners[CUAD_MAX_LISTEN];
+	struct edge_listener listeners[CUAD_MAX_LISTEN + 1]; /* the clients', then the operator's */
 	int nlisteners;
 	uint64_t listener_restarts;
 	pthread_t watchdog;
@@ -49,6 +50,8 @@ void edge_fini(struct edge *ed);
 
 /* edge-listen.c: opens one listener (with TLS for tls+tcp://). 0 or -1 (logged). */
 int edge_listener_open(struct edge *ed, struct edge_listener *el);
+/* true when p came through the operator endpoint. Any thread. */
+bool edge_pipe_is_operator(struct edge *ed, nng_pipe p);
 /* true when p is the watchdog's own probe connection, not a client. Any thread. */
 bool edge_listener_is_probe(struct edge *ed, nng_pipe p);
 int edge_watchdog_start(struct edge *ed);

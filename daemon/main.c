@@ -50,6 +50,8 @@ enum {
 	O_READY_FD,
 	O_LOG_LEVEL,
 	O_IPC_MODE,
+	O_OPERATOR_URL,
+	O_OPERATOR_MODE,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -87,6 +89,11 @@ static const struct opt_row {
 	{"ready-fd", 1, O_READY_FD, "FD", "write 'ready <url>' to FD once serving, then close it"},
 	{"log-level", 1, O_LOG_LEVEL, "LEVEL", "error, warn, info (default) or debug"},
 	{"ipc-mode", 1, O_IPC_MODE, "OCTAL", "permissions of ipc:// sockets (default: by umask), e.g. 0660"},
+	{"operator-url", 1, O_OPERATOR_URL, "URL",
+	 "ipc:// endpoint for the operator (cuasyncctl): its sessions see every session in STATUS; clients on the "
+	 "other "
+	 "listeners see only their own"},
+	{"operator-mode", 1, O_OPERATOR_MODE, "OCTAL", "permissions of the operator socket (default 0600: root only)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -350,9 +357,11 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		cua_log_set_level(l);
 		return l < 0;
 	case O_IPC_MODE:
+	case O_OPERATOR_MODE:
 		mode = strtol(arg, &end, 8);
-		c->ipc_mode = (int)mode;
+		*(ch == O_IPC_MODE ? &c->ipc_mode : &c->operator_mode) = (int)mode;
 		return *end != '\0' || mode < 0 || mode > 0777;
+	case O_OPERATOR_URL: c->operator_url = arg; return strncmp(arg, "ipc://", 6) != 0;
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);

@@ -122,8 +122,10 @@ do_request_finish(struct fe *fe, struct request *r)
 			row->complete(fe, r);
 	}
 	uint32_t st = request_status(r);
-	if (st != CUA_OK)
+	if (st != CUA_OK) {
 		fe->errors++;
+		s->errors++;
+	}
 	if (r->kind == REQ_CLEANUP)
 		s->cleanup_pending--;
 	else if (r->reply_ctx != NULL)
@@ -141,6 +143,7 @@ void
 do_request_done(struct fe *fe, struct request *r)
 {
 	r->s->in_flight--;
+	r->s->dev_in_flight[r->dev]--;
 	do_request_finish(fe, r);
 }
 
@@ -320,6 +323,8 @@ request_receive(struct fe *fe, const struct incoming *in)
 		do_answer_early(fe, r->reply_ctx, r->op, CUA_ECLOSED, "the connection is closing");
 		goto drop;
 	}
+	r->s->operator|= in->operator;
+	r->s->requests++;
 	do_admit(fe, r);
 	pthread_mutex_unlock(&fe->lock);
 	return;
@@ -364,6 +369,7 @@ do_dispatch(struct fe *fe, struct request *r)
 		return SCHED_ANSWERED;
 	}
 	r->s->in_flight++;
+	r->s->dev_in_flight[r->dev]++;
 	return SCHED_SENT;
 }
 

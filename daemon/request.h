@@ -88,6 +88,7 @@ struct incoming {
 	size_t len;
 	void *reply_ctx; /* where the answer goes */
 	uint32_t pipe;   /* the connection */
+	bool operator;   /* it came through the operator endpoint */
 };
 
 /* The edge thread that received a message. Decodes it, then takes fe->lock and carries the request as far

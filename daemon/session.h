@@ -55,6 +55,7 @@ struct session {
 	uint64_t id;
 	uint32_t pipe;
 	bool hello;
+	bool operator;  /* connected through the operator endpoint: STATUS shows every session */
 	bool pipe_gone; /* the edge saw the connection leave; the dispatcher closes the session */
 	bool closing;
 	bool zombie; /* to be freed once the dispatcher's pass ends */
@@ -69,6 +70,8 @@ struct session {
 	uint64_t alloc_max_len; /* the longest record ever added: how far back a lookup must look */
 	cua_wire_counts counts;
 	uint32_t host_buffers;
+	uint64_t requests, errors;               /* its own, for its STATUS */
+	uint32_t dev_in_flight[CUA_MAX_DEVICES]; /* its requests in each device */
 
 	/* scheduler (sched.c) */
 	struct request_queue queue; /* validated, waiting for the worker */

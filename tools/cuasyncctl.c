@@ -5,14 +5,21 @@
  *   cuasyncctl [--url URL] devices    the devices and their backends
  *   cuasyncctl [--url URL] ping       round-trip time
  *
- * URL defaults to $CUASYNC_URL, else the default socket. Exit status 0 when the daemon answered.
+ * URL defaults to $CUASYNC_OPERATOR_URL, else the operator socket of a system daemon
+ * (/run/cuasyncd/operator.sock, when it is there), else $CUASYNC_URL or the default socket. Through the
+ * daemon's operator endpoint STATUS shows every session; through a client socket only this connection's own.
+ * Exit status 0 when the daemon answered.
  */
 #include "cuasync.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#define OPERATOR_SOCKET "/run/cuasyncd/operator.sock" /* the systemd unit's --operator-url */
 
 static int
 die(const char *what, int rc)
@@ -47,6 +54,10 @@ main(int argc, char **argv)
 		}
 	}
 	const char *cmd = optind < argc ? argv[optind] : "status";
+	if (url == NULL)
+		url = getenv("CUASYNC_OPERATOR_URL");
+	if (url == NULL && access(OPERATOR_SOCKET, F_OK) == 0)
+		url = "ipc://" OPERATOR_SOCKET;
 	cua_client *c;
 	int rc = cua_connect(url, &c);
 	if (rc != CUA_OK)

@@ -56,15 +56,17 @@ dmn_start(struct dmn *d, const char *const *extra)
 	snprintf(d->dir, sizeof(d->dir), "/tmp/cuasync-conf.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(d->dir));
 	snprintf(d->url, sizeof(d->url), "ipc://%s/d.sock", d->dir);
+	snprintf(d->op_url, sizeof(d->op_url), "ipc://%s/op.sock", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
 	int ready[2];
 	ck_assert_int_eq(pipe(ready), 0);
 	char fdarg[16], exe[512];
 	snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
 	snprintf(exe, sizeof(exe), "%s/daemon/cuasyncd", builddir());
-	const char *argv[64] = {exe,         "--listen", d->url,      "--ready-fd", fdarg,    "--backend", "emu",
-				"--emu-mem", "256M",     "--staging", "96M",        "--ring", "4M"};
-	int n = 13;
+	const char *argv[64] = {exe,         "--listen", d->url,      "--ready-fd",     fdarg,
+				"--backend", "emu",      "--emu-mem", "256M",           "--staging",
+				"96M",       "--ring",   "4M",        "--operator-url", d->op_url};
+	int n = 15;
 	for (int i = 0; extra && extra[i] && n < 62; i++)
 		argv[n++] = extra[i];
 	d->pid = fork();

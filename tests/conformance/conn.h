@@ -75,6 +75,7 @@ struct dmn {
 	pid_t pid;
 	char dir[64];
 	char url[128];
+	char op_url[128]; /* the operator endpoint (--operator-url) */
 	char log[128];
 };
 

@@ -13,6 +13,13 @@ sess(struct conn *c, const struct dmn *d)
 	conn_hello(c, NULL);
 }
 
+void
+sess_operator(struct conn *c, const struct dmn *d)
+{
+	conn_open(c, d->op_url);
+	conn_hello(c, NULL);
+}
+
 static uint64_t
 one_u64(struct conn *c, uint64_t op, const char *what, struct mpb *body)
 {

@@ -11,6 +11,8 @@
 
 /* A connection that said HELLO. */
 void sess(struct conn *c, const struct dmn *d);
+/* The same on the daemon's operator endpoint. */
+void sess_operator(struct conn *c, const struct dmn *d);
 /* MEM_ALLOC on device 0 (unordered), asserting OK. */
 uint64_t alloc(struct conn *c, uint64_t bytes);
 /* STREAM_CREATE on device 0, asserting OK. */

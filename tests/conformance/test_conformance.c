@@ -528,11 +528,43 @@ total_count(struct conn *c, int k)
 	return v;
 }
 
+/* STATUS field k of the reply (0 uptime, 1 sessions, 2 requests, 3 errors). */
+static uint64_t
+status_field(struct conn *c, int k)
+{
+	struct reply r;
+	expect(c, OP_STATUS, 0, ST_OK, &r, "[]");
+	uint64_t v = r.body->a[k].u;
+	reply_free(&r);
+	return v;
+}
+
+/* A client's STATUS shows its own session only; the operator endpoint's shows every session. */
+START_TEST(r_status_private)
+{
+	struct conn a, b, op;
+	sess(&a, &D);
+	sess(&b, &D);
+	sess_operator(&op, &D);
+	alloc(&a, 1 << 20);
+	ck_assert_uint_eq(total_count(&b, 0), 0); /* a's allocation is not b's business */
+	ck_assert_uint_eq(status_field(&b, 1), 1);
+	ck_assert_uint_eq(total_count(&a, 0), 1);
+	ck_assert_uint_eq(total_count(&a, 1), 1 << 20);
+	ck_assert_uint_ge(total_count(&op, 0), 1);
+	ck_assert_uint_ge(status_field(&op, 1), 3);
+	ck_assert_uint_ge(status_field(&op, 2), status_field(&a, 2) + status_field(&b, 2));
+	conn_close(&a);
+	conn_close(&b);
+	conn_close(&op);
+}
+END_TEST
+
 START_TEST(r_session_release)
 {
 	struct conn a, b;
 	sess(&a, &D);
-	sess(&b, &D);
+	sess_operator(&b, &D); /* the operator sees every session [R:status-private] */
 	alloc(&a, 1 << 20);
 	function_get(&a, module_load(&a), "axpy");
 	stream_new(&a);
@@ -1385,6 +1417,7 @@ rules_get(struct rule *out, size_t cap)
 		{"hello-version", r_hello_version},
 		{"hello-first", r_hello_first},
 		{"session-release", r_session_release},
+		{"status-private", r_status_private},
 		{"handle-scope", r_handle_scope},
 		{"handle-stale", r_handle_stale},
 		{"stream-zero", r_stream_zero},

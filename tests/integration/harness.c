@@ -60,6 +60,7 @@ daemon_start(struct daemon *d, const char *const *extra)
 	snprintf(d->dir, sizeof(d->dir), "/tmp/cuasync-test.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(d->dir));
 	snprintf(d->url, sizeof(d->url), "ipc://%s/d.sock", d->dir);
+	snprintf(d->op_url, sizeof(d->op_url), "ipc://%s/op.sock", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
 	int ready[2];
 	ck_assert_int_eq(pipe(ready), 0);
@@ -72,6 +73,8 @@ daemon_start(struct daemon *d, const char *const *extra)
 	argv[n++] = exe;
 	argv[n++] = "--listen";
 	argv[n++] = d->url;
+	argv[n++] = "--operator-url";
+	argv[n++] = d->op_url;
 	argv[n++] = "--ready-fd";
 	argv[n++] = fdarg;
 	argv[n++] = "--backend";
@@ -175,6 +178,15 @@ connect_to(const struct daemon *d)
 {
 	cua_client *c = NULL;
 	CK(cua_connect(d->url, &c));
+	cua_set_timeout(c, 60000);
+	return c;
+}
+
+cua_client *
+connect_operator(const struct daemon *d)
+{
+	cua_client *c = NULL;
+	CK(cua_connect(d->op_url, &c));
 	cua_set_timeout(c, 60000);
 	return c;
 }

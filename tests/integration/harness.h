@@ -14,6 +14,7 @@ struct daemon {
 	pid_t pid;
 	char dir[256];
 	char url[320];
+	char op_url[320]; /* the operator endpoint (--operator-url): STATUS there shows every session */
 	char log[320];
 };
 
@@ -30,6 +31,8 @@ const char *test_backend(void);
 
 /* Connects to d, failing the test on error. */
 cua_client *connect_to(const struct daemon *d);
+/* Connects to d's operator endpoint (sees every session in STATUS). */
+cua_client *connect_operator(const struct daemon *d);
 /* Loads the test kernels (fatbin from the build, or the emulated device's kernel list). */
 cua_module load_kernels(cua_client *c);
 cua_function get_fn(cua_client *c, cua_module m, const char *name);

@@ -438,7 +438,7 @@ START_TEST(many_sessions_come_and_go)
 		CK(cua_mem_alloc(c, 0, 4096, &p));
 		cua_disconnect(c); /* without freeing: the daemon frees it */
 	}
-	cua_client *c = connect_to(&D);
+	cua_client *c = connect_operator(&D); /* sees every session */
 	cua_daemon_status st;
 	ck_assert(wait_status(c, one_session, NULL, &st));
 	cua_disconnect(c);
@@ -907,9 +907,14 @@ START_TEST(tcp_clients_are_served)
 	CK(cua_memcpy_dtoh(t, v, p, sizeof(v)));
 	ck_assert_uint_eq(v[1023], 0xabc);
 	cua_daemon_status st;
-	CK(cua_status(i, &st));
-	ck_assert_uint_eq(st.sessions, 2);
+	cua_client *op = connect_operator(&D); /* sees every session */
+	CK(cua_status(op, &st));
+	cua_disconnect(op);
+	ck_assert_uint_eq(st.sessions, 3);
 	ck_assert_uint_eq(st.total.allocations, 1);
+	CK(cua_status(i, &st)); /* a client sees itself only */
+	ck_assert_uint_eq(st.sessions, 1);
+	ck_assert_uint_eq(st.total.allocations, 0);
 	void *hb;
 	ck_assert_int_eq(cua_host_alloc(t, 0, 4096, &hb), CUA_EUNSUPPORTED); /* not over tcp */
 	ck_assert_msg(strstr(cua_last_error(), "ipc://"), "%s", cua_last_error());

@@ -602,7 +602,7 @@ START_TEST(killed_client_is_cleaned_up)
 	int st;
 	waitpid(pid, &st, 0);
 	ck_assert(WIFSIGNALED(st));
-	cua_client *c = connect_to(&D);
+	cua_client *c = connect_operator(&D); /* sees every session */
 	cua_daemon_status s;
 	ck_assert_msg(wait_status(c, no_sessions_left, NULL, &s),
 		      "after the kill: %u sessions, %llu allocations, %llu modules", s.sessions,
@@ -653,7 +653,7 @@ START_TEST(cuasyncctl_reports_the_daemon)
 	char cmd[1024], out[8192];
 	const char *verbs[] = {"status", "devices", "ping"};
 	for (int v = 0; v < 3; v++) {
-		snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url %s %s", builddir(), D.url, verbs[v]);
+		snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url %s %s", builddir(), D.op_url, verbs[v]);
 		FILE *f = popen(cmd, "r");
 		ck_assert_ptr_nonnull(f);
 		size_t n = fread(out, 1, sizeof(out) - 1, f);
