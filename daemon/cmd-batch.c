@@ -91,7 +91,7 @@ r_batch(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 		res[i].message = (cua_bytes){msg, (uint32_t)strlen(msg)};
 		/* DTOH data; a fire-and-forget batch is answered before any data exists */
 		if (!r->no_wait && it->status == CUA_OK && it->stage >= 0 && r->stages[it->stage].src == NULL)
-			res[i].data = (cua_bytes){dev_stage_bytes(&fe->devs[r->dev], r, (uint32_t)it->stage),
+			res[i].data = (cua_bytes){dev_stage_bytes(r->wdev, r, (uint32_t)it->stage),
 						  (uint32_t)r->stages[it->stage].len};
 	}
 	*scratch = res;

@@ -142,8 +142,8 @@ r_dtoh(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 {
 	(void)scratch;
 	const struct ritem *it = &r->items[0];
-	b->memcpy_dtoh.data = (cua_bytes){dev_stage_bytes(&fe->devs[r->dev], r, (uint32_t)it->stage),
-					  (uint32_t)r->stages[it->stage].len};
+	b->memcpy_dtoh.data =
+		(cua_bytes){dev_stage_bytes(r->wdev, r, (uint32_t)it->stage), (uint32_t)r->stages[it->stage].len};
 	return 0;
 }
 

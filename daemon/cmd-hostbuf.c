@@ -78,7 +78,7 @@ c_host_register(struct fe *fe, struct request *r)
 	uint64_t h;
 	if (it->status != CUA_OK)
 		return;
-	if (do_handle_new(r->s, CUA_HK_HOSTBUF, r->dev, fe->devs[r->dev].gen, it->value, &h) != 0) {
+	if (do_handle_new(r->s, CUA_HK_HOSTBUF, r->dev, r->wdev->gen, it->value, &h) != 0) {
 		item_fail(it, CUA_ENOMEM, "cannot record the host buffer");
 		return;
 	}

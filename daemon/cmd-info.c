@@ -95,11 +95,12 @@ status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds)
 	const struct session *s;
 	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++) {
 		const struct device *d = &fe->devs[i];
-		ds[i] = (cua_wire_dev_status){(uint32_t)i,  d->gen,         d->restarts,
-					      d->in_flight, d->allocations, d->alloc_bytes};
+		ds[i] = (cua_wire_dev_status){(uint32_t)i, d->gen, d->restarts, 0, d->allocations, d->alloc_bytes};
 	}
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
+		for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
+			ds[i].in_flight += s->dev_in_flight[i];
 		if (s->closing || s->pipe_gone)
 			continue;
 		b->total.allocations += s->counts.allocations;
@@ -128,7 +129,7 @@ status_own(struct fe *fe, const struct session *s, struct cua_rep_status *b, cua
 					      0};
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct alloc_rec *a = &s->allocs[i];
-		if (a->stale || a->gen != fe->devs[a->dev].gen)
+		if (a->stale || a->gen != do_session_gen(fe, s, a->dev))
 			continue;
 		ds[a->dev].allocations++;
 		ds[a->dev].alloc_bytes += a->len;

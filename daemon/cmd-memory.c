@@ -36,7 +36,7 @@ c_mem_alloc(struct fe *fe, struct request *r)
 	if (it->status != CUA_OK)
 		return;
 	uint64_t len = r->w.body.mem_alloc.bytes;
-	if (do_alloc_add(r->s, r->dev, fe->devs[r->dev].gen, it->value, len) != 0) {
+	if (do_alloc_add(r->s, r->dev, r->wdev->gen, it->value, len) != 0) {
 		item_fail(it, CUA_ENOMEM, "cannot record the allocation");
 		return;
 	}
@@ -77,7 +77,7 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "0x%llx is inside an allocation; free 0x%llx instead",
 				   (unsigned long long)p, (unsigned long long)a->addr);
 	r->barrier = true;
-	if ((rc = plan_bind_device(fe, r, dev, fe->devs[dev].gen, e)) != 0)
+	if ((rc = plan_bind_device(fe, r, dev, a->gen, e)) != 0)
 		return rc;
 	struct wrec_mem_free c = {{WR_MEM_FREE, 0}, p};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);

@@ -35,7 +35,7 @@ c_module_load(struct fe *fe, struct request *r)
 	uint64_t h;
 	if (it->status != CUA_OK)
 		return;
-	int rc = do_handle_new(r->s, CUA_HK_MODULE, r->dev, fe->devs[r->dev].gen, it->value, &h);
+	int rc = do_handle_new(r->s, CUA_HK_MODULE, r->dev, r->wdev->gen, it->value, &h);
 	if (rc != 0) {
 		item_fail(it, rc, "cannot record the module");
 		return;
@@ -134,7 +134,7 @@ c_function_get(struct fe *fe, struct request *r)
 		item_fail(it, CUA_EINTERNAL, "worker returned a malformed parameter layout");
 		return;
 	}
-	int rc = do_handle_new(r->s, CUA_HK_FUNCTION, r->dev, fe->devs[r->dev].gen, it->value, &h);
+	int rc = do_handle_new(r->s, CUA_HK_FUNCTION, r->dev, r->wdev->gen, it->value, &h);
 	if (rc != 0) {
 		item_fail(it, rc, "cannot record the function");
 		return;

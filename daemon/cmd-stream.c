@@ -32,7 +32,7 @@ c_stream_create(struct fe *fe, struct request *r)
 	uint64_t h;
 	if (it->status != CUA_OK)
 		return;
-	int rc = do_handle_new(r->s, CUA_HK_STREAM, r->dev, fe->devs[r->dev].gen, it->value, &h);
+	int rc = do_handle_new(r->s, CUA_HK_STREAM, r->dev, r->wdev->gen, it->value, &h);
 	if (rc != 0) {
 		item_fail(it, rc, "cannot record the stream");
 		return;

@@ -36,6 +36,8 @@ config_defaults(struct config *c)
 	c->ready_fd = -1;
 	c->ipc_mode = -1;
 	c->operator_mode = 0600;
+	c->isolation = ISO_SHARED;
+	c->isolation_pool = 1;
 }
 
 void

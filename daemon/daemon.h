@@ -49,7 +49,9 @@ struct config {
 	int ready_fd;
 	int ipc_mode;             /* -1: umask */
 	const char *operator_url; /* ipc:// listener whose sessions see every session (NULL: none) */
-	int operator_mode;        /* its permissions */
+	enum isolation { ISO_SHARED, ISO_SESSION } isolation; /* one worker per device, or per session */
+	unsigned isolation_pool;                              /* ISO_SESSION: idle workers kept ready per device */
+	int operator_mode;                                    /* its permissions */
 	const char *self_exe;
 };
 

@@ -251,6 +251,34 @@ dev_stop(struct device *d, struct request_queue *left)
 	d->in_flight = 0;
 }
 
+int
+dev_spawn(struct fe *fe, const struct device *tmpl, dev_done_fn done, struct device **out)
+{
+	struct device *d = calloc(1, sizeof(*d));
+	*out = NULL;
+	if (d == NULL)
+		return CUA_ENOMEM;
+	d->index = tmpl->index;
+	d->ordinal = tmpl->ordinal;
+	int rc = dev_start(fe, d, done);
+	if (rc != 0) {
+		free(d);
+		return rc;
+	}
+	*out = d; /* transferred */
+	return 0;
+}
+
+void
+dev_destroy(struct device *d)
+{
+	struct request_queue left;
+	dev_stop(d, &left);
+	if (!TAILQ_EMPTY(&left))
+		log_error("device %d: a worker was stopped with work in flight", d->index);
+	free(d);
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 static void
@@ -452,7 +480,7 @@ restart(struct fe *fe, struct device *d, int st)
 	do_fail_inflight(fe, d);
 	d->gen++;
 	d->restarts++;
-	do_sessions_mark_stale(fe, d->index, old);
+	do_sessions_mark_stale(fe, d, old);
 	pthread_mutex_unlock(&fe->lock);
 
 	shm_destroy(d);

@@ -35,6 +35,8 @@ struct device {
 	struct wdev_info info;
 	char why[CUA_ERR_DETAIL_MAX]; /* why the device is unusable (DEV_FAILED) */
 	dev_done_fn done;
+	struct session *owner;         /* --isolation session: the session this worker serves alone (NULL: shared) */
+	TAILQ_ENTRY(device) pool_link; /* workerpool.c: idle or retired */
 	int shm_fd;
 	unsigned char *shm;
 	size_t shm_len;
@@ -56,6 +58,12 @@ int dev_start(struct fe *fe, struct device *d, dev_done_fn done);
 /* Stops the worker and its completion thread; the requests still in flight on d are moved to *left
  * (initialised here), unanswered, for the caller to free. Without fe->lock. */
 void dev_stop(struct device *d, struct request_queue *left);
+
+/* A new worker for the same device as tmpl (index, ordinal, info), started and ready, in *out (malloc'd).
+ * Blocks until it reported (up to a minute); without fe->lock. 0 or an error code (logged). */
+int dev_spawn(struct fe *fe, const struct device *tmpl, dev_done_fn done, struct device **out);
+/* Stops a worker made by dev_spawn and frees it; nothing may be in flight on it. Without fe->lock. */
+void dev_destroy(struct device *d);
 
 /* Places r's staging and writes its commands into d's ring. 0: in flight (r now belongs to d until the done
  * callback); -1: no room now (staging or ring full), retry later; CUA_ETOO_LARGE: can never fit (r->status

@@ -52,6 +52,8 @@ enum {
 	O_IPC_MODE,
 	O_OPERATOR_URL,
 	O_OPERATOR_MODE,
+	O_ISOLATION,
+	O_ISOLATION_POOL,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -94,6 +96,13 @@ static const struct opt_row {
 	 "other "
 	 "listeners see only their own"},
 	{"operator-mode", 1, O_OPERATOR_MODE, "OCTAL", "permissions of the operator socket (default 0600: root only)"},
+	{"isolation", 1, O_ISOLATION, "shared|session",
+	 "shared (default): one worker per device, all sessions in one context, kernels of different sessions overlap; "
+	 "session: a worker process (own context) per session, so a session's kernels cannot reach another's memory "
+	 "and "
+	 "its fault ends only its own worker, at the cost of time-sliced contexts"},
+	{"isolation-pool", 1, O_ISOLATION_POOL, "N",
+	 "idle workers kept ready per device with --isolation session (default 1)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -362,6 +371,10 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		*(ch == O_IPC_MODE ? &c->ipc_mode : &c->operator_mode) = (int)mode;
 		return *end != '\0' || mode < 0 || mode > 0777;
 	case O_OPERATOR_URL: c->operator_url = arg; return strncmp(arg, "ipc://", 6) != 0;
+	case O_ISOLATION:
+		c->isolation = strcmp(arg, "session") == 0 ? ISO_SESSION : ISO_SHARED;
+		return strcmp(arg, "session") != 0 && strcmp(arg, "shared") != 0;
+	case O_ISOLATION_POOL: return parse_uint(arg, 0, 64, &c->isolation_pool);
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);

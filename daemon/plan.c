@@ -118,7 +118,7 @@ plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *dev,
 	if (rc == 0)
 		rc = plan_need_device(fe, (uint32_t)*dev, e);
 	if (rc == 0)
-		rc = plan_bind_device(fe, r, *dev, fe->devs[*dev].gen, e);
+		rc = plan_bind_device(fe, r, *dev, do_session_gen(fe, r->s, *dev), e);
 	return rc;
 }
 
@@ -126,9 +126,10 @@ int
 plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e)
 {
 	if (h == 0) {
-		struct device *d = &fe->devs[dev];
-		uint32_t n = d->info.pool_streams ? d->info.pool_streams : 1;
-		*wsid = d->next_pool++ % n;
+		const struct wdev_info *in = &fe->devs[dev].info;
+		uint32_t n = in->pool_streams ? in->pool_streams : 1;
+		uint32_t *next = fe->cfg.isolation == ISO_SESSION ? &r->s->next_pool : &fe->devs[dev].next_pool;
+		*wsid = (*next)++ % n;
 		return 0;
 	}
 	struct hslot *hs;

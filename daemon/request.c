@@ -8,6 +8,7 @@
 #include "cmd.h"
 #include "cua_log.h"
 #include "scheduler.h"
+#include "workerpool.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,8 +133,8 @@ do_request_finish(struct fe *fe, struct request *r)
 		do_answer(fe, r);
 	else if (st != CUA_OK)
 		do_defer_error(r, st);
-	if (r->dev >= 0 && r->dev < fe->ndevs)
-		do_dev_release_staging(&fe->devs[r->dev], r);
+	if (r->wdev != NULL)
+		do_dev_release_staging(r->wdev, r);
 	request_free(fe, r);
 	do_sched_session_release(fe, s);
 	do_sched_wake(fe);
@@ -346,7 +347,12 @@ do_dispatch(struct fe *fe, struct request *r)
 		do_request_finish(fe, r);
 		return SCHED_ANSWERED;
 	}
-	struct device *d = &fe->devs[r->dev];
+	struct device *d = do_session_worker(fe, r->s, r->dev);
+	if (d == NULL) { /* --isolation session: the session's first work on this device */
+		if ((d = do_pool_take(fe, r->dev, r->s)) == NULL)
+			return SCHED_WAIT; /* the pool thread wakes the dispatcher when one is ready */
+		r->s->worker[r->dev] = d;
+	}
 	if (d->state == DEV_STARTING || d->state == DEV_RESTARTING)
 		return SCHED_WAIT;
 	if (d->state == DEV_FAILED || (r->dep_gen != 0 && r->dep_gen != d->gen)) {
@@ -361,9 +367,12 @@ do_dispatch(struct fe *fe, struct request *r)
 		do_request_finish(fe, r);
 		return SCHED_ANSWERED;
 	}
+	r->wdev = d;
 	int rc = do_dev_dispatch(fe, d, r);
-	if (rc < 0)
+	if (rc < 0) {
+		r->wdev = NULL;
 		return SCHED_FULL;
+	}
 	if (rc > 0) { /* refused for good */
 		do_request_finish(fe, r);
 		return SCHED_ANSWERED;
@@ -494,8 +503,9 @@ do_request_close_session(struct fe *fe, struct session *s)
 	do_answer_closed(fe, &q, "the connection closed before this request ran");
 	s->closing = true;
 	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
-	/* Release its device objects through the workers, after its work in flight. */
-	for (int d = 0; d < fe->ndevs; d++) {
+	/* Release its device objects through the shared workers, after its work in flight (a session's own
+	 * workers are stopped when it is gone: request_session_gone). */
+	for (int d = 0; d < fe->ndevs && fe->cfg.isolation == ISO_SHARED; d++) {
 		struct request *r = cleanup_request(fe, s, d);
 		if (r == NULL)
 			continue;
@@ -515,12 +525,45 @@ do_request_close_session(struct fe *fe, struct session *s)
 
 /* ------------------------------------------------------------------ start / stop */
 
-static const struct sched_ops request_sched_ops = {do_dispatch, do_request_close_session};
+/* The scheduler's callback just before s is freed: its own workers (session isolation) are stopped. */
+static void
+do_request_session_gone(struct fe *fe, struct session *s)
+{
+	for (int i = 0; i < fe->ndevs; i++)
+		if (fe->cfg.isolation == ISO_SESSION && s->worker[i] != NULL) {
+			do_pool_retire(fe, s->worker[i]);
+			s->worker[i] = NULL;
+		}
+}
+
+static const struct sched_ops request_sched_ops = {do_dispatch, do_request_close_session, do_request_session_gone};
 
 int
 request_start(struct fe *fe)
 {
+	if (fe->cfg.isolation == ISO_SESSION && pool_start(fe, do_request_done) != 0)
+		return -1;
 	return sched_start(fe, &request_sched_ops);
+}
+
+/* Stops s's own workers (shutdown) and frees what was still in flight on them. */
+static void
+stop_session_workers(struct fe *fe, struct session *s)
+{
+	struct request_queue q;
+	struct request *r;
+	for (int i = 0; i < fe->ndevs; i++) {
+		struct device *d = fe->cfg.isolation == ISO_SESSION ? s->worker[i] : NULL;
+		if (d == NULL)
+			continue;
+		dev_stop(d, &q);
+		while ((r = TAILQ_FIRST(&q)) != NULL) {
+			TAILQ_REMOVE(&q, r, qlink);
+			request_free(fe, r);
+		}
+		free(d);
+		s->worker[i] = NULL;
+	}
 }
 
 void
@@ -530,6 +573,9 @@ request_stop(struct fe *fe)
 	struct request_queue q;
 	struct request *r;
 	sched_stop(fe);
+	pool_stop(fe);
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	stop_session_workers(fe, s);
 	for (int i = 0; i < fe->ndevs; i++) {
 		dev_stop(&fe->devs[i], &q);
 		while ((r = TAILQ_FIRST(&q)) != NULL) {

@@ -59,15 +59,16 @@ struct request {
 	bool decoded;
 	uint32_t op;
 	uint64_t seq;
-	int dev;          /* -1: no device work */
-	uint32_t dep_gen; /* generation the request's handles belong to, 0: none */
-	bool barrier;     /* runs once the session has nothing in flight */
-	bool no_wait;     /* fire-and-forget: answered when accepted */
-	bool held;        /* counted in s->held until answered */
-	bool refused;     /* answered QUOTA already: only its turn (its sequence number) is left to pass */
-	bool undecodable; /* failed to decode (status says why): answered in its turn, nothing validated */
-	bool planned;     /* REQ_CLEANUP: its commands were planned (at dispatch) */
-	uint32_t status;  /* whole-request status when not OK */
+	int dev;             /* -1: no device work */
+	struct device *wdev; /* the worker it was dispatched to (NULL before) */
+	uint32_t dep_gen;    /* generation the request's handles belong to, 0: none */
+	bool barrier;        /* runs once the session has nothing in flight */
+	bool no_wait;        /* fire-and-forget: answered when accepted */
+	bool held;           /* counted in s->held until answered */
+	bool refused;        /* answered QUOTA already: only its turn (its sequence number) is left to pass */
+	bool undecodable;    /* failed to decode (status says why): answered in its turn, nothing validated */
+	bool planned;        /* REQ_CLEANUP: its commands were planned (at dispatch) */
+	uint32_t status;     /* whole-request status when not OK */
 	char *status_msg;
 	/* the worker commands (link/wrec.h records) */
 	unsigned char *cmds;

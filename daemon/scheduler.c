@@ -105,6 +105,8 @@ do_sched_session_release(struct fe *fe, struct session *s)
 		return;
 	}
 	ready_remove(fe, s);
+	if (sched_ops != NULL && sched_ops->session_gone != NULL)
+		sched_ops->session_gone(fe, s);
 	do_session_free(fe, s);
 }
 

@@ -24,6 +24,8 @@ struct sched_ops {
 	enum sched_verdict (*dispatch)(struct fe *fe, struct request *r);
 	/* Dispatcher thread, fe->lock held: the connection of s left. */
 	void (*close_session)(struct fe *fe, struct session *s);
+	/* fe->lock held: s is about to be freed (closed, nothing of it queued or in flight). */
+	void (*session_gone)(struct fe *fe, struct session *s);
 };
 
 /* Starts / stops the dispatcher thread (without fe->lock). 0 or -1. */

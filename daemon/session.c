@@ -206,7 +206,7 @@ do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struc
 	if (hs->release.req != 0)
 		return cua_err_set(e, CUA_ENOT_FOUND, "%s handle 0x%llx was released by %s of this session",
 				   kind_name(kind), (unsigned long long)h, release_name(&hs->release, by, sizeof(by)));
-	if (hs->stale || hs->gen != fe->devs[hs->dev].gen)
+	if (hs->stale || hs->gen != do_session_gen(fe, s, hs->dev))
 		return cua_err_set(e, CUA_ECONTEXT_LOST,
 				   "%s handle 0x%llx belongs to a GPU context that was lost (device %u restarted); "
 				   "recreate it",
@@ -247,9 +247,9 @@ alloc_floor(const struct session *s, uint64_t p)
 }
 
 static bool
-alloc_live(struct fe *fe, const struct alloc_rec *a)
+alloc_live(struct fe *fe, const struct session *s, const struct alloc_rec *a)
 {
-	return !a->stale && a->gen == fe->devs[a->dev].gen;
+	return !a->stale && a->gen == do_session_gen(fe, s, a->dev);
 }
 
 int
@@ -263,7 +263,7 @@ do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *d
 		struct alloc_rec *a = &s->allocs[k];
 		if (p - a->addr >= a->len)
 			continue;
-		if (!alloc_live(fe, a)) {
+		if (!alloc_live(fe, s, a)) {
 			stale = a;
 			continue;
 		}
@@ -328,16 +328,18 @@ do_alloc_released(struct session *s, uint64_t addr, uint64_t req)
 }
 
 static void
-session_mark_stale(struct session *s, int dev, uint32_t old_gen)
+session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen)
 {
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		struct alloc_rec *a = &s->allocs[i];
 		if (a->dev != dev || a->gen != old_gen || a->stale)
 			continue;
 		a->stale = true;
-		if (!s->closing) {
+		if (!s->closing) { /* a closing session's counts were dropped when it closed */
 			s->counts.allocations--;
 			s->counts.alloc_bytes -= a->len;
+			fe->devs[dev].allocations--;
+			fe->devs[dev].alloc_bytes -= a->len;
 		}
 	}
 	for (uint32_t i = 0; i < s->nslots; i++) {
@@ -357,11 +359,25 @@ session_mark_stale(struct session *s, int dev, uint32_t old_gen)
 }
 
 void
-do_sessions_mark_stale(struct fe *fe, int dev, uint32_t old_gen)
+do_sessions_mark_stale(struct fe *fe, const struct device *d, uint32_t old_gen)
 {
 	struct session *s;
 	TAILQ_FOREACH(s, &fe->sessions, link)
-	session_mark_stale(s, dev, old_gen);
-	fe->devs[dev].allocations = 0;
-	fe->devs[dev].alloc_bytes = 0;
+	{
+		if (d->owner == NULL || d->owner == s)
+			session_mark_stale(fe, s, d->index, old_gen);
+	}
+}
+
+struct device *
+do_session_worker(struct fe *fe, const struct session *s, int dev)
+{
+	return fe->cfg.isolation == ISO_SESSION ? s->worker[dev] : &fe->devs[dev];
+}
+
+uint32_t
+do_session_gen(struct fe *fe, const struct session *s, int dev)
+{
+	const struct device *d = do_session_worker(fe, s, dev);
+	return d != NULL ? d->gen : 0;
 }

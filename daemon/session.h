@@ -72,6 +72,8 @@ struct session {
 	uint32_t host_buffers;
 	uint64_t requests, errors;               /* its own, for its STATUS */
 	uint32_t dev_in_flight[CUA_MAX_DEVICES]; /* its requests in each device */
+	struct device *worker[CUA_MAX_DEVICES];  /* --isolation session: its own workers (NULL until first use) */
+	uint32_t next_pool;                      /* round-robin over the pool streams */
 
 	/* scheduler (sched.c) */
 	struct request_queue queue; /* validated, waiting for the worker */
@@ -132,7 +134,14 @@ void do_alloc_remove(struct session *s, struct alloc_rec *rec);
 struct alloc_rec *do_alloc_released(struct session *s, uint64_t addr, uint64_t req);
 /* Formats "request N" / "an unordered request" for messages about a release. */
 const char *release_name(const struct release *rel, char *buf, size_t len);
-/* After a worker restart: marks everything of device dev's generation old_gen stale in every session. */
-void do_sessions_mark_stale(struct fe *fe, int dev, uint32_t old_gen);
+/* After worker d restarted: marks everything of its generation old_gen stale in the sessions it served (all
+ * of them for a shared worker, its owner's for a session's own) and takes it off the device's counters. */
+void do_sessions_mark_stale(struct fe *fe, const struct device *d, uint32_t old_gen);
+
+/* The worker that serves s on device dev: the shared one, or in session isolation s's own (NULL until its first
+ * request to the device was dispatched). */
+struct device *do_session_worker(struct fe *fe, const struct session *s, int dev);
+/* The generation s's objects on dev have while they are usable: its worker's (0 when it has none yet). */
+uint32_t do_session_gen(struct fe *fe, const struct session *s, int dev);
 
 #endif
