@@ -1309,6 +1309,28 @@ dev_in_flight(struct conn *c)
 	return v;
 }
 
+/* --isolation session: a session's fault ends its own context only; another session's memory and data live on. */
+START_TEST(r_isolation)
+{
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--isolation", "session", NULL});
+	struct conn a, b;
+	sess(&a, &d);
+	sess(&b, &d);
+	uint64_t p = alloc(&b, 64);
+	uint8_t in[64], out[64];
+	for (int i = 0; i < 64; i++)
+		in[i] = (uint8_t)(i * 7 + 1);
+	expect(&b, OP_MEMCPY_HTOD, 0, ST_OK, NULL, "[uub]", p, U(0), in, sizeof(in));
+	make_fault(&a);
+	dtoh(&b, p, 0, out, sizeof(out)); /* asserts OK: b's context was not a's */
+	ck_assert_int_eq(memcmp(in, out, sizeof(in)), 0);
+	conn_close(&a);
+	conn_close(&b);
+	dmn_stop(&d);
+}
+END_TEST
+
 START_TEST(r_fault)
 {
 	struct conn a, b;
@@ -1418,6 +1440,7 @@ rules_get(struct rule *out, size_t cap)
 		{"hello-first", r_hello_first},
 		{"session-release", r_session_release},
 		{"status-private", r_status_private},
+		{"isolation", r_isolation},
 		{"handle-scope", r_handle_scope},
 		{"handle-stale", r_handle_stale},
 		{"stream-zero", r_stream_zero},
