@@ -657,32 +657,12 @@ b_grab(cua_client *b, cua_deviceptr want)
 	return 0;
 }
 
-/* A: a long kernel, MEM_FREE(X), a long kernel, then it disconnects at once. B takes X once A's free ran,
- * before A's cleanup (after its in-flight work) runs: the cleanup must not free X again. */
-START_TEST(close_with_free_in_flight)
+/* After A is gone: only B's two allocations are left and the daemon is healthy; C is not handed B's live
+ * addresses; B's data is intact and its memory still usable. */
+static void
+after_a_left(cua_client *op, cua_client *b, cua_deviceptr yb, cua_deviceptr bx, pid_t worker)
 {
-	cua_client *op = connect_operator(&D), *b = connect_to(&D);
-	cua_deviceptr yb;
-	CK(cua_mem_alloc(b, 0, NBYTES, &yb));
-	b_write(b, yb, 0xb0b00000u);
-	pid_t worker = daemon_worker_pid(&D, 0);
-	struct peer a;
-	peer_open(&a);
-	uint64_t x = peer_alloc(&a, NBYTES);
-	peer_alloc(&a, 3 * NBYTES); /* left to the cleanup */
-	struct rawq q[3];
-	struct cua_req_mem_free fr = {x};
-	peer_spin(&a, &q[0], a.stream);
-	peer_send(&a, &q[1], CUA_OP_MEM_FREE, &fr);
-	peer_spin(&a, &q[2], a.stream);
-	uint64_t three = 3;
 	cua_daemon_status st;
-	ck_assert_msg(wait_status(op, a_requests_arrived, &three, &st), "A's requests never arrived");
-	peer_close(&a);
-	for (int i = 0; i < 3; i++)
-		rawq_abandon(&q[i]);
-	cua_deviceptr bx = b_grab(b, x);
-	b_write(b, bx, 0xb1b10000u);
 	ck_assert_msg(wait_status(op, only_b_left, NULL, &st),
 		      "A's memory was not released: %u sessions, %llu allocations, %llu in flight", st.sessions,
 		      (unsigned long long)st.total.allocations, (unsigned long long)st.total.in_flight);
@@ -699,9 +679,76 @@ START_TEST(close_with_free_in_flight)
 	}
 	b_check(b, yb, 0xb0b00000u);
 	b_check(b, bx, 0xb1b10000u);
+	b_write(b, bx, 0xb2b20000u);
+	b_check(b, bx, 0xb2b20000u);
 	CK(cua_mem_free(b, bx));
 	CK(cua_mem_free(b, yb));
 	cua_disconnect(c);
+}
+
+/* The brief's case: A sends a long kernel and MEM_FREE(X) (queued behind it: the free is a barrier), then
+ * disconnects at once. The queued free is dropped with the connection; the cleanup releases X exactly once,
+ * so B is handed X (on the emulated device) and no one else is. */
+START_TEST(close_with_free_queued)
+{
+	cua_client *op = connect_operator(&D), *b = connect_to(&D);
+	cua_deviceptr yb;
+	CK(cua_mem_alloc(b, 0, NBYTES, &yb));
+	b_write(b, yb, 0xb0b00000u);
+	pid_t worker = daemon_worker_pid(&D, 0);
+	struct peer a;
+	peer_open(&a);
+	uint64_t x = peer_alloc(&a, NBYTES);
+	peer_alloc(&a, 3 * NBYTES); /* left to the cleanup */
+	struct rawq q[2];
+	struct cua_req_mem_free fr = {x};
+	peer_spin(&a, &q[0], a.stream);
+	peer_send(&a, &q[1], CUA_OP_MEM_FREE, &fr);
+	uint64_t two = 2;
+	cua_daemon_status st;
+	ck_assert_msg(wait_status(op, a_requests_arrived, &two, &st), "A's requests never arrived");
+	peer_close(&a);
+	for (int i = 0; i < 2; i++)
+		rawq_abandon(&q[i]);
+	cua_deviceptr bx = b_grab(b, x);
+	b_write(b, bx, 0xb1b10000u);
+	after_a_left(op, b, yb, bx, worker);
+	cua_disconnect(b);
+	cua_disconnect(op);
+}
+END_TEST
+
+/* A sends MEM_FREE(X) and a long kernel; once the free ran (its reply came) A disconnects with the kernel
+ * in flight. B is handed X before A's cleanup, which runs after that kernel: the cleanup must not free X a
+ * second time (it would free B's live allocation, and C would then be handed it). */
+START_TEST(close_with_free_in_flight)
+{
+	cua_client *op = connect_operator(&D), *b = connect_to(&D);
+	cua_deviceptr yb;
+	CK(cua_mem_alloc(b, 0, NBYTES, &yb));
+	b_write(b, yb, 0xb0b00000u);
+	pid_t worker = daemon_worker_pid(&D, 0);
+	struct peer a;
+	peer_open(&a);
+	uint64_t x = peer_alloc(&a, NBYTES);
+	peer_alloc(&a, 3 * NBYTES); /* left to the cleanup */
+	struct rawq q[2];
+	struct cua_req_mem_free fr = {x};
+	peer_send(&a, &q[0], CUA_OP_MEM_FREE, &fr);
+	peer_spin(&a, &q[1], a.stream);
+	rawq_expect(&q[0], CUA_OP_MEM_FREE, CUA_OK, NULL);
+	uint64_t one = 1;
+	cua_daemon_status st;
+	ck_assert_msg(wait_status(op, a_requests_arrived, &one, &st), "A's kernel never arrived");
+	peer_close(&a);
+	rawq_abandon(&q[1]);
+	cua_deviceptr bx = b_grab(b, x);
+	b_write(b, bx, 0xb1b10000u);
+	CK(cua_status(op, &st)); /* A's kernel, so its cleanup, still to come: B holds X in the window */
+	fprintf(stderr, "  B holds A's freed 0x%llx with %u request(s) in flight on the device\n",
+		(unsigned long long)bx, st.devices[0].in_flight);
+	ck_assert_uint_ge(st.devices[0].in_flight, 1);
+	after_a_left(op, b, yb, bx, worker);
 	cua_disconnect(b);
 	cua_disconnect(op);
 }
@@ -754,6 +801,7 @@ isolation_suite(void)
 	tcase_add_test(tc, dtoh_host_after_unregister_is_refused);
 	tcase_add_test(tc, launch_after_module_unload_is_refused);
 	tcase_add_test(tc, work_after_stream_destroy_is_refused);
+	tcase_add_test(tc, close_with_free_queued);
 	tcase_add_test(tc, close_with_free_in_flight);
 	tcase_add_test(tc, status_is_private);
 	suite_add_tcase(s, tc);
