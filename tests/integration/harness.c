@@ -85,7 +85,12 @@ daemon_start(struct daemon *d, const char *const *extra)
 	argv[n++] = "96M";
 	argv[n++] = "--ring";
 	argv[n++] = "4M";
-	for (int i = 0; extra && extra[i] && n < 62; i++)
+	const char *iso = getenv("CUA_TEST_ISOLATION"); /* run a suite in the other mode: shared or session */
+	if (iso != NULL && *iso) {
+		argv[n++] = "--isolation";
+		argv[n++] = iso;
+	}
+	for (int i = 0; extra && extra[i] && n < 60; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
 	d->pid = fork();

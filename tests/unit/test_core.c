@@ -741,6 +741,8 @@ complete_head(struct env *e, uint64_t value)
 	ck_assert_ptr_nonnull(r);
 	TAILQ_REMOVE(&e->s->queue, r, qlink);
 	e->s->queued--;
+	if (r->dev >= 0) /* what dispatching does: the worker it went to */
+		r->wdev = do_session_worker(&e->fe, e->s, r->dev);
 	for (uint32_t i = 0; i < r->nitems; i++)
 		r->items[i].value = value;
 	do_request_finish(&e->fe, r);
