@@ -35,6 +35,7 @@ config_defaults(struct config *c)
 	c->session_pending = 64; /* contexts / 8: config_settle derives it again when --contexts changed it */
 	c->ready_fd = -1;
 	c->ipc_mode = -1;
+	c->scrub = true;
 }
 
 void

@@ -48,6 +48,7 @@ struct config {
 	const char *tls_cert, *tls_key;
 	int ready_fd;
 	int ipc_mode; /* -1: umask */
+	bool scrub;   /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
 	const char *self_exe;
 };
 

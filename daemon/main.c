@@ -49,6 +49,7 @@ enum {
 	O_READY_FD,
 	O_LOG_LEVEL,
 	O_IPC_MODE,
+	O_SCRUB,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -86,6 +87,9 @@ static const struct opt_row {
 	{"ready-fd", 1, O_READY_FD, "FD", "write 'ready <url>' to FD once serving, then close it"},
 	{"log-level", 1, O_LOG_LEVEL, "LEVEL", "error, warn, info (default) or debug"},
 	{"ipc-mode", 1, O_IPC_MODE, "OCTAL", "permissions of ipc:// sockets (default: by umask), e.g. 0660"},
+	{"scrub", 1, O_SCRUB, "on|off",
+	 "clear freed device memory before it is handed out again (default on: the next session cannot read the "
+	 "last one's data; costs one device memset per freed block, see BENCHMARKS.md)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -352,6 +356,7 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		mode = strtol(arg, &end, 8);
 		c->ipc_mode = (int)mode;
 		return *end != '\0' || mode < 0 || mode > 0777;
+	case O_SCRUB: c->scrub = strcmp(arg, "on") == 0; return strcmp(arg, "on") && strcmp(arg, "off");
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);
@@ -498,6 +503,7 @@ main(int argc, char **argv)
 		wo.emu_sm = fe.cfg.emu_sm;
 		wo.emu_mem = fe.cfg.emu_mem;
 		wo.pool_streams = fe.cfg.pool_streams;
+		wo.scrub = fe.cfg.scrub;
 		return worker_main(&wo);
 	}
 	return serve(&fe);
