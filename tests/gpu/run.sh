@@ -13,7 +13,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 rc=0
 summary=""
 for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_completion \
-    integration/test_gpu; do
+    integration/test_gpu integration/test_scrub; do
   echo "===== $t"
   out=$("$b/tests/$t" 2>&1); r=$?
   printf '%s\n' "$out"
