@@ -2,11 +2,14 @@
  * cuasync-bench — how fast cuasyncd is, measured the way clients use it. Speed targets live here, never in
  * the tests. Start a daemon, point CUASYNC_URL at it, then:
  *
- *   cuasync-bench [--module FILE] [--launches N] [--clients K] [--bytes B]
+ *   cuasync-bench [--module FILE] [--launches N] [--clients K] [--bytes B] [--alloc-bytes B]
+ *                 [--alloc-cycles N] [--alloc-only]
  *
  * Prints one line per measurement: round-trip latency (PING), launch+complete latency of one kernel,
  * launch throughput from one client with futures and fire-and-forget, aggregate throughput of K client
- * processes, and host<->device copy bandwidth through the daemon.
+ * processes, host<->device copy bandwidth through the daemon, and MEM_ALLOC + MEM_FREE cycles of one size
+ * (what the daemon's --scrub costs: run it against a daemon with --scrub on, then off; --alloc-only skips
+ * the rest).
  */
 #include "cuasync.h"
 
@@ -98,6 +101,9 @@ throughput(cua_client *c, cua_function f, int n, int with_futures)
 struct bench_opts {
 	int launches, clients;
 	size_t bytes;
+	size_t alloc_bytes; /* MEM_ALLOC + MEM_FREE cycles of this size */
+	int alloc_cycles;
+	int alloc_only; /* only those cycles */
 };
 
 /* Fills o from the command line (module_path and url go to the globals). Returns 0, or 2 after printing the
@@ -105,9 +111,10 @@ struct bench_opts {
 static int
 parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option opts[] = {{"module", 1, NULL, 'm'},  {"launches", 1, NULL, 'n'},
-					     {"clients", 1, NULL, 'k'}, {"bytes", 1, NULL, 'b'},
-					     {"url", 1, NULL, 'u'},     {NULL, 0, NULL, 0}};
+	static const struct option opts[] =
+		{{"module", 1, NULL, 'm'},       {"launches", 1, NULL, 'n'},   {"clients", 1, NULL, 'k'},
+		 {"bytes", 1, NULL, 'b'},        {"url", 1, NULL, 'u'},        {"alloc-bytes", 1, NULL, 'a'},
+		 {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'}, {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -116,11 +123,18 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'k': o->clients = atoi(optarg); break;
 		case 'b': o->bytes = strtoull(optarg, NULL, 10); break;
 		case 'u': url = optarg; break;
+		case 'a': o->alloc_bytes = strtoull(optarg, NULL, 10); break;
+		case 'c': o->alloc_cycles = atoi(optarg); break;
+		case 'o': o->alloc_only = 1; break;
 		default:
 			fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
-					"[--bytes B]\n");
+					"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n");
 			return 2;
 		}
+	}
+	if (o->alloc_bytes == 0 || o->alloc_cycles <= 0) {
+		fprintf(stderr, "cuasync-bench: --alloc-bytes and --alloc-cycles must be positive\n");
+		return 2;
 	}
 	return 0;
 }
@@ -259,28 +273,60 @@ bench_copies(cua_client *c, size_t bytes)
 	free(host);
 }
 
+/* MEM_ALLOC + MEM_FREE of `bytes`, `cycles` times after a few for warm-up: each free waits for the daemon's
+ * scrub (--scrub on) of the block, so running this against --scrub on and --scrub off gives its cost. */
+static void
+bench_alloc(cua_client *c, size_t bytes, int cycles)
+{
+	cua_deviceptr d;
+	for (int i = 0; i < 10; i++) {
+		DIE(cua_mem_alloc(c, 0, bytes, &d));
+		DIE(cua_mem_free(c, d));
+	}
+	double t0 = now();
+	for (int i = 0; i < cycles; i++) {
+		DIE(cua_mem_alloc(c, 0, bytes, &d));
+		DIE(cua_mem_free(c, d));
+	}
+	double dt = now() - t0;
+	char label[64];
+	if (bytes % (1u << 20) == 0)
+		snprintf(label, sizeof(label), "MEM_ALLOC + MEM_FREE of %zu MiB", bytes >> 20);
+	else if (bytes % 1024 == 0)
+		snprintf(label, sizeof(label), "MEM_ALLOC + MEM_FREE of %zu KiB", bytes >> 10);
+	else
+		snprintf(label, sizeof(label), "MEM_ALLOC + MEM_FREE of %zu bytes", bytes);
+	printf("%-44s %10.0f cycles/s  %8.1f us/cycle (n=%d)\n", label, cycles / dt, dt / cycles * 1e6, cycles);
+}
+
 int
 main(int argc, char **argv)
 {
-	struct bench_opts o = {.launches = 100000, .clients = 4, .bytes = 256u << 20};
+	struct bench_opts o = {.launches = 100000,
+			       .clients = 4,
+			       .bytes = 256u << 20,
+			       .alloc_bytes = 64u << 20,
+			       .alloc_cycles = 200};
 	struct client_procs p;
 	int r = parse_options(argc, argv, &o);
 	if (r != 0)
 		return r;
-	if (fork_clients(&p, &o) != 0)
+	if (!o.alloc_only && fork_clients(&p, &o) != 0)
 		return 1;
 	cua_client *c;
 	DIE(cua_connect(url, &c));
 	cua_device_info info;
 	DIE(cua_device_get_info(c, 0, &info));
 	printf("device 0: %s (sm_%d%d, %s backend)\n", info.name, info.sm_major, info.sm_minor, info.backend);
-	cua_function f = setup(c, "empty_kernel");
-
-	bench_latency(c, f);
-	bench_one_client(c, f, o.launches);
-	if (bench_clients(&p, &o) != 0)
-		return 1;
-	bench_copies(c, o.bytes);
+	if (!o.alloc_only) {
+		cua_function f = setup(c, "empty_kernel");
+		bench_latency(c, f);
+		bench_one_client(c, f, o.launches);
+		if (bench_clients(&p, &o) != 0)
+			return 1;
+		bench_copies(c, o.bytes);
+	}
+	bench_alloc(c, o.alloc_bytes, o.alloc_cycles);
 	cua_disconnect(c);
 	return 0;
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# bench/run-gpu.sh [BUILD_DIR] — cuasync-bench against a daemon on this machine's GPU (see BENCHMARKS.md).
+# bench/run-gpu.sh [BUILD_DIR] [cuasync-bench options] — cuasync-bench against a daemon on this machine's GPU
+# (see BENCHMARKS.md). $CUASYNCD_ARGS: extra daemon options, e.g. CUASYNCD_ARGS="--scrub off".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 b=$PWD/${1:-build-gpu}
 dir=$(mktemp -d /tmp/cuasyncd-bench.XXXXXX)
 mkfifo "$dir/ready"
-"$b/daemon/cuasyncd" --listen "ipc://$dir/d.sock" --ready-fd 3 3>"$dir/ready" 2>"$dir/daemon.log" &
+# shellcheck disable=SC2086 # CUASYNCD_ARGS is a list of words
+"$b/daemon/cuasyncd" --listen "ipc://$dir/d.sock" --ready-fd 3 ${CUASYNCD_ARGS:-} 3>"$dir/ready" 2>"$dir/daemon.log" &
 pid=$!
 read -r line < "$dir/ready" || { cat "$dir/daemon.log"; exit 1; }
 date -u +"%Y-%m-%d %H:%M UTC"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -38,6 +38,7 @@ config_defaults(struct config *c)
 	c->operator_mode = 0600;
 	c->isolation = ISO_SHARED;
 	c->isolation_pool = 1;
+	c->scrub = true;
 }
 
 void

@@ -51,7 +51,8 @@ struct config {
 	const char *operator_url; /* ipc:// listener whose sessions see every session (NULL: none) */
 	enum isolation { ISO_SHARED, ISO_SESSION } isolation; /* one worker per device, or per session */
 	unsigned isolation_pool;                              /* ISO_SESSION: idle workers kept ready per device */
-	int operator_mode;                                    /* its permissions */
+	int operator_mode;                                    /* the operator socket's permissions */
+	bool scrub; /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
 	const char *self_exe;
 };
 

@@ -105,6 +105,8 @@ spawn(struct fe *fe, struct device *d)
 			      pool_s,
 			      "--log-level-num",
 			      lvl_s,
+			      "--scrub",
+			      fe->cfg.scrub ? "on" : "off",
 			      NULL};
 	pid_t pid = fork();
 	if (pid == 0) {

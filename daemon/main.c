@@ -54,6 +54,7 @@ enum {
 	O_OPERATOR_MODE,
 	O_ISOLATION,
 	O_ISOLATION_POOL,
+	O_SCRUB,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -103,6 +104,9 @@ static const struct opt_row {
 	 "its fault ends only its own worker, at the cost of time-sliced contexts"},
 	{"isolation-pool", 1, O_ISOLATION_POOL, "N",
 	 "idle workers kept ready per device with --isolation session (default 1)"},
+	{"scrub", 1, O_SCRUB, "on|off",
+	 "clear freed device memory before it is handed out again (default on: the next session cannot read the "
+	 "last one's data; costs one device memset per freed block, see BENCHMARKS.md)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -375,6 +379,7 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		c->isolation = strcmp(arg, "session") == 0 ? ISO_SESSION : ISO_SHARED;
 		return strcmp(arg, "session") != 0 && strcmp(arg, "shared") != 0;
 	case O_ISOLATION_POOL: return parse_uint(arg, 0, 64, &c->isolation_pool);
+	case O_SCRUB: c->scrub = strcmp(arg, "on") == 0; return strcmp(arg, "on") && strcmp(arg, "off");
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);
@@ -527,6 +532,7 @@ main(int argc, char **argv)
 		wo.emu_sm = fe.cfg.emu_sm;
 		wo.emu_mem = fe.cfg.emu_mem;
 		wo.pool_streams = fe.cfg.pool_streams;
+		wo.scrub = fe.cfg.scrub;
 		return worker_main(&wo);
 	}
 	return serve(&fe);

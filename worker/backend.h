@@ -66,7 +66,17 @@ struct wk_backend {
 	int (*function_get)(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_param_info **params,
 			    uint32_t *nparams, cua_err *e);
 	int (*mem_alloc)(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e);
-	int (*mem_free)(struct wk *w, uint64_t addr, cua_err *e);
+	/*
+	 * Frees the allocation at addr. With w->opts.scrub (--scrub on, the default) its bytes are cleared first,
+	 * so that whoever is handed the same memory next reads zeros, never the last owner's data. Ordering: the
+	 * core calls this only when every earlier command that could use the memory has completed on every stream
+	 * (the front-end makes MEM_FREE a barrier of its session, and no other session can name the address), so
+	 * the clear is issued after all work on it without waiting for other sessions' streams. A backend never
+	 * touches bytes outside the allocation. When the clear fails without a sticky fault, the memory stays
+	 * allocated (leaked, with a log line) rather than freed uncleared, and the call still returns 0. A sticky
+	 * fault ends the worker through wk_fatal under tag.
+	 */
+	int (*mem_free)(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e);
 	int (*stream_create)(struct wk *w, int priority, uint32_t *sid, cua_err *e);
 	/* The core has already asked for a notice covering what the current request queued on sid. */
 	int (*stream_destroy)(struct wk *w, uint32_t sid, cua_err *e);

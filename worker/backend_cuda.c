@@ -35,7 +35,7 @@
 	X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                   \
 	X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) X(cuStreamDestroy)            \
 	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuEventCreate) X(cuEventRecord)       \
-	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString)
+	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetAddressRange)
 /* clang-format on */
 
 static struct {
@@ -153,6 +153,9 @@ struct cu {
 	CUfunction *functions;
 	size_t nfunctions;
 	int staging_registered;
+	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
+	CUstream scrub;
+	uint64_t leaked_bytes; /* allocations kept because their clear failed (never handed out again) */
 	/* reactor */
 	pthread_t reactor;
 	pthread_mutex_t lock;
@@ -359,6 +362,9 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 		if ((r = new_stream(C, 0, &sid, e)) != 0)
 			return r;
 	}
+	if (w->opts.scrub &&
+	    (cr = drv.cuStreamCreateWithPriority(&C->scrub, CU_STREAM_NON_BLOCKING, greatest)) != CUDA_SUCCESS)
+		return cerr(e, cr, "cuStreamCreateWithPriority (the scrub stream)");
 	/* Page-lock the staging area shared with the front-end: copies then run at pinned-memory speed. */
 	cr = drv.cuMemHostRegister(w->staging, w->staging_size, CU_MEMHOSTREGISTER_PORTABLE);
 	if (cr == CUDA_SUCCESS)
@@ -508,12 +514,58 @@ cu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e)
 	return 0;
 }
 
+/*
+ * Clears the allocation at addr (--scrub on) and waits for it. 0: it reads as zeros, or it could not be
+ * cleared and *kept is set (logged; the caller keeps it allocated). Else an error in e: addr is not the start of
+ * an allocation (nothing was done). A sticky fault ends the worker under tag.
+ *
+ * Ordering: when the core frees, every earlier command of the owning session has completed (backend.h), so
+ * nothing queued on any stream still uses the memory; the memset goes on the worker's own scrub stream
+ * (CU_STREAM_NON_BLOCKING, so it neither waits for nor holds up the other sessions' streams, unlike the legacy
+ * NULL stream), and only the main thread waits for it, about as long as the memset runs. cuMemFree follows.
+ */
 static int
-cu_mem_free(struct wk *w, uint64_t addr, cua_err *e)
+scrub(struct cu *C, uint64_t addr, struct wk_tag tag, bool *kept, cua_err *e)
 {
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	CUresult r = drv.cuMemGetAddressRange(&base, &size, (CUdeviceptr)addr);
+	if (r != CUDA_SUCCESS && is_sticky(r))
+		cu_fatal(C, r, &tag, NULL);
+	if (r != CUDA_SUCCESS)
+		return cerr(e, r, "cuMemGetAddressRange");
+	if (base != (CUdeviceptr)addr) /* the front-end frees only what it allocated */
+		return cua_err_set(e, CUA_EINTERNAL, "0x%llx is inside the allocation at 0x%llx",
+				   (unsigned long long)addr, (unsigned long long)base);
+	/* 32-bit words (faster), then the odd tail bytes */
+	r = size >= 4 ? drv.cuMemsetD32Async(base, 0, size / 4, C->scrub) : CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS && size % 4)
+		r = drv.cuMemsetD8Async(base + size / 4 * 4, 0, size % 4, C->scrub);
+	if (r == CUDA_SUCCESS)
+		r = drv.cuStreamSynchronize(C->scrub);
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (is_sticky(r))
+		cu_fatal(C, r, &tag, NULL);
+	C->leaked_bytes += size;
+	log_error("cannot clear freed device memory at 0x%llx (%zu bytes): %s: %s; keeping it allocated rather than "
+		  "handing it out uncleared (%llu bytes kept so far)",
+		  (unsigned long long)addr, size, errname(r), errstr(r), (unsigned long long)C->leaked_bytes);
+	*kept = true;
+	return 0;
+}
+
+static int
+cu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e)
+{
+	struct cu *C = w->be_state;
+	bool kept = false;
+	int rc = w->opts.scrub ? scrub(C, addr, tag, &kept, e) : 0;
+	if (rc != 0 || kept) /* kept: gone from the session's view, never handed out again */
+		return rc;
 	CUresult r = drv.cuMemFree((CUdeviceptr)addr);
 	if (r != CUDA_SUCCESS && is_sticky(r))
-		return cerr(e, r, "cuMemFree");
+		cu_fatal(C, r, &tag, NULL);
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuMemFree");
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/queue.h>
+#include <unistd.h>
 
 #define EMU_ALIGN 256u
 #define EMU_MAX_STREAMS 4096u
@@ -73,8 +74,9 @@ struct emu_module {
 
 struct emu {
 	struct wk *w;
-	unsigned char *mem;
+	unsigned char *mem; /* page-aligned (mmap) */
 	uint64_t base, size;
+	uint64_t page;        /* the system's page size */
 	pthread_mutex_t lock; /* allocator, modules, streams table */
 	struct extent_alloc alloc;
 	struct emu_alloc *allocs;
@@ -222,6 +224,8 @@ emu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	if (E->mem == MAP_FAILED)
 		return cua_err_set(e, CUA_ENOMEM, "cannot reserve %llu bytes of emulated memory",
 				   (unsigned long long)E->size);
+	long page = sysconf(_SC_PAGESIZE);
+	E->page = page > 0 ? (uint64_t)page : 4096;
 	pthread_mutex_init(&E->lock, NULL);
 	if (extent_init(&E->alloc, E->size, EMU_ALIGN) != 0)
 		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
@@ -351,7 +355,8 @@ emu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e)
 				(unsigned long long)E->size);
 		goto out;
 	}
-	/* Fresh memory reads as zero on this device (not promised by CUDA): give back pages of freed memory. */
+	/* Memory never allocated before reads as zero (a fresh mapping); reused memory reads as zero only because
+	 * emu_mem_free cleared it (--scrub on). CUDA promises neither. */
 	E->allocs[E->nallocs++] = (struct emu_alloc){E->base + off, bytes};
 	*addr = E->base + off;
 out:
@@ -359,18 +364,45 @@ out:
 	return r;
 }
 
+/*
+ * Clears the block [off, off + len) of the emulated memory and nothing else: the whole pages inside it are
+ * given back to the system (MADV_DONTNEED: they read as zeros next time and cost no memory until then), the
+ * partial pages at its ends are memset, since a page may be shared with a neighbour's live block.
+ */
+static void
+emu_clear(struct emu *E, uint64_t off, uint64_t len)
+{
+	uint64_t page = E->page, end = off + len;
+	uint64_t lo = (off + page - 1) / page * page, hi = end / page * page;
+	if (hi <= lo) { /* no whole page inside the block */
+		memset(E->mem + off, 0, len);
+		return;
+	}
+	memset(E->mem + off, 0, lo - off);
+	if (madvise(E->mem + lo, hi - lo, MADV_DONTNEED) != 0)
+		memset(E->mem + lo, 0, hi - lo);
+	memset(E->mem + hi, 0, end - hi);
+}
+
+/* The core calls this after all work on the block has run (backend.h), so no stream thread touches it. The
+ * block is cleared (with --scrub on) before it goes back to the allocator; with --scrub off its contents survive
+ * and the next allocation of the same range reads them, as on a GPU. */
 static int
-emu_mem_free(struct wk *w, uint64_t addr, cua_err *e)
+emu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
 	for (size_t i = 0; i < E->nallocs; i++) {
 		if (E->allocs[i].addr == addr) {
-			uint64_t len = E->allocs[i].len;
-			extent_put(&E->alloc, addr - E->base, len);
+			uint64_t off = addr - E->base, len = E->allocs[i].len;
+			/* the whole extent: its rounding up to EMU_ALIGN is this block's too (the last one may end
+			 * with the memory) */
+			uint64_t ext = (len + EMU_ALIGN - 1) / EMU_ALIGN * EMU_ALIGN;
+			if (w->opts.scrub)
+				emu_clear(E, off, ext < E->size - off ? ext : E->size - off);
+			extent_put(&E->alloc, off, len);
 			E->allocs[i] = E->allocs[--E->nallocs];
 			pthread_mutex_unlock(&E->lock);
-			madvise(E->mem + (addr - E->base), len, MADV_DONTNEED);
 			return 0;
 		}
 	}

@@ -98,7 +98,7 @@ c_mem_alloc(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e
 static int
 c_mem_free(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
 {
-	return w->be->mem_free(w, ((const struct wrec_mem_free *)h)->addr, e);
+	return w->be->mem_free(w, ((const struct wrec_mem_free *)h)->addr, x->tag, e);
 }
 
 /* ------------------------------------------------------------------ streams */

@@ -9,6 +9,7 @@
 
 #include "cua_error.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct worker_opts {
@@ -19,6 +20,7 @@ struct worker_opts {
 	int emu_sm;          /* e.g. 90 */
 	uint64_t emu_mem;
 	unsigned pool_streams;
+	bool scrub; /* clear device memory on free before it can be allocated again (backend.h: mem_free) */
 };
 
 /* Runs the worker in the calling (freshly exec'd) process until the front-end's shutdown record or its death.

@@ -12,7 +12,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 "$b/daemon/cuasyncd" --cuda-probe
 rc=0
 summary=""
-for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_completion integration/test_session_mode integration/test_isolation \
+for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_completion integration/test_session_mode integration/test_isolation integration/test_scrub \
     integration/test_gpu; do
   echo "===== $t"
   out=$("$b/tests/$t" 2>&1); r=$?
