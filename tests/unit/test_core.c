@@ -757,7 +757,7 @@ START_TEST(stale_module_unload_takes_its_functions)
 	setup_std(e);
 	struct session *s = e->s;
 	e->fe.devs[0].gen = 2;
-	do_sessions_mark_stale(&e->fe, 0, 1);
+	do_sessions_mark_stale(&e->fe, &e->fe.devs[0], 1);
 	ck_assert_uint_eq(s->counts.functions, 1); /* fn1, on device 1 */
 	ck_assert_uint_eq(s->counts.modules, 1);
 	send_req(e, PIPE, CUA_OP_MODULE_UNLOAD, 0, &(struct cua_req_module_unload){e->mod0});
