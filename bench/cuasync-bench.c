@@ -299,6 +299,27 @@ bench_alloc(cua_client *c, size_t bytes, int cycles)
 	printf("%-44s %10.0f cycles/s  %8.1f us/cycle (n=%d)\n", label, cycles / dt, dt / cycles * 1e6, cycles);
 }
 
+/* A new session's first work: connect (HELLO) and a first MEM_ALLOC, `n` sessions one after the other. With
+ * --isolation session this includes taking (or starting) the session's own worker. */
+static void
+bench_new_sessions(int n)
+{
+	double *t = calloc((size_t)n, sizeof(*t));
+	if (t == NULL)
+		return;
+	for (int i = 0; i < n; i++) {
+		cua_client *c;
+		cua_deviceptr d;
+		double t0 = now();
+		DIE(cua_connect(url, &c));
+		DIE(cua_mem_alloc(c, 0, 4096, &d));
+		t[i] = now() - t0;
+		cua_disconnect(c);
+	}
+	percentiles("new session: connect + first MEM_ALLOC", t, n);
+	free(t);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -325,6 +346,7 @@ main(int argc, char **argv)
 		if (bench_clients(&p, &o) != 0)
 			return 1;
 		bench_copies(c, o.bytes);
+		bench_new_sessions(20);
 	}
 	bench_alloc(c, o.alloc_bytes, o.alloc_cycles);
 	cua_disconnect(c);

@@ -12,10 +12,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 "$b/daemon/cuasyncd" --cuda-probe
 rc=0
 summary=""
-for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_completion integration/test_session_mode integration/test_isolation integration/test_scrub \
+for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_completion integration/test_session_mode integration/test_isolation integration/test_isolation@session integration/test_scrub \
     integration/test_gpu; do
   echo "===== $t"
-  out=$("$b/tests/$t" 2>&1); r=$?
+  iso=${t#*@}; [ "$iso" = "$t" ] && iso= # name@session: the suite against --isolation session
+  out=$(CUA_TEST_ISOLATION=$iso "$b/tests/${t%@*}" 2>&1); r=$?
   printf '%s\n' "$out"
   case $r in
   0) summary+="$t: $(printf '%s\n' "$out" | grep -E '^[0-9]+%: Checks' | tail -n1)"$'\n' ;;

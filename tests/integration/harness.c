@@ -89,6 +89,8 @@ daemon_start(struct daemon *d, const char *const *extra)
 	if (iso != NULL && *iso) {
 		argv[n++] = "--isolation";
 		argv[n++] = iso;
+		argv[n++] = "--isolation-pool"; /* a test's sessions should not wait for a worker to start */
+		argv[n++] = "4";
 	}
 	for (int i = 0; extra && extra[i] && n < 60; i++)
 		argv[n++] = extra[i];

@@ -522,15 +522,19 @@ END_TEST
 
 /* ---- 4: a launch after MODULE_UNLOAD, work on a stream after STREAM_DESTROY ---- */
 
-/* B's ordinary work while A's requests wait: a module, a stream, memory, a launch, a read-back. */
+/* B's ordinary work while A's requests wait: a stream, memory, a launch of its module m (loaded beforehand),
+ * a read-back. The module is loaded before A's long kernels start: on a GPU, loading a module into the one
+ * context every session shares waits for the kernels running in it (cuModuleLoadData synchronises the
+ * context; measured on the H200: 300 ms behind a 300 ms kernel), so in the shared mode a module load is not
+ * served while another session's kernel runs — a limitation noted in README.md, not hidden here. */
 static void
-b_work(cua_client *b, struct rawq *pending)
+b_work(cua_client *b, cua_module m, struct rawq *pending)
 {
 	double t0 = now_ms();
-	cua_module m = load_kernels(b);
 	cua_function fill = get_fn(b, m, "fill_u32");
 	cua_stream s;
 	CK(cua_stream_create(b, 0, 0, &s));
+	double t_stream = now_ms() - t0;
 	cua_deviceptr y;
 	CK(cua_mem_alloc(b, 0, NBYTES, &y));
 	cua_launch *l = launch_1d(b, fill, 1, 32);
@@ -543,14 +547,13 @@ b_work(cua_client *b, struct rawq *pending)
 	CK(cua_memcpy_dtoh_on(b, v, y, NBYTES, s));
 	double t = now_ms() - t0;
 	bool in_window = !atomic_load(&pending->replied);
-	fprintf(stderr, "  B: module + stream + alloc + launch + read %.1f ms (A's kernel still running: %s)\n", t,
-		in_window ? "yes" : "no");
+	fprintf(stderr, "  B: stream + alloc + launch + read %.1f ms (stream at %.1f; A's kernel still running: %s)\n",
+		t, t_stream, in_window ? "yes" : "no");
 	ck_assert_msg(in_window, "B was not served while A's kernel ran (%.1f ms)", t);
 	for (uint32_t i = 0; i < NBYTES / 4; i++)
 		ck_assert_uint_eq(v[i], 0xb0b0b0b0u);
 	CK(cua_stream_destroy(b, s));
 	CK(cua_mem_free(b, y));
-	CK(cua_module_unload(b, m));
 }
 
 /* A: a long kernel, MODULE_UNLOAD(M), a long kernel, a launch of M's fill_u32 and FUNCTION_GET on M. */
@@ -563,6 +566,7 @@ START_TEST(launch_after_module_unload_is_refused)
 	uint64_t x = peer_alloc(&a, NBYTES);
 	peer_write(&a, x, 0xa0a00000u);
 	cua_client *b = connect_to(&D);
+	cua_module mb = load_kernels(b);
 	struct rawq q[5];
 	struct cua_req_module_unload mu = {m2};
 	struct cua_req_function_get fg = {m2, {"spin", 4}};
@@ -573,7 +577,7 @@ START_TEST(launch_after_module_unload_is_refused)
 	peer_send(&a, &q[4], CUA_OP_FUNCTION_GET, &fg);
 	rawq_expect(&q[0], CUA_OP_LAUNCH, CUA_OK, NULL);
 	rawq_expect(&q[1], CUA_OP_MODULE_UNLOAD, CUA_OK, NULL);
-	b_work(b, &q[2]);
+	b_work(b, mb, &q[2]);
 	char msg[64];
 	rawq_expect(&q[3], CUA_OP_LAUNCH, CUA_ENOT_FOUND, by_seq(msg, sizeof(msg), "released", useq));
 	rawq_expect(&q[4], CUA_OP_FUNCTION_GET, CUA_ENOT_FOUND, by_seq(msg, sizeof(msg), "released", useq));
@@ -595,6 +599,7 @@ START_TEST(work_after_stream_destroy_is_refused)
 	uint64_t x = peer_alloc(&a, NBYTES);
 	peer_write(&a, x, 0xa0a00000u);
 	cua_client *b = connect_to(&D);
+	cua_module mb = load_kernels(b);
 	struct rawq q[6];
 	struct cua_req_stream sd = {s2};
 	uint32_t evil[NBYTES / 4];
@@ -608,7 +613,7 @@ START_TEST(work_after_stream_destroy_is_refused)
 	peer_send(&a, &q[5], CUA_OP_STREAM_SYNC, &sd);
 	rawq_expect(&q[0], CUA_OP_LAUNCH, CUA_OK, NULL);
 	rawq_expect(&q[1], CUA_OP_STREAM_DESTROY, CUA_OK, NULL);
-	b_work(b, &q[2]);
+	b_work(b, mb, &q[2]);
 	char msg[64];
 	by_seq(msg, sizeof(msg), "released", dseq);
 	rawq_expect(&q[3], CUA_OP_MEMCPY_HTOD, CUA_ENOT_FOUND, msg);
