@@ -523,6 +523,10 @@ completion_main(void *arg)
 			ring_wait_data(d->cpl, 50);
 			continue;
 		}
+		if (atomic_load(&d->stop) || atomic_load(&fe->stopping)) { /* shutting down: no new generation */
+			d->pid = 0;
+			return NULL;
+		}
 		if (restart(fe, d, st) != 0)
 			return NULL;
 	}

@@ -573,9 +573,11 @@ request_stop(struct fe *fe)
 	struct request_queue q;
 	struct request *r;
 	sched_stop(fe);
-	pool_stop(fe);
+	/* sessions' workers before the pool: a worker dies with the thread that started it (PR_SET_PDEATHSIG), and
+	 * the pool thread started them */
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	stop_session_workers(fe, s);
+	pool_stop(fe);
 	for (int i = 0; i < fe->ndevs; i++) {
 		dev_stop(&fe->devs[i], &q);
 		while ((r = TAILQ_FIRST(&q)) != NULL) {

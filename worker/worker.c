@@ -431,6 +431,11 @@ worker_main(const struct worker_opts *o)
 	if (getppid() == 1)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
+	/* Load every kernel of a module when the module is loaded. With CUDA's lazy loading (the default since
+	 * 12.2) a kernel is loaded at its first use, and loading waits for the kernels running in the context: in
+	 * a context that sessions share, one session's launch would stall behind another's long kernel. Eagerly,
+	 * only MODULE_LOAD waits (README.md, "Isolation"). The operator may still choose with the variable. */
+	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 
 	static struct wk w; /* static: backends' threads may still hold it while the process exits */
 	memset(&w, 0, sizeof(w));

@@ -523,10 +523,11 @@ END_TEST
 /* ---- 4: a launch after MODULE_UNLOAD, work on a stream after STREAM_DESTROY ---- */
 
 /* B's ordinary work while A's requests wait: a stream, memory, a launch of its module m (loaded beforehand),
- * a read-back. The module is loaded before A's long kernels start: on a GPU, loading a module into the one
- * context every session shares waits for the kernels running in it (cuModuleLoadData synchronises the
- * context; measured on the H200: 300 ms behind a 300 ms kernel), so in the shared mode a module load is not
- * served while another session's kernel runs — a limitation noted in README.md, not hidden here. */
+ * a read-back. The module is loaded before A's long kernels start: on a GPU, loading a module into a context
+ * waits for the kernels running in it (measured on the H200: a MODULE_LOAD served 300 ms late behind another
+ * session's 300 ms kernel in the shared mode) — a limitation of one shared context, documented in README.md.
+ * The workers load modules eagerly (CUDA_MODULE_LOADING=EAGER), so that launches never wait that way: with
+ * CUDA's default lazy loading B's first launch here waited 300 ms. */
 static void
 b_work(cua_client *b, cua_module m, struct rawq *pending)
 {
