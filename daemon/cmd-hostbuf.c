@@ -57,6 +57,12 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e)
 		return rc;
 	if (q->bytes == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot register 0 bytes");
+	if (q->bytes > fe->cfg.session_host_bytes || r->s->host_bytes > fe->cfg.session_host_bytes - q->bytes)
+		return cua_err_set(e, CUA_EQUOTA,
+				   "registering %llu bytes would pass the session's %llu bytes of host memory (%llu in "
+				   "use); unregister some, or raise it with --session-host-bytes",
+				   (unsigned long long)q->bytes, (unsigned long long)fe->cfg.session_host_bytes,
+				   (unsigned long long)r->s->host_bytes);
 	if ((rc = plan_handle_quota(fe, r, e)) != 0)
 		return rc;
 	int64_t pid = fe->edge->peer_pid(r->pipe);
@@ -83,6 +89,7 @@ c_host_register(struct fe *fe, struct request *r)
 		return;
 	}
 	r->s->slots[cua_handle_slot(h)].size = r->w.body.host_register.bytes;
+	r->s->host_bytes += r->w.body.host_register.bytes;
 	r->s->host_buffers++;
 	it->value = h;
 }
@@ -115,6 +122,8 @@ c_host_unregister(struct fe *fe, struct request *r)
 	(void)fe;
 	struct hslot *hb = do_handle_slot(r->s, r->w.body.host_unregister.buffer, CUA_HK_HOSTBUF);
 	if (r->items[0].status == CUA_OK && hb != NULL) {
+		if (!hb->stale && !r->s->closing)
+			r->s->host_bytes -= hb->size;
 		do_handle_free(r->s, hb);
 		r->s->host_buffers--;
 	}

@@ -6,22 +6,34 @@
 
 #include "cmd.h"
 
+/* The most device memory one session may hold on device dev (0: no limit). */
+static uint64_t
+session_mem_limit(const struct fe *fe, uint32_t dev)
+{
+	if (fe->cfg.session_mem != 0)
+		return fe->cfg.session_mem;
+	return fe->devs[dev].info.total_mem / 100 * fe->cfg.session_mem_pct;
+}
+
 static int
 v_mem_alloc(struct fe *fe, struct request *r, cua_err *e)
 {
 	const struct cua_req_mem_alloc *q = &r->w.body.mem_alloc;
-	uint64_t quota = fe->cfg.session_mem, used = r->s->counts.alloc_bytes;
+	uint64_t quota, used;
 	int rc;
 	if ((rc = plan_need_device(fe, q->device, e)) != 0)
 		return rc;
+	quota = session_mem_limit(fe, q->device);
+	used = r->s->dev_bytes[q->device];
 	if (q->bytes == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
 	if (quota && (q->bytes > quota || used > quota - q->bytes))
 		return cua_err_set(e, CUA_EQUOTA,
-				   "allocating %llu bytes would pass the session's memory quota of %llu bytes (%llu in "
-				   "use); "
-				   "free memory first, or raise the quota with --session-mem",
-				   (unsigned long long)q->bytes, (unsigned long long)quota, (unsigned long long)used);
+				   "allocating %llu bytes would pass the session's memory quota of %llu bytes on "
+				   "device %u "
+				   "(%llu in use); free memory first, or raise the quota with --session-mem",
+				   (unsigned long long)q->bytes, (unsigned long long)quota, q->device,
+				   (unsigned long long)used);
 	if ((rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;
 	struct wrec_mem_alloc c = {{WR_MEM_ALLOC, 0}, q->bytes};
@@ -42,6 +54,7 @@ c_mem_alloc(struct fe *fe, struct request *r)
 	}
 	r->s->counts.allocations++;
 	r->s->counts.alloc_bytes += len;
+	r->s->dev_bytes[r->dev] += len;
 	fe->devs[r->dev].allocations++;
 	fe->devs[r->dev].alloc_bytes += len;
 }
@@ -98,6 +111,7 @@ c_mem_free(struct fe *fe, struct request *r)
 	if (!a->stale && !r->s->closing) { /* a closing session's counts were dropped when it closed */
 		r->s->counts.allocations--;
 		r->s->counts.alloc_bytes -= a->len;
+		r->s->dev_bytes[a->dev] -= a->len;
 		fe->devs[a->dev].allocations--;
 		fe->devs[a->dev].alloc_bytes -= a->len;
 	}

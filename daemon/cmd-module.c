@@ -20,6 +20,18 @@ v_module_load(struct fe *fe, struct request *r, cua_err *e)
 	if (q->image.len > fe->cfg.staging_bytes)
 		return cua_err_set(e, CUA_ETOO_LARGE, "module image of %u bytes exceeds the staging area",
 				   q->image.len);
+	if (r->s->counts.modules >= fe->cfg.session_modules)
+		return cua_err_set(e, CUA_EQUOTA,
+				   "the session holds %llu modules, its limit; unload some, or raise it with "
+				   "--session-modules",
+				   (unsigned long long)r->s->counts.modules);
+	if (r->s->module_bytes + q->image.len > fe->cfg.session_module_bytes)
+		return cua_err_set(e, CUA_EQUOTA,
+				   "a %u-byte image would pass the session's %llu bytes of modules (%llu in use); "
+				   "unload "
+				   "some, or raise it with --session-module-bytes",
+				   q->image.len, (unsigned long long)fe->cfg.session_module_bytes,
+				   (unsigned long long)r->s->module_bytes);
 	if ((rc = plan_handle_quota(fe, r, e)) != 0 || (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;
 	struct wrec_module_load c = {{WR_MODULE_LOAD, 0}, q->format, 0, 0, q->image.len};
@@ -41,6 +53,8 @@ c_module_load(struct fe *fe, struct request *r)
 		return;
 	}
 	it->value = h;
+	r->s->slots[cua_handle_slot(h)].size = r->w.body.module_load.image.len;
+	r->s->module_bytes += r->w.body.module_load.image.len;
 	r->s->counts.modules++;
 }
 
@@ -57,8 +71,10 @@ forget_module(struct session *s, struct hslot *m)
 			s->counts.functions--;
 		do_handle_free(s, f);
 	}
-	if (!m->stale)
+	if (!m->stale) {
 		s->counts.modules--;
+		s->module_bytes -= m->size;
+	}
 	do_handle_free(s, m);
 }
 

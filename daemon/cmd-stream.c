@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "streampool.h"
 
 static int
 v_stream_create(struct fe *fe, struct request *r, cua_err *e)
@@ -14,6 +15,13 @@ v_stream_create(struct fe *fe, struct request *r, cua_err *e)
 	if ((rc = plan_need_device(fe, q->device, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0 ||
 	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;
+	uint64_t used = r->s->counts.streams + do_spool_live(fe, r->s);
+	if (used >= fe->cfg.session_streams)
+		return cua_err_set(e, CUA_EQUOTA,
+				   "the session holds %llu streams (its pool streams included), its limit; destroy "
+				   "some, "
+				   "or raise it with --session-streams",
+				   (unsigned long long)used);
 	const struct wdev_info *in = &fe->devs[q->device].info;
 	int prio = q->priority;
 	if (prio > in->prio_least)

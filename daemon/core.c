@@ -30,6 +30,13 @@ config_defaults(struct config *c)
 	c->staging_bytes = 256ull << 20;
 	c->ring_bytes = 16u << 20;
 	c->session_handles = 65536;
+	/* A quarter of each device's memory: four tenants fit side by side, and one careless tenant cannot take the
+	 * device from the others; raise it (--session-mem) when fewer share a GPU. */
+	c->session_mem_pct = 25;
+	c->session_streams = 64;
+	c->session_modules = 256;
+	c->session_module_bytes = 256ull << 20;
+	c->session_host_bytes = 1ull << 30;
 	c->session_inflight = 65536;
 	c->session_window = 8;
 	c->session_pending = 64; /* contexts / 8: config_settle derives it again when --contexts changed it */

@@ -41,6 +41,10 @@ enum {
 	O_STAGING,
 	O_RING,
 	O_SESSION_MEM,
+	O_SESSION_STREAMS,
+	O_SESSION_MODULES,
+	O_SESSION_MODULE_BYTES,
+	O_SESSION_HOST_BYTES,
 	O_SESSION_HANDLES,
 	O_SESSION_INFLIGHT,
 	O_SESSION_WINDOW,
@@ -82,7 +86,14 @@ static const struct opt_row {
 	{"max-message", 1, O_MAX_MESSAGE, "BYTES", "largest request accepted (default 65M)"},
 	{"staging", 1, O_STAGING, "BYTES", "shared staging area per device for copies and modules (default 256M)"},
 	{"ring", 1, O_RING, "BYTES", "command/completion ring size per device, a power of two (default 16M)"},
-	{"session-mem", 1, O_SESSION_MEM, "BYTES", "device memory quota per session (default 0: none)"},
+	{"session-mem", 1, O_SESSION_MEM, "BYTES|N%",
+	 "device memory per session on each device (default 25%: four tenants fit; 0: no limit)"},
+	{"session-streams", 1, O_SESSION_STREAMS, "N", "streams per session, its pool streams included (default 64)"},
+	{"session-modules", 1, O_SESSION_MODULES, "N", "modules per session (default 256)"},
+	{"session-module-bytes", 1, O_SESSION_MODULE_BYTES, "BYTES",
+	 "bytes of module images per session (default 256M)"},
+	{"session-host-bytes", 1, O_SESSION_HOST_BYTES, "BYTES",
+	 "registered (page-locked) host memory per session (default 1G)"},
 	{"session-handles", 1, O_SESSION_HANDLES, "N", "modules+functions+streams per session (default 65536)"},
 	{"session-inflight", 1, O_SESSION_INFLIGHT, "N", "requests queued or running per session (default 65536)"},
 	{"session-window", 1, O_SESSION_WINDOW, "N", "requests of one session inside the workers at once (default 8)"},
@@ -180,6 +191,24 @@ parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 		return -1;
 	*out = (unsigned)v;
 	return 0;
+}
+
+/* "25%" (a share of each device's memory), "4G" (bytes) or "0" (no limit). Returns -1 when malformed. */
+static int
+parse_share(const char *s, uint64_t *bytes, unsigned *pct)
+{
+	size_t n = strlen(s);
+	if (n > 1 && s[n - 1] == '%') {
+		char num[16];
+		if (n > sizeof(num))
+			return -1;
+		memcpy(num, s, n - 1);
+		num[n - 1] = '\0';
+		*bytes = 0;
+		return parse_uint(num, 1, 100, pct);
+	}
+	*pct = 0;
+	return parse_size(s, bytes);
 }
 
 static const char *
@@ -354,7 +383,11 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_RING:
 		return parse_size(arg, &c->ring_bytes) || c->ring_bytes < 65536 ||
 		       (c->ring_bytes & (c->ring_bytes - 1));
-	case O_SESSION_MEM: return parse_size(arg, &c->session_mem);
+	case O_SESSION_MEM: return parse_share(arg, &c->session_mem, &c->session_mem_pct);
+	case O_SESSION_STREAMS: return parse_uint(arg, 1, 4000, &c->session_streams);
+	case O_SESSION_MODULES: return parse_uint(arg, 1, 1u << 20, &c->session_modules);
+	case O_SESSION_MODULE_BYTES: return parse_size(arg, &c->session_module_bytes) || c->session_module_bytes == 0;
+	case O_SESSION_HOST_BYTES: return parse_size(arg, &c->session_host_bytes);
 	case O_SESSION_HANDLES: return parse_uint(arg, 1, 0xffffff, &c->session_handles);
 	case O_SESSION_INFLIGHT: return parse_uint(arg, 1, 1u << 24, &c->session_inflight);
 	case O_SESSION_PENDING: pending_given = true; return parse_uint(arg, 1, 65536, &c->session_pending);

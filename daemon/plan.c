@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "streampool.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -126,10 +127,7 @@ int
 plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e)
 {
 	if (h == 0) {
-		const struct wdev_info *in = &fe->devs[dev].info;
-		uint32_t n = in->pool_streams ? in->pool_streams : 1;
-		uint32_t *next = fe->cfg.isolation == ISO_SESSION ? &r->s->next_pool : &fe->devs[dev].next_pool;
-		*wsid = (*next)++ % n;
+		*wsid = do_spool_slot(fe, r, dev);
 		return 0;
 	}
 	struct hslot *hs;

@@ -8,6 +8,7 @@
 #include "cmd.h"
 #include "cua_log.h"
 #include "scheduler.h"
+#include "streampool.h"
 #include "workerpool.h"
 
 #include <stdarg.h>
@@ -129,6 +130,8 @@ do_request_finish(struct fe *fe, struct request *r)
 	}
 	if (r->kind == REQ_CLEANUP)
 		s->cleanup_pending--;
+	else if (r->kind == REQ_POOL)
+		do_spool_created(fe, r);
 	else if (r->reply_ctx != NULL)
 		do_answer(fe, r);
 	else if (st != CUA_OK)
@@ -367,6 +370,12 @@ do_dispatch(struct fe *fe, struct request *r)
 		do_request_finish(fe, r);
 		return SCHED_ANSWERED;
 	}
+	switch (do_spool_prepare(fe, r, d)) {
+	case SPOOL_READY: break;
+	case SPOOL_WAIT: return SCHED_WAIT;
+	case SPOOL_FULL: return SCHED_FULL;
+	case SPOOL_FAILED: do_request_finish(fe, r); return SCHED_ANSWERED;
+	}
 	r->wdev = d;
 	int rc = do_dev_dispatch(fe, d, r);
 	if (rc < 0) {
@@ -433,6 +442,7 @@ cleanup_plan(struct fe *fe, struct request *r)
 	struct session *s = r->s;
 	struct device *d = &fe->devs[r->dev];
 	r->dep_gen = d->gen;
+	do_spool_cleanup(fe, r, d);
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];
 		struct wrec_stream st = {{0, 0}, (uint32_t)h->wid, 0};
@@ -520,6 +530,8 @@ do_request_close_session(struct fe *fe, struct session *s)
 			dv->alloc_bytes -= s->allocs[i].len;
 		}
 	memset(&s->counts, 0, sizeof(s->counts));
+	memset(s->dev_bytes, 0, sizeof(s->dev_bytes));
+	s->module_bytes = s->host_bytes = 0;
 	do_sched_session_release(fe, s);
 }
 

@@ -44,6 +44,7 @@ struct stage {
 enum req_kind {
 	REQ_CLIENT,  /* came from a client */
 	REQ_CLEANUP, /* releases what a closed session still held on one device; nobody is answered */
+	REQ_POOL,    /* creates a session's pool streams on one worker (streampool.c); nobody is answered */
 };
 
 struct request {
@@ -68,6 +69,7 @@ struct request {
 	bool refused;        /* answered QUOTA already: only its turn (its sequence number) is left to pass */
 	bool undecodable;    /* failed to decode (status says why): answered in its turn, nothing validated */
 	bool planned;        /* REQ_CLEANUP: its commands were planned (at dispatch) */
+	bool uses_pool;      /* names its session's pool streams (streampool.h) */
 	uint32_t status;     /* whole-request status when not OK */
 	char *status_msg;
 	/* the worker commands (link/wrec.h records) */

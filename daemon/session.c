@@ -338,6 +338,7 @@ session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen)
 		if (!s->closing) { /* a closing session's counts were dropped when it closed */
 			s->counts.allocations--;
 			s->counts.alloc_bytes -= a->len;
+			s->dev_bytes[dev] -= a->len;
 			fe->devs[dev].allocations--;
 			fe->devs[dev].alloc_bytes -= a->len;
 		}
@@ -349,6 +350,10 @@ session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen)
 		h->stale = true;
 		if (s->closing)
 			continue;
+		if (h->kind == CUA_HK_MODULE)
+			s->module_bytes -= h->size;
+		else if (h->kind == CUA_HK_HOSTBUF)
+			s->host_bytes -= h->size;
 		if (h->kind == CUA_HK_MODULE)
 			s->counts.modules--;
 		else if (h->kind == CUA_HK_FUNCTION)

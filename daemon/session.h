@@ -51,6 +51,8 @@ struct alloc_rec {
 
 TAILQ_HEAD(request_queue, request);
 
+#define CUAD_SPOOL_MAX 16 /* pool streams per session and device, at most (--pool-streams) */
+
 struct session {
 	uint64_t id;
 	uint32_t pipe;
@@ -71,9 +73,18 @@ struct session {
 	cua_wire_counts counts;
 	uint32_t host_buffers;
 	uint64_t requests, errors;               /* its own, for its STATUS */
+	uint64_t dev_bytes[CUA_MAX_DEVICES];     /* device memory it holds on each device (limits) */
+	uint64_t module_bytes, host_bytes;       /* module images and registered host memory it holds (limits) */
 	uint32_t dev_in_flight[CUA_MAX_DEVICES]; /* its requests in each device */
 	struct device *worker[CUA_MAX_DEVICES];  /* --isolation session: its own workers (NULL until first use) */
 	uint32_t next_pool;                      /* round-robin over the pool streams */
+	struct spool {                           /* streampool.c: its own pool streams on each device */
+		uint32_t wid[CUAD_SPOOL_MAX];    /* the worker's stream ids */
+		uint32_t n;                      /* created (0: none yet) */
+		uint32_t gen;                    /* of the worker they were created in */
+		bool creating;
+		uint32_t failed; /* the last creation's status (0: none failed) */
+	} spool[CUA_MAX_DEVICES];
 
 	/* scheduler (sched.c) */
 	struct request_queue queue; /* validated, waiting for the worker */

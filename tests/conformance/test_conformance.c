@@ -817,9 +817,10 @@ START_TEST(r_alloc)
 	struct conn c;
 	sess(&c, &D);
 	expect(&c, OP_MEM_ALLOC, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(0), U(0));
-	expect(&c, OP_MEM_ALLOC, 0, ST_NO_MEMORY, NULL, "[uu]", U(0), U(1) << 30); /* --emu-mem 256M */
-	expect(&c, OP_MEM_ALLOC, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(5), U(64));   /* no device 5 */
-	expect(&c, OP_MEM_ALLOC, 0, ST_PROTOCOL, NULL, "[uu]", U(64), U(64));      /* u32≤63 */
+	/* by default a session may hold a quarter of a device's memory (--emu-mem 256M here) */
+	expect(&c, OP_MEM_ALLOC, 0, ST_QUOTA, NULL, "[uu]", U(0), U(65) << 20);
+	expect(&c, OP_MEM_ALLOC, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(5), U(64)); /* no device 5 */
+	expect(&c, OP_MEM_ALLOC, 0, ST_PROTOCOL, NULL, "[uu]", U(64), U(64));    /* u32≤63 */
 	ck_assert_uint_ne(alloc(&c, 64), 0);
 	conn_close(&c);
 	struct dmn d;
@@ -830,6 +831,11 @@ START_TEST(r_alloc)
 	expect(&c, OP_MEM_ALLOC, 0, ST_QUOTA, &r, "[uu]", U(0), U(1) << 20);
 	ck_assert_msg(strstr(r.msg, "--session-mem") != NULL, "the message names the option: %s", r.msg);
 	reply_free(&r);
+	conn_close(&c);
+	dmn_stop(&d);
+	dmn_start(&d, (const char *const[]){"--session-mem", "0", NULL}); /* no limit: the device says no */
+	sess(&c, &d);
+	expect(&c, OP_MEM_ALLOC, 0, ST_NO_MEMORY, NULL, "[uu]", U(0), U(1) << 30);
 	conn_close(&c);
 	dmn_stop(&d);
 }

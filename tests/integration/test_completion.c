@@ -35,7 +35,8 @@ static struct daemon D;
 static void
 up(void)
 {
-	daemon_start(&D, NULL);
+	static const char *const args[] = {"--session-streams", "128", NULL}; /* 100 streams and the pool */
+	daemon_start(&D, args);
 }
 
 static void

@@ -793,6 +793,41 @@ START_TEST(status_is_private)
 }
 END_TEST
 
+/* ---- 7: no stream is shared between sessions ---- */
+
+/* A pipelines 8 long kernels on stream 0 — twice a pool's streams, all of them busy; B's launch on stream 0
+ * runs at once: pool streams are per session, so A's kernels never sit in front of B's on a stream (with one
+ * pool for all sessions B's kernel would land behind one of A's). */
+START_TEST(pool_streams_are_per_session)
+{
+	enum { N = 8 };
+	struct peer a;
+	struct rawq q[N];
+	peer_open(&a);
+	cua_client *b = connect_to(&D);
+	cua_function fill = get_fn(b, load_kernels(b), "fill_u32");
+	cua_deviceptr y;
+	CK(cua_mem_alloc(b, 0, 64, &y));
+	for (int i = 0; i < N; i++)
+		peer_spin(&a, &q[i], 0);
+	double t0 = now_ms();
+	cua_launch *l = launch_1d(b, fill, 1, 32);
+	cua_launch_push_device_ptr(l, y);
+	cua_launch_push_u32(l, 7);
+	cua_launch_push_u64(l, 16);
+	launch_and_wait(l);
+	double t = now_ms() - t0;
+	bool in_window = !atomic_load(&q[0].replied);
+	fprintf(stderr, "  B: a launch on stream 0 in %.1f ms while A's %d ms kernels filled A's pool: %s\n", t,
+		LONG_MS, in_window ? "yes" : "no");
+	ck_assert_msg(in_window, "B's launch took %.1f ms: it waited behind A's kernels", t);
+	for (int i = 0; i < N; i++)
+		rawq_expect(&q[i], CUA_OP_LAUNCH, CUA_OK, NULL);
+	peer_close(&a);
+	cua_disconnect(b);
+}
+END_TEST
+
 static Suite *
 isolation_suite(void)
 {
@@ -818,6 +853,7 @@ isolation_suite(void)
 		tcase_add_test(tc, close_with_free_in_flight);
 	}
 	tcase_add_test(tc, status_is_private);
+	tcase_add_test(tc, pool_streams_are_per_session);
 	suite_add_tcase(s, tc);
 	return s;
 }

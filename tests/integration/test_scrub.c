@@ -15,13 +15,14 @@ static struct daemon D;
 static void
 up(void)
 {
-	daemon_start(&D, NULL); /* --scrub on is the default */
+	static const char *const args[] = {"--session-mem", "0", NULL}; /* a 64 MiB block on a 256 MiB device */
+	daemon_start(&D, args);                                         /* --scrub on is the default */
 }
 
 static void
 up_noscrub(void)
 {
-	static const char *const args[] = {"--scrub", "off", NULL};
+	static const char *const args[] = {"--scrub", "off", "--session-mem", "0", NULL};
 	daemon_start(&D, args);
 }
 

@@ -184,6 +184,7 @@ add_alloc(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t len)
 	ck_assert_int_eq(do_alloc_add(s, dev, gen, addr, len), 0);
 	s->counts.allocations++;
 	s->counts.alloc_bytes += len;
+	s->dev_bytes[dev] += len;
 	return addr;
 }
 
@@ -284,6 +285,35 @@ setup_mem_quota(struct env *e)
 }
 
 static void
+setup_stream_quota(struct env *e)
+{
+	setup_std(e);
+	e->fe.cfg.session_streams = 2; /* st0 and st1 */
+}
+
+static void
+setup_module_quota(struct env *e)
+{
+	setup_std(e);
+	e->fe.cfg.session_modules = 2;
+}
+
+static void
+setup_module_bytes_quota(struct env *e)
+{
+	setup_std(e);
+	e->fe.cfg.session_module_bytes = 16;
+	e->s->module_bytes = 8;
+}
+
+static void
+setup_host_quota(struct env *e)
+{
+	setup_std(e);
+	e->fe.cfg.session_host_bytes = 1u << 20;
+}
+
+static void
 setup_handle_quota(struct env *e)
 {
 	setup_std(e);
@@ -359,6 +389,8 @@ BODY(b_alloc, b->mem_alloc = (struct cua_req_mem_alloc){0, 1024})
 BODY(b_alloc_dev5, b->mem_alloc = (struct cua_req_mem_alloc){5, 1024})
 BODY(b_alloc_1m, b->mem_alloc = (struct cua_req_mem_alloc){0, 1u << 20})
 BODY(b_alloc_0, b->mem_alloc = (struct cua_req_mem_alloc){0, 0})
+BODY(b_mload16, b->module_load = (struct cua_req_module_load){0, CUA_IMAGE_EMU, {bytes16, 16}})
+BODY(b_hreg2m, b->host_register = (struct cua_req_host_register){0, 3, 2u << 20})
 BODY(b_free_a, b->mem_free.ptr = ADDR_A)
 BODY(b_free_x, b->mem_free.ptr = ADDR_X)
 BODY(b_free_a16, b->mem_free.ptr = ADDR_A + 16)
@@ -532,8 +564,8 @@ static const struct ccase cases[] = {
 	{"alloc: device out of range", setup_std, CUA_OP_MEM_ALLOC, 0, b_alloc_dev5, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "device 5 does not exist (2 devices)", .exact = true, .outcome = ANSWERED, .check = chk_no_queue},
 	{"alloc: memory quota", setup_mem_quota, CUA_OP_MEM_ALLOC, 0, b_alloc_1m, .status = CUA_EQUOTA,
-	 .msg = "allocating 1048576 bytes would pass the session's memory quota of 1048576 bytes (8192 in use); free "
-		"memory first, or raise the quota with --session-mem",
+	 .msg = "allocating 1048576 bytes would pass the session's memory quota of 1048576 bytes on device 0 "
+		"(4096 in use); free memory first, or raise the quota with --session-mem",
 	 .outcome = ANSWERED},
 	{"alloc: zero bytes", setup_std, CUA_OP_MEM_ALLOC, 0, b_alloc_0, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "cannot allocate 0 bytes", .outcome = ANSWERED},
@@ -592,6 +624,19 @@ static const struct ccase cases[] = {
 	/* streams and handles */
 	{"stream create queues", setup_std, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
+	{"stream create: stream quota", setup_stream_quota, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_EQUOTA,
+	 .msg = "the session holds 2 streams (its pool streams included), its limit; destroy some, or raise it with "
+		"--session-streams",
+	 .outcome = ANSWERED},
+	{"module load: module quota", setup_module_quota, CUA_OP_MODULE_LOAD, 0, b_mload16, .status = CUA_EQUOTA,
+	 .msg = "the session holds 2 modules, its limit; unload some, or raise it with --session-modules",
+	 .outcome = ANSWERED},
+	{"module load: module bytes", setup_module_bytes_quota, CUA_OP_MODULE_LOAD, 0, b_mload16, .status = CUA_EQUOTA,
+	 .msg = "(8 in use); unload some, or raise it with --session-module-bytes", .outcome = ANSWERED},
+	{"host register: host bytes", setup_host_quota, CUA_OP_HOST_REGISTER, 0, b_hreg2m, .status = CUA_EQUOTA,
+	 .msg = "registering 2097152 bytes would pass the session's 1048576 bytes of host memory (0 in use); "
+		"unregister some, or raise it with --session-host-bytes",
+	 .outcome = ANSWERED},
 	{"stream create: handle quota", setup_handle_quota, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_EQUOTA,
 	 .msg = "the session holds 6 handles, its limit; release some, or raise it with --session-handles",
 	 .outcome = ANSWERED},

@@ -1,0 +1,171 @@
+/*
+ * streampool.c — a session's own pool streams (see streampool.h).
+ */
+#include "config.h"
+
+#include "cmd.h"
+#include "cua_log.h"
+#include "streampool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(offsetof(struct wrec_copy, stream) == 8 && offsetof(struct wrec_dtod, stream) == 8 &&
+		       offsetof(struct wrec_memset, stream) == 8 && offsetof(struct wrec_launch, stream) == 8,
+	       "stream work keeps its stream right after the header");
+
+static uint32_t
+pool_size(const struct fe *fe, int dev)
+{
+	uint32_t n = fe->devs[dev].info.pool_streams ? fe->devs[dev].info.pool_streams : fe->cfg.pool_streams;
+	return n < 1 ? 1 : n > CUAD_SPOOL_MAX ? CUAD_SPOOL_MAX : n;
+}
+
+uint32_t
+do_spool_slot(struct fe *fe, struct request *r, int dev)
+{
+	uint32_t k = r->s->next_pool++ % pool_size(fe, dev);
+	if (fe->cfg.isolation == ISO_SESSION) /* the worker's own pool is the session's */
+		return k;
+	r->uses_pool = true;
+	return SPOOL_STREAM | k;
+}
+
+/* Replaces every pool slot in r's stream work by the pool's stream id. */
+static void
+patch(struct request *r, const struct spool *p)
+{
+	size_t off = 0;
+	for (uint32_t i = 0; i < r->ncmds; i++) {
+		struct wrec_hdr h;
+		uint32_t sid;
+		memcpy(&h, r->cmds + off, sizeof(h));
+		bool stream_work =
+			h.op == WR_HTOD || h.op == WR_DTOH || h.op == WR_DTOD || h.op == WR_MEMSET || h.op == WR_LAUNCH;
+		if (stream_work) {
+			memcpy(&sid, r->cmds + off + 8, sizeof(sid));
+			if (sid & SPOOL_STREAM) {
+				sid = p->wid[(sid & ~SPOOL_STREAM) % p->n];
+				memcpy(r->cmds + off + 8, &sid, sizeof(sid));
+			}
+		}
+		off += h.size;
+	}
+	r->uses_pool = false;
+}
+
+/* A request creating the pool of r's session on worker d. NULL: out of memory. */
+static struct request *
+creation(struct fe *fe, const struct request *r, struct device *d, uint32_t n)
+{
+	struct request *pr = calloc(1, sizeof(*pr));
+	if (pr == NULL)
+		return NULL;
+	*pr = (struct request){.fe = fe,
+			       .s = r->s,
+			       .kind = REQ_POOL,
+			       .dev = r->dev,
+			       .host_fd = -1,
+			       .wdev = d,
+			       .id = ++fe->next_req};
+	if (items_init(pr, n) != 0)
+		goto fail;
+	for (uint32_t i = 0; i < n; i++) {
+		struct wrec_stream_create c = {{WR_STREAM_CREATE, 0}, fe->devs[r->dev].info.prio_least, 0};
+		if ((pr->items[i].cmd = plan_cmd(pr, &c, sizeof(c), NULL, 0)) < 0)
+			goto fail;
+	}
+	return pr;
+fail:
+	request_free(fe, pr);
+	return NULL;
+}
+
+enum spool_verdict
+do_spool_prepare(struct fe *fe, struct request *r, struct device *d)
+{
+	struct session *s = r->s;
+	struct spool *p = &s->spool[r->dev];
+	uint32_t n = pool_size(fe, r->dev);
+	if (!r->uses_pool)
+		return SPOOL_READY;
+	if (p->n > 0 && p->gen == d->gen) {
+		patch(r, p);
+		return SPOOL_READY;
+	}
+	if (p->creating)
+		return SPOOL_WAIT;
+	if (p->failed != CUA_OK) { /* the last attempt failed: this request says so, the next one tries again */
+		request_fail(r, (int)p->failed, "the session's pool streams on device %d could not be created (%s)",
+			     r->dev, cua_strerror_name((int)p->failed));
+		p->failed = CUA_OK;
+		return SPOOL_FAILED;
+	}
+	uint64_t used = s->counts.streams + do_spool_live(fe, s);
+	if (used + n > fe->cfg.session_streams) {
+		request_fail(r, CUA_EQUOTA,
+			     "the session's %u pool streams on device %d would pass its stream limit (%llu of %u in "
+			     "use); "
+			     "destroy streams, or raise it with --session-streams",
+			     n, r->dev, (unsigned long long)used, fe->cfg.session_streams);
+		return SPOOL_FAILED;
+	}
+	struct request *pr = creation(fe, r, d, n);
+	if (pr == NULL) {
+		request_fail(r, CUA_ENOMEM, "daemon out of memory");
+		return SPOOL_FAILED;
+	}
+	if (do_dev_dispatch(fe, d, pr) != 0) {
+		request_free(fe, pr);
+		return SPOOL_FULL;
+	}
+	s->in_flight++;
+	s->dev_in_flight[r->dev]++;
+	p->creating = true;
+	p->n = 0;
+	return SPOOL_WAIT;
+}
+
+void
+do_spool_created(struct fe *fe, struct request *pr)
+{
+	struct session *s = pr->s;
+	struct spool *p = &s->spool[pr->dev];
+	uint32_t st = request_status(pr);
+	p->creating = false;
+	if (st != CUA_OK) {
+		p->failed = st;
+		log_warn("session %llu: its pool streams on device %d: %s", (unsigned long long)s->id, pr->dev,
+			 cua_strerror_name((int)st));
+		return;
+	}
+	for (uint32_t i = 0; i < pr->nitems; i++)
+		p->wid[i] = (uint32_t)pr->items[i].value;
+	p->n = pr->nitems;
+	p->gen = pr->wdev->gen;
+	(void)fe;
+}
+
+uint32_t
+do_spool_live(struct fe *fe, const struct session *s)
+{
+	uint32_t n = 0;
+	for (int i = 0; i < fe->ndevs; i++)
+		if (s->spool[i].n > 0 && s->spool[i].gen == do_session_gen(fe, s, i))
+			n += s->spool[i].n;
+	return n;
+}
+
+void
+do_spool_cleanup(struct fe *fe, struct request *r, const struct device *d)
+{
+	const struct spool *p = &r->s->spool[r->dev];
+	(void)fe;
+	if (p->n == 0 || p->gen != d->gen)
+		return;
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct wrec_stream st = {{WR_STREAM_DESTROY, 0}, p->wid[i], 0};
+		if (plan_cmd(r, &st, sizeof(st), NULL, 0) < 0)
+			log_error("out of memory: session %llu leaks a pool stream", (unsigned long long)r->s->id);
+	}
+}
