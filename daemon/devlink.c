@@ -466,10 +466,11 @@ do_fail_inflight(struct fe *fe, struct device *d)
 			if (it->cmd >= 0 && it->status == CUA_OK) {
 				it->status = d->hung_s ? CUA_EDEVICE_HUNG : CUA_ECONTEXT_LOST;
 				free(it->msg);
-				it->msg = strdup(d->hung_s ? hung
-							   : "the GPU context was lost (another request faulted or the "
-							     "worker died) before this work completed; recreate modules, "
-							     "memory and streams");
+				it->msg =
+					strdup(d->hung_s ? hung
+							 : "the GPU context was lost (another request faulted or the "
+							   "worker died) before this work completed; recreate modules, "
+							   "memory and streams");
 			}
 		}
 		d->done(fe, r);
