@@ -244,6 +244,7 @@ dev_stop(struct device *d, struct request_queue *left)
 	}
 	if (d->pid > 0) {
 		kill(d->pid, SIGTERM);
+		kill(d->pid, SIGCONT); /* a stopped worker (the watchdog spares one without work) must see it */
 		waitpid(d->pid, NULL, 0);
 		d->pid = 0;
 	}
@@ -531,11 +532,13 @@ watchdog_check(struct fe *fe, struct device *d)
 	if (inflight == 0)
 		return;
 	uint64_t busy = atomic_load_explicit(&h->busy_since_ms, memory_order_relaxed);
+	char loop[64] = "waiting for a record";
+	if (busy != 0)
+		snprintf(loop, sizeof(loop), "in one record for %.1f s", now > busy ? (now - busy) / 1000.0 : 0.0);
 	d->hung_s = (uint32_t)((still + 999) / 1000);
 	log_error("device %d: worker %d stopped making progress: no heartbeat for %.1f s with %u request(s) in "
-		  "flight (command loop %s %.1f s); killing it (--watchdog-timeout %u)",
-		  d->index, (int)d->pid, still / 1000.0, inflight, busy ? "in one record for" : "idle,",
-		  busy && now > busy ? (now - busy) / 1000.0 : 0.0, fe->cfg.watchdog_s);
+		  "flight (its command loop %s); killing it (--watchdog-timeout %u)",
+		  d->index, (int)d->pid, still / 1000.0, inflight, loop, fe->cfg.watchdog_s);
 	kill(d->pid, SIGKILL);
 }
 

@@ -178,6 +178,26 @@ START_TEST(long_kernel_is_not_killed)
 }
 END_TEST
 
+/* A stopped worker without work in flight is left alone (an operator's debugger costs nobody anything), and
+ * the daemon still stops cleanly with it stopped (the teardown asserts a clean exit). */
+START_TEST(idle_stopped_worker_is_left_alone)
+{
+	const char *iso = getenv("CUA_TEST_ISOLATION");
+	if (iso && strcmp(iso, "session") == 0)
+		return;
+	cua_client *op = connect_operator(&D);
+	pid_t w = daemon_worker_pid(&D, 0);
+	ck_assert_int_gt(w, 0);
+	ck_assert_int_eq(kill(w, SIGSTOP), 0);
+	usleep(2500 * 1000); /* 2.5 × --watchdog-timeout */
+	cua_daemon_status st;
+	CK(cua_status(op, &st));
+	ck_assert_uint_eq(st.devices[0].restarts, 0);
+	ck_assert_int_eq(daemon_worker_pid(&D, 0), w);
+	cua_disconnect(op);
+}
+END_TEST
+
 /* Threads of process pid, or -1. */
 static int
 thread_count(pid_t pid)
@@ -249,6 +269,7 @@ watchdog_suite(void)
 	tcase_add_checked_fixture(tc, up_watchdog, down);
 	tcase_add_test(tc, stopped_worker_is_killed_and_replaced);
 	tcase_add_test(tc, long_kernel_is_not_killed);
+	tcase_add_test(tc, idle_stopped_worker_is_left_alone);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_set_timeout(tc, 120);
