@@ -154,7 +154,8 @@ pool_main(void *arg)
 		if (!TAILQ_EMPTY(&s->jobs)) {
 			TAILQ_INSERT_TAIL(&P->ready, s, ready_link);
 			s->on_ready = true;
-			P->nready++;
+			if (++P->nready > 1) /* this thread takes one; a waiting one may take the other */
+				pthread_cond_signal(&P->work);
 		}
 		if (P->drainers)
 			pthread_cond_broadcast(&P->idle);
