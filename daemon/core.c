@@ -46,6 +46,7 @@ config_defaults(struct config *c)
 	c->isolation = ISO_SHARED;
 	c->isolation_pool = 1;
 	c->scrub = true;
+	c->watchdog_s = 5; /* well above a scheduling hiccup of a busy host, well below a client's patience */
 }
 
 void

@@ -58,6 +58,10 @@ struct config {
 	unsigned isolation_pool;                              /* ISO_SESSION: idle workers kept ready per device */
 	int operator_mode;                                    /* the operator socket's permissions */
 	bool scrub; /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
+	/* --watchdog-timeout: a worker with work in flight whose heartbeat stands this long is killed and
+	 * restarted (devlink.c); 0: off */
+	unsigned watchdog_s;
+	unsigned emu_threads; /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
 	const char *self_exe;
 };
 

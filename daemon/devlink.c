@@ -80,7 +80,7 @@ shm_destroy(struct device *d)
 static pid_t
 spawn(struct fe *fe, struct device *d)
 {
-	char fd_s[16], dev_s[16], gen_s[16], sm_s[16], mem_s[32], pool_s[16], lvl_s[16];
+	char fd_s[16], dev_s[16], gen_s[16], sm_s[16], mem_s[32], pool_s[16], lvl_s[16], thr_s[16];
 	snprintf(fd_s, sizeof(fd_s), "%d", d->shm_fd);
 	snprintf(dev_s, sizeof(dev_s), "%d", d->ordinal);
 	snprintf(gen_s, sizeof(gen_s), "%u", d->gen);
@@ -88,6 +88,7 @@ spawn(struct fe *fe, struct device *d)
 	snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)fe->cfg.emu_mem);
 	snprintf(pool_s, sizeof(pool_s), "%u", fe->cfg.pool_streams);
 	snprintf(lvl_s, sizeof(lvl_s), "%d", cua_log_get_level());
+	snprintf(thr_s, sizeof(thr_s), "%u", fe->cfg.emu_threads);
 	const char *argv[] = {fe->cfg.self_exe,
 			      "--worker",
 			      fd_s,
@@ -107,6 +108,8 @@ spawn(struct fe *fe, struct device *d)
 			      lvl_s,
 			      "--scrub",
 			      fe->cfg.scrub ? "on" : "off",
+			      "--emu-threads",
+			      thr_s,
 			      NULL};
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -241,6 +244,7 @@ dev_stop(struct device *d, struct request_queue *left)
 	}
 	if (d->pid > 0) {
 		kill(d->pid, SIGTERM);
+		kill(d->pid, SIGCONT); /* a stopped worker (the watchdog spares one without work) must see it */
 		waitpid(d->pid, NULL, 0);
 		d->pid = 0;
 	}
@@ -443,11 +447,17 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 	d->done(fe, r);
 }
 
-/* The worker is gone: answer everything in flight on it. Caller holds fe->lock. */
+/* The worker is gone: answer everything in flight on it, DEVICE_HUNG when the watchdog killed it (d->hung_s),
+ * else CONTEXT_LOST. Caller holds fe->lock. */
 static void
 do_fail_inflight(struct fe *fe, struct device *d)
 {
 	struct request *r, *tmp;
+	char hung[256];
+	snprintf(hung, sizeof(hung),
+		 "the worker of device %d stopped making progress (no heartbeat for %u s) and was killed and "
+		 "restarted before this work completed; recreate modules, memory and streams",
+		 d->index, d->hung_s);
 	HASH_ITER(hh, d->inflight, r, tmp)
 	{
 		HASH_DEL(d->inflight, r);
@@ -455,15 +465,81 @@ do_fail_inflight(struct fe *fe, struct device *d)
 		for (uint32_t i = 0; i < r->nitems; i++) {
 			struct ritem *it = &r->items[i];
 			if (it->cmd >= 0 && it->status == CUA_OK) {
-				it->status = CUA_ECONTEXT_LOST;
+				it->status = d->hung_s ? CUA_EDEVICE_HUNG : CUA_ECONTEXT_LOST;
 				free(it->msg);
 				it->msg =
-					strdup("the GPU context was lost (another request faulted or the worker died) "
-					       "before this work completed; recreate modules, memory and streams");
+					strdup(d->hung_s ? hung
+							 : "the GPU context was lost (another request faulted or the "
+							   "worker died) before this work completed; recreate modules, "
+							   "memory and streams");
 			}
 		}
 		d->done(fe, r);
 	}
+}
+
+/* ------------------------------------------------------------------ watchdog */
+
+/*
+ * The watchdog tells a hung worker from a long kernel by a heartbeat that does not depend on the device: a
+ * thread of the worker's own bumps wshm_hdr.heartbeat every WSHM_HEARTBEAT_MS and does nothing else
+ * (worker.c), so it keeps beating while a kernel runs for hours or the command loop waits in a long
+ * synchronous call (a module load behind running kernels, a drain). It stops only when the whole process
+ * stops being scheduled: SIGSTOP, a debugger, a frozen cgroup, a process stuck in the driver. The rule: when
+ * the heartbeat has not moved for --watchdog-timeout seconds and the worker has work in flight, the worker is
+ * killed (SIGKILL) and the ordinary restart path answers its requests, with DEVICE_HUNG. A worker without work
+ * in flight is left alone (an operator's debugger costs nobody anything) until work reaches it.
+ * The front-end measures with its own clock, between its own looks: when it was itself not running for a
+ * while (WD_STALL_MS between two looks, e.g. the whole host or the daemon was stopped), the watch begins
+ * afresh rather than blame the worker for the front-end's own gap.
+ * What it does not catch: a kernel that never ends (indistinguishable from a long one) and a worker whose
+ * command loop deadlocked while its heartbeat thread runs.
+ */
+#define WD_STALL_MS 1000
+
+/* Begins watching d's current worker afresh. Completion thread. */
+static void
+watchdog_reset(struct device *d)
+{
+	const struct wshm_hdr *h = (const struct wshm_hdr *)d->shm;
+	d->wd_beat = h ? atomic_load_explicit(&h->heartbeat, memory_order_relaxed) : 0;
+	d->wd_seen_ms = d->wd_poll_ms = now_ms();
+	d->hung_s = 0;
+}
+
+/* One look at d's heartbeat; kills the worker when the rule above says it hung (d->hung_s set; its exit is
+ * then reaped and restarted by the completion loop). Completion thread, without fe->lock. */
+static void
+watchdog_check(struct fe *fe, struct device *d)
+{
+	const struct wshm_hdr *h = (const struct wshm_hdr *)d->shm;
+	if (fe->cfg.watchdog_s == 0 || d->pid <= 0 || h == NULL || d->hung_s)
+		return;
+	uint64_t now = now_ms(), beat = atomic_load_explicit(&h->heartbeat, memory_order_relaxed);
+	bool gap = now - d->wd_poll_ms > WD_STALL_MS;
+	d->wd_poll_ms = now;
+	if (beat != d->wd_beat || gap) {
+		d->wd_beat = beat;
+		d->wd_seen_ms = now;
+		return;
+	}
+	uint64_t still = now - d->wd_seen_ms;
+	if (still < (uint64_t)fe->cfg.watchdog_s * 1000)
+		return;
+	pthread_mutex_lock(&fe->lock);
+	uint32_t inflight = d->in_flight;
+	pthread_mutex_unlock(&fe->lock);
+	if (inflight == 0)
+		return;
+	uint64_t busy = atomic_load_explicit(&h->busy_since_ms, memory_order_relaxed);
+	char loop[64] = "waiting for a record";
+	if (busy != 0)
+		snprintf(loop, sizeof(loop), "in one record for %.1f s", now > busy ? (now - busy) / 1000.0 : 0.0);
+	d->hung_s = (uint32_t)((still + 999) / 1000);
+	log_error("device %d: worker %d stopped making progress: no heartbeat for %.1f s with %u request(s) in "
+		  "flight (its command loop %s); killing it (--watchdog-timeout %u)",
+		  d->index, (int)d->pid, still / 1000.0, inflight, loop, fe->cfg.watchdog_s);
+	kill(d->pid, SIGKILL);
 }
 
 /* The worker died (its last records were read): fail its work, mark its objects stale, start the next
@@ -484,6 +560,7 @@ restart(struct fe *fe, struct device *d, int st)
 	d->restarts++;
 	do_sessions_mark_stale(fe, d, old);
 	pthread_mutex_unlock(&fe->lock);
+	d->hung_s = 0;
 
 	shm_destroy(d);
 	int rc = dev_launch(fe, d);
@@ -505,6 +582,7 @@ completion_main(void *arg)
 {
 	struct device *d = arg;
 	struct fe *fe = d->fe;
+	watchdog_reset(d);
 	for (;;) {
 		size_t len;
 		const unsigned char *rec = ring_peek(d->cpl, &len);
@@ -520,6 +598,7 @@ completion_main(void *arg)
 		int st;
 		pid_t w = d->pid > 0 ? waitpid(d->pid, &st, WNOHANG) : 0;
 		if (w != d->pid) {
+			watchdog_check(fe, d);
 			ring_wait_data(d->cpl, 50);
 			continue;
 		}
@@ -529,5 +608,6 @@ completion_main(void *arg)
 		}
 		if (restart(fe, d, st) != 0)
 			return NULL;
+		watchdog_reset(d);
 	}
 }

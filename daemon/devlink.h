@@ -21,7 +21,8 @@
 enum dev_state { DEV_STARTING, DEV_READY, DEV_RESTARTING, DEV_FAILED };
 
 /* Called by a device's completion thread with fe->lock held, once per request that left the worker: the
- * items of r carry the worker's results (or CONTEXT_LOST when the worker died). The callee owns r. */
+ * items of r carry the worker's results (or CONTEXT_LOST when the worker died, DEVICE_HUNG when the watchdog
+ * killed it). The callee owns r. */
 typedef void (*dev_done_fn)(struct fe *fe, struct request *r);
 
 struct device {
@@ -50,6 +51,11 @@ struct device {
 	uint32_t in_flight;
 	struct request *inflight; /* uthash on request id */
 	uint64_t allocations, alloc_bytes;
+	/* the watchdog (devlink.c), the completion thread's alone */
+	uint64_t wd_beat;    /* the worker's heartbeat as last seen */
+	uint64_t wd_seen_ms; /* when it last moved (or the watch began afresh) */
+	uint64_t wd_poll_ms; /* the completion thread's previous look */
+	uint32_t hung_s;     /* non-zero: the watchdog killed this generation after that many seconds */
 };
 
 /* Starts d's worker and waits for it to report its device (up to a minute). 0, or an error code with

@@ -59,6 +59,8 @@ enum {
 	O_ISOLATION,
 	O_ISOLATION_POOL,
 	O_SCRUB,
+	O_WATCHDOG,
+	O_EMU_THREADS,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -118,6 +120,12 @@ static const struct opt_row {
 	{"scrub", 1, O_SCRUB, "on|off",
 	 "clear freed device memory before it is handed out again (default on: the next session cannot read the "
 	 "last one's data; costs one device memset per freed block, see BENCHMARKS.md)"},
+	{"watchdog-timeout", 1, O_WATCHDOG, "SECONDS",
+	 "a worker with work in flight whose heartbeat (a thread of its own, which keeps beating while kernels run) "
+	 "stands this long is killed and restarted; its requests answer DEVICE_HUNG (default 5; 0: off)"},
+	{"emu-threads", 1, O_EMU_THREADS, "N",
+	 "threads that run the emulated device's streams, whatever their number (default 0: twice the cores, 4 to "
+	 "32)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -413,6 +421,8 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		return strcmp(arg, "session") != 0 && strcmp(arg, "shared") != 0;
 	case O_ISOLATION_POOL: return parse_uint(arg, 0, 64, &c->isolation_pool);
 	case O_SCRUB: c->scrub = strcmp(arg, "on") == 0; return strcmp(arg, "on") && strcmp(arg, "off");
+	case O_WATCHDOG: return parse_uint(arg, 0, 3600, &c->watchdog_s);
+	case O_EMU_THREADS: return parse_uint(arg, 0, 256, &c->emu_threads);
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);
@@ -566,6 +576,7 @@ main(int argc, char **argv)
 		wo.emu_mem = fe.cfg.emu_mem;
 		wo.pool_streams = fe.cfg.pool_streams;
 		wo.scrub = fe.cfg.scrub;
+		wo.emu_threads = fe.cfg.emu_threads;
 		return worker_main(&wo);
 	}
 	return serve(&fe);

@@ -17,10 +17,14 @@
 #ifndef CUA_WREC_H
 #define CUA_WREC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define WSHM_MAGIC 0x43554144u /* "CUAD" */
+
+/* The worker's heartbeat thread bumps `heartbeat` every WSHM_HEARTBEAT_MS. */
+#define WSHM_HEARTBEAT_MS 100
 
 struct wshm_hdr {
 	uint32_t magic, pad;
@@ -28,6 +32,16 @@ struct wshm_hdr {
 	uint64_t cpl_off, cpl_size;
 	uint64_t staging_off, staging_size;
 	uint64_t total;
+	/*
+	 * Liveness, written by the worker only (relaxed stores; the front-end's watchdog reads them, devlink.c).
+	 * heartbeat: bumped by a thread of the worker's own that does nothing else, so it keeps moving while a
+	 * kernel runs or the command loop sits in a long synchronous call, and stops only when the whole process
+	 * stops being scheduled (SIGSTOP, a debugger, a frozen cgroup, a process stuck in the driver).
+	 * busy_since_ms: CLOCK_MONOTONIC ms at which the command loop began its current record, 0 while it waits
+	 * for one (said in the watchdog's log line; not used to decide).
+	 */
+	_Alignas(64) _Atomic uint64_t heartbeat;
+	_Atomic uint64_t busy_since_ms;
 };
 
 /* Command kinds. "sync" commands run on the worker's main thread in record order; "stream" commands are

@@ -4,7 +4,7 @@
  * checks them, resolves host pointers and builds launch arguments.
  *
  * Threads: every wk_backend function is called on the worker's main thread, one call at a time. Stream work
- * is queued and finishes later on threads of the backend's own (emu: one per stream; cuda: the GPU and the
+ * is queued and finishes later on threads of the backend's own (emu: a bounded pool serving the streams in turn; cuda: the GPU and the
  * reactor); a backend reports its outcome only through the services below.
  *
  * Completion: the core never waits for stream work. After issuing a request it asks for one notice per stream

@@ -1,7 +1,9 @@
 /*
  * backend_emu.c — the emulated device: device memory is host memory behind fake device addresses, kernels
- * come from the built-in library (emu_kernels.c) and run on one thread per stream, in stream order. A fault
- * (an illegal address, bad_write) ends the worker exactly as a sticky CUDA fault does.
+ * come from the built-in library (emu_kernels.c). Stream work runs on a bounded pool of threads (--emu-threads):
+ * each stream is a FIFO served by at most one thread at a time, so its order holds, and the streams that have
+ * work take turns, one job each, so up to the pool's size of streams run at once whatever their number. A
+ * fault (an illegal address, bad_write) ends the worker exactly as a sticky CUDA fault does.
  */
 #include "config.h"
 
@@ -12,6 +14,7 @@
 #include "emu_kernels.h"
 #include "extent.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +24,12 @@
 
 #define EMU_ALIGN 256u
 #define EMU_MAX_STREAMS 4096u
+#define EMU_THREADS_MIN 8u /* the derived pool size: twice the cores, within these bounds */
+#define EMU_THREADS_MAX 32u
 
 enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE };
 
-/* One piece of stream work, queued by the main thread, run and freed by the stream's thread. */
+/* One piece of stream work, queued by the main thread, run and freed by a pool thread. */
 struct emu_job {
 	TAILQ_ENTRY(emu_job) link;
 	enum emu_job_kind kind;
@@ -51,16 +56,29 @@ struct emu_job {
 };
 TAILQ_HEAD(emu_jobs, emu_job);
 
+/* A stream: its FIFO of jobs, all under the pool's qlock. */
 struct emu_stream {
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;   /* work queued, or stop */
-	pthread_cond_t idle;   /* a job finished and someone drains (drainers > 0) */
-	struct emu_jobs jobs;  /* under lock */
-	uint64_t queued, done; /* jobs ever queued and finished, under lock */
+	TAILQ_ENTRY(emu_stream) ready_link; /* on pool.ready while it has jobs and no thread serves it */
+	struct emu_jobs jobs;
+	uint64_t queued, done; /* jobs ever queued and finished */
+	bool running;          /* a pool thread runs its first job now */
+	bool on_ready;
+	int priority; /* kept, not used: the pool serves streams in turn */
+};
+TAILQ_HEAD(emu_streams, emu_stream);
+
+/* The stream threads. A stream with jobs is on `ready` or running, never both; a thread takes the first ready
+ * stream, runs one job, and puts the stream back at the tail if it has more (round robin). */
+struct emu_pool {
+	pthread_mutex_t qlock;    /* every stream's jobs and flags, and the fields below */
+	pthread_cond_t work;      /* a stream became ready, or stop */
+	pthread_cond_t idle;      /* a job finished and someone drains (drainers > 0) */
+	struct emu_streams ready; /* streams waiting for a thread */
+	unsigned nready, busy;    /* streams on ready; threads running a job */
+	pthread_t *threads;       /* started on demand, up to max */
+	unsigned nthreads, max;
 	int drainers;
-	int priority;
-	int stop;
+	bool stop;
 };
 
 struct emu_alloc {
@@ -85,6 +103,7 @@ struct emu {
 	size_t nmodules;
 	struct emu_stream **streams;
 	size_t nstreams;
+	struct emu_pool pool;
 };
 
 void *
@@ -105,62 +124,123 @@ job_free(struct emu_job *j)
 	free(j);
 }
 
-/* A stream's thread: runs its jobs in order until stopped and drained. */
+/* A pool thread: serves ready streams, one job per turn, until stopped with nothing ready. */
 static void *
-stream_main(void *arg)
+pool_main(void *arg)
 {
-	void **a = arg;
-	struct emu *E = a[0];
-	struct emu_stream *s = a[1];
-	free(arg);
-	pthread_mutex_lock(&s->lock);
+	struct emu *E = arg;
+	struct emu_pool *P = &E->pool;
+	pthread_mutex_lock(&P->qlock);
 	for (;;) {
-		while (TAILQ_EMPTY(&s->jobs) && !s->stop)
-			pthread_cond_wait(&s->cond, &s->lock);
-		struct emu_job *j = TAILQ_FIRST(&s->jobs);
-		if (j == NULL) /* stop requested and drained */
+		struct emu_stream *s;
+		while ((s = TAILQ_FIRST(&P->ready)) == NULL && !P->stop)
+			pthread_cond_wait(&P->work, &P->qlock);
+		if (s == NULL) /* stop requested and nothing ready */
 			break;
+		TAILQ_REMOVE(&P->ready, s, ready_link);
+		P->nready--;
+		s->on_ready = false;
+		s->running = true;
+		P->busy++;
+		struct emu_job *j = TAILQ_FIRST(&s->jobs);
 		TAILQ_REMOVE(&s->jobs, j, link);
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&P->qlock);
 		run_job(E, j);
 		job_free(j);
-		pthread_mutex_lock(&s->lock);
+		pthread_mutex_lock(&P->qlock);
+		P->busy--;
 		s->done++;
-		if (s->drainers)
-			pthread_cond_broadcast(&s->idle);
+		s->running = false;
+		if (!TAILQ_EMPTY(&s->jobs)) {
+			TAILQ_INSERT_TAIL(&P->ready, s, ready_link);
+			s->on_ready = true;
+			if (++P->nready > 1) /* this thread takes one; a waiting one may take the other */
+				pthread_cond_signal(&P->work);
+		}
+		if (P->drainers)
+			pthread_cond_broadcast(&P->idle);
 	}
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&P->qlock);
 	return NULL;
+}
+
+/* Starts one more pool thread. 0 or an errno. Caller holds qlock (or is init). */
+static int
+pool_grow(struct emu *E)
+{
+	struct emu_pool *P = &E->pool;
+	if (P->nthreads == P->max)
+		return EAGAIN;
+	int rc = pthread_create(&P->threads[P->nthreads], NULL, pool_main, E);
+	if (rc == 0)
+		P->nthreads++;
+	return rc;
+}
+
+/* The pool of at most opts.emu_threads threads (0: twice the cores, EMU_THREADS_MIN..MAX), one started. */
+static int
+pool_init(struct emu *E, cua_err *e)
+{
+	struct emu_pool *P = &E->pool;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned max = E->w->opts.emu_threads;
+	if (max == 0) {
+		max = cores > 0 ? 2 * (unsigned)cores : EMU_THREADS_MIN;
+		max = max < EMU_THREADS_MIN ? EMU_THREADS_MIN : max > EMU_THREADS_MAX ? EMU_THREADS_MAX : max;
+	}
+	pthread_mutex_init(&P->qlock, NULL);
+	pthread_cond_init(&P->work, NULL);
+	pthread_cond_init(&P->idle, NULL);
+	TAILQ_INIT(&P->ready);
+	P->threads = calloc(max, sizeof(*P->threads));
+	if (P->threads == NULL)
+		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+	P->max = max;
+	if (pool_grow(E) != 0)
+		return cua_err_set(e, CUA_ENOMEM, "emulated device: cannot start a stream thread");
+	return 0;
+}
+
+/* Stops the pool's threads once nothing is ready (callers drain the streams first). */
+static void
+pool_fini(struct emu *E)
+{
+	struct emu_pool *P = &E->pool;
+	pthread_mutex_lock(&P->qlock);
+	P->stop = true;
+	pthread_cond_broadcast(&P->work);
+	pthread_mutex_unlock(&P->qlock);
+	for (unsigned i = 0; i < P->nthreads; i++)
+		pthread_join(P->threads[i], NULL);
+	free(P->threads);
+	pthread_mutex_destroy(&P->qlock);
+	pthread_cond_destroy(&P->work);
+	pthread_cond_destroy(&P->idle);
 }
 
 /* Waits until everything queued on s so far has run. Main thread; allocates nothing. */
 static void
-stream_drain(struct emu_stream *s)
+stream_drain(struct emu *E, struct emu_stream *s)
 {
-	pthread_mutex_lock(&s->lock);
+	struct emu_pool *P = &E->pool;
+	pthread_mutex_lock(&P->qlock);
 	uint64_t target = s->queued;
-	s->drainers++;
+	P->drainers++;
 	while (s->done < target)
-		pthread_cond_wait(&s->idle, &s->lock);
-	s->drainers--;
-	pthread_mutex_unlock(&s->lock);
+		pthread_cond_wait(&P->idle, &P->qlock);
+	P->drainers--;
+	pthread_mutex_unlock(&P->qlock);
 }
 
+/* Runs what is queued on s, then frees it; s is no longer in the table, so nothing more is queued on it. */
 static void
-stream_stop(struct emu_stream *s)
+stream_stop(struct emu *E, struct emu_stream *s)
 {
-	pthread_mutex_lock(&s->lock);
-	s->stop = 1;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->thread, NULL); /* runs what is queued first */
-	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->cond);
-	pthread_cond_destroy(&s->idle);
+	stream_drain(E, s);
 	free(s);
 }
 
-/* A stream and its thread, in a free slot. Caller holds E->lock. */
+/* A stream in a free slot. Caller holds E->lock. */
 static int
 stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e)
 {
@@ -181,27 +261,10 @@ stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e)
 		E->streams[E->nstreams++] = NULL;
 	}
 	struct emu_stream *s = calloc(1, sizeof(*s));
-	void **arg = malloc(2 * sizeof(void *));
-	if (s == NULL || arg == NULL) {
-		free(s);
-		free(arg);
+	if (s == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
-	}
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
-	pthread_cond_init(&s->idle, NULL);
 	TAILQ_INIT(&s->jobs);
 	s->priority = priority;
-	arg[0] = E;
-	arg[1] = s;
-	if (pthread_create(&s->thread, NULL, stream_main, arg) != 0) {
-		pthread_mutex_destroy(&s->lock);
-		pthread_cond_destroy(&s->cond);
-		pthread_cond_destroy(&s->idle);
-		free(s);
-		free(arg);
-		return cua_err_set(e, CUA_ENOMEM, "emulated device: cannot start a stream thread");
-	}
 	E->streams[slot] = s; /* transferred */
 	*sid = (uint32_t)slot;
 	return 0;
@@ -229,6 +292,9 @@ emu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	pthread_mutex_init(&E->lock, NULL);
 	if (extent_init(&E->alloc, E->size, EMU_ALIGN) != 0)
 		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+	int r = pool_init(E, e);
+	if (r != 0)
+		return r;
 	memset(info, 0, sizeof(*info));
 	snprintf(info->name, sizeof(info->name), "cuasync emulated device %d", w->opts.device);
 	snprintf(info->backend, sizeof(info->backend), "emu");
@@ -241,7 +307,7 @@ emu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
 	for (unsigned i = 0; i < info->pool_streams; i++) {
 		uint32_t sid;
-		int r = stream_new(E, 0, &sid, e);
+		r = stream_new(E, 0, &sid, e);
 		if (r != 0)
 			return r;
 	}
@@ -254,7 +320,8 @@ emu_fini(struct wk *w)
 	struct emu *E = w->be_state;
 	for (size_t i = 0; i < E->nstreams; i++)
 		if (E->streams[i])
-			stream_stop(E->streams[i]);
+			stream_stop(E, E->streams[i]);
+	pool_fini(E);
 	free(E->streams);
 	free(E->modules);
 	free(E->allocs);
@@ -432,7 +499,7 @@ emu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e)
 	struct emu_stream *s = E->streams[sid];
 	E->streams[sid] = NULL;
 	pthread_mutex_unlock(&E->lock);
-	stream_stop(s); /* runs what is queued first */
+	stream_stop(E, s); /* runs what is queued first */
 	return 0;
 }
 
@@ -452,7 +519,7 @@ call_kernel(void **params, size_t n, void *ud)
 	return L->k->fn(L->E, L->d, params, L->fault, sizeof(L->fault)) == 0 ? 0 : -1;
 }
 
-/* Runs a kernel over its copied argument buffer, on the stream's thread. */
+/* Runs a kernel over its copied argument buffer, on a pool thread. */
 static void
 run_launch(struct emu *E, struct emu_job *j)
 {
@@ -479,7 +546,7 @@ run_memset(struct emu *E, struct emu_job *j)
 			memcpy(dst + i * width, &j->u.set.value, width); /* little-endian low bytes */
 }
 
-/* Runs one job on its stream's thread. A fault ends the worker (wk_fatal). */
+/* Runs one job on a pool thread. A fault ends the worker (wk_fatal). */
 static void
 run_job(struct emu *E, struct emu_job *j)
 {
@@ -543,11 +610,24 @@ enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e)
 		job_free(j);
 		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
 	}
-	pthread_mutex_lock(&s->lock);
+	struct emu_pool *P = &E->pool;
+	pthread_mutex_lock(&P->qlock);
 	TAILQ_INSERT_TAIL(&s->jobs, j, link); /* transferred */
 	s->queued++;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	if (!s->running && !s->on_ready) {
+		TAILQ_INSERT_TAIL(&P->ready, s, ready_link);
+		s->on_ready = true;
+		P->nready++;
+		/* more streams to run than threads that could take them: one more thread, up to the bound */
+		if (P->busy + P->nready > P->nthreads && P->nthreads < P->max) {
+			int rc = pool_grow(E);
+			if (rc != 0)
+				log_warn("emulated device: cannot start stream thread %u: %s", P->nthreads + 1,
+					 strerror(rc));
+		}
+		pthread_cond_signal(&P->work);
+	}
+	pthread_mutex_unlock(&P->qlock);
 	return 0;
 }
 
@@ -641,7 +721,7 @@ emu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
 		struct emu_stream *s = stream_get(E, sid);
 		log_warn("emulated device: no memory for a completion marker on stream %u; waiting for it", sid);
 		if (s != NULL)
-			stream_drain(s);
+			stream_drain(E, s);
 	}
 	done(w, tag); /* an unknown stream has nothing queued */
 }

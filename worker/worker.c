@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Exit status of a worker that stopped on a sticky fault (the front-end restarts it). */
@@ -377,6 +378,52 @@ hello(struct wk *w, int status, const char *detail)
 		emit_uniform(w, 0, 1, (uint32_t)status, detail && *detail ? detail : cua_strerror(status), NULL, 0);
 }
 
+/* ------------------------------------------------------------------ heartbeat */
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * The heartbeat thread: bumps the region's heartbeat every WSHM_HEARTBEAT_MS and does nothing else, so that it
+ * beats while the command loop waits on the device (a long kernel, a module load waiting for running kernels,
+ * a drain) and stops only when the process stops being scheduled. The front-end's watchdog (devlink.c) kills a
+ * worker whose heartbeat stands while it has work in flight. Runs until the process exits.
+ */
+static void *
+heartbeat_main(void *arg)
+{
+	struct wshm_hdr *h = arg;
+	const struct timespec period = {0, WSHM_HEARTBEAT_MS * 1000000L};
+	for (;;) {
+		atomic_fetch_add_explicit(&h->heartbeat, 1, memory_order_relaxed);
+		nanosleep(&period, NULL);
+	}
+	return NULL;
+}
+
+/* Starts the heartbeat thread (detached, all signals blocked). 0, or -1 after logging why. */
+static int
+heartbeat_start(struct wk *w)
+{
+	pthread_t t;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&t, NULL, heartbeat_main, w->shm);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		log_error("cannot start the heartbeat thread: %s", strerror(rc));
+		return -1;
+	}
+	pthread_detach(t);
+	return 0;
+}
+
 /* Maps the shared region from fd (and closes it). 0, or -1 after logging why. */
 static int
 map_region(struct wk *w, int fd)
@@ -441,7 +488,7 @@ worker_main(const struct worker_opts *o)
 	memset(&w, 0, sizeof(w));
 	w.opts = *o;
 	pthread_mutex_init(&w.cpl_lock, NULL);
-	if (map_region(&w, o->shm_fd) != 0)
+	if (map_region(&w, o->shm_fd) != 0 || heartbeat_start(&w) != 0)
 		return 1;
 	cua_err e;
 	cua_err_clear(&e);
@@ -455,6 +502,7 @@ worker_main(const struct worker_opts *o)
 		 w.info.sm_minor, w.be->name, o->generation);
 	hello(&w, 0, NULL);
 
+	struct wshm_hdr *hdr = (struct wshm_hdr *)w.shm;
 	for (;;) {
 		size_t len;
 		const void *rec = ring_peek(w.cmd, &len);
@@ -466,7 +514,9 @@ worker_main(const struct worker_opts *o)
 		}
 		if (len == 0) /* the front-end's shutdown record */
 			break;
+		atomic_store_explicit(&hdr->busy_since_ms, mono_ms(), memory_order_relaxed);
 		handle_record(&w, rec, len);
+		atomic_store_explicit(&hdr->busy_since_ms, 0, memory_order_relaxed);
 		ring_release(w.cmd);
 	}
 	w.be->fini(&w);

@@ -21,6 +21,8 @@ struct worker_opts {
 	uint64_t emu_mem;
 	unsigned pool_streams;
 	bool scrub; /* clear device memory on free before it can be allocated again (backend.h: mem_free) */
+	/* emu: the most threads running stream work (0: derived from the cores) */
+	unsigned emu_threads;
 };
 
 /* Runs the worker in the calling (freshly exec'd) process until the front-end's shutdown record or its death.
