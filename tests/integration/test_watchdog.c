@@ -28,7 +28,7 @@ up_watchdog(void)
 static void
 up_threads(void)
 {
-	static const char *const args[] = {"--emu-threads", "4", NULL};
+	static const char *const args[] = {"--emu-threads", "4", "--session-streams", "2000", NULL};
 	daemon_start(&D, args);
 }
 
