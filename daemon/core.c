@@ -39,6 +39,8 @@ config_defaults(struct config *c)
 	c->isolation = ISO_SHARED;
 	c->isolation_pool = 1;
 	c->scrub = true;
+	c->drain_timeout = 30; /* a systemd stop waits 90 s before SIGKILL */
+	c->hello_timeout = 10;
 }
 
 void
