@@ -47,7 +47,7 @@ extern "C" {
 	X(CUA_EBUSY, "BUSY", 17, "the object is in use by work in flight: synchronize first")                          \
 	X(CUA_ENO_DEVICE, "NO_DEVICE", 18, "no usable device: see the daemon log for why")                             \
 	X(CUA_EUNSUPPORTED, "UNSUPPORTED", 19, "not supported by this backend or build")                               \
-	X(CUA_EMODULE, "MODULE", 20, "the module image was rejected; the message holds the JIT/loader log")          \
+	X(CUA_EMODULE, "MODULE", 20, "the module image was rejected; the message holds the JIT/loader log")            \
 	X(CUA_EDEVICE_HUNG, "DEVICE_HUNG", 21,                                                                         \
 	  "the device's worker stopped making progress and was restarted; recreate modules, memory and streams")       \
 	X(CUA_ESHUTTING_DOWN, "SHUTTING_DOWN", 22,                                                                     \

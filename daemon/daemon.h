@@ -52,7 +52,7 @@ struct config {
 	enum isolation { ISO_SHARED, ISO_SESSION } isolation; /* one worker per device, or per session */
 	unsigned isolation_pool;                              /* ISO_SESSION: idle workers kept ready per device */
 	int operator_mode;                                    /* the operator socket's permissions */
-	bool scrub; /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
+	bool scrub;             /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
 	unsigned drain_timeout; /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
 	unsigned hello_timeout; /* s: a connection that has not said HELLO by then is closed (0: never) */
 	const char *self_exe;
@@ -113,7 +113,7 @@ struct fe {
 	uint64_t start_ms;
 	uint64_t listener_restarts;
 	atomic_int stopping;
-	bool draining;           /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
+	bool draining;             /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
 	uint32_t client_in_flight; /* client requests (not cleanups) inside the workers */
 };
 

@@ -191,8 +191,8 @@ edge_flush(struct edge *ed, unsigned timeout_ms)
 		nanosleep(&ts, NULL);
 	}
 	if (atomic_load(&ed->sends) > 0)
-		log_warn("%u replies not sent after %u ms (their clients do not read); dropped", atomic_load(&ed->sends),
-			 timeout_ms);
+		log_warn("%u replies not sent after %u ms (their clients do not read); dropped",
+			 atomic_load(&ed->sends), timeout_ms);
 	/* A completed send was handed to the connection, which writes it at once when the peer's socket has
 	 * room; give the last write of each connection a moment to leave before closing. */
 	struct timespec ts = {0, 50 * 1000 * 1000};

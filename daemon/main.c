@@ -524,8 +524,8 @@ drain(struct fe *fe, struct edge *ed, const sigset_t *set)
 	while ((n = request_in_flight(fe)) > 0) {
 		uint64_t now = now_ms();
 		if (now >= deadline) {
-			log_warn("deadline passed (--drain-timeout %u s): %u request(s) abandoned", fe->cfg.drain_timeout,
-				 n);
+			log_warn("deadline passed (--drain-timeout %u s): %u request(s) abandoned",
+				 fe->cfg.drain_timeout, n);
 			break;
 		}
 		uint64_t wait = deadline - now < 10 ? deadline - now : 10;
