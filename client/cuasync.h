@@ -49,7 +49,9 @@ extern "C" {
 	X(CUA_EUNSUPPORTED, "UNSUPPORTED", 19, "not supported by this backend or build")                               \
 	X(CUA_EMODULE, "MODULE", 20, "the module image was rejected; the message holds the JIT/loader log")            \
 	X(CUA_EDEVICE_HUNG, "DEVICE_HUNG", 21,                                                                         \
-	  "the device's worker stopped making progress and was restarted; recreate modules, memory and streams")
+	  "the device's worker stopped making progress and was restarted; recreate modules, memory and streams")       \
+	X(CUA_ESHUTTING_DOWN, "SHUTTING_DOWN", 22,                                                                     \
+	  "cuasyncd is shutting down and did not run this request: reconnect (to its successor) and send it again")
 
 enum cua_status {
 #define CUA_X_ENUM(code, name, value, msg) code = value,

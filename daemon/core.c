@@ -46,7 +46,9 @@ config_defaults(struct config *c)
 	c->isolation = ISO_SHARED;
 	c->isolation_pool = 1;
 	c->scrub = true;
-	c->watchdog_s = 5; /* well above a scheduling hiccup of a busy host, well below a client's patience */
+	c->watchdog_s = 5;     /* well above a scheduling hiccup of a busy host, well below a client's patience */
+	c->drain_timeout = 30; /* a systemd stop waits 90 s before SIGKILL */
+	c->hello_timeout = 10;
 }
 
 void

@@ -61,7 +61,10 @@ struct config {
 	/* --watchdog-timeout: a worker with work in flight whose heartbeat stands this long is killed and
 	 * restarted (devlink.c); 0: off */
 	unsigned watchdog_s;
-	unsigned emu_threads; /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
+	unsigned emu_threads;   /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
+	bool scrub;             /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
+	unsigned drain_timeout; /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
+	unsigned hello_timeout; /* s: a connection that has not said HELLO by then is closed (0: never) */
 	const char *self_exe;
 };
 
@@ -120,6 +123,8 @@ struct fe {
 	uint64_t start_ms;
 	uint64_t listener_restarts;
 	atomic_int stopping;
+	bool draining;             /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
+	uint32_t client_in_flight; /* client requests (not cleanups) inside the workers */
 };
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */

@@ -8,11 +8,17 @@
  * negotiates, it just never hands the pipe over); a listener that fails within LISTENER_PROBE_TIMEOUT_MS is
  * closed and started again on the same URL. Probe connections are recognised (by peer pid for ipc, by
  * source port for tcp) and never become sessions. tls+tcp:// listeners are not probed.
+ *
+ * On the same tick the watchdog closes connections that completed the SP handshake but did not say HELLO
+ * within --hello-timeout (nng_pipe_close is not allowed inside the pipe callback). A connection that never
+ * completes the SP handshake is NNG's: its ipc and tcp transports give up negotiating after 10 s (hard-wired
+ * in NNG 1.5.2, src/sp/transport/{ipc,tcp}) and close it; until then it has no pipe the daemon could see.
  */
 #include "config.h"
 
 #include "cua_log.h"
 #include "edge.h"
+#include "request.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -164,20 +170,38 @@ edge_listener_is_probe(struct edge *ed, nng_pipe p)
 	return false;
 }
 
+/* Closes the connections that did not say HELLO in time. */
+static void
+close_overdue(struct edge *ed)
+{
+	uint32_t pipes[64];
+	unsigned n;
+	while ((n = request_hello_overdue(ed->fe, pipes, 64)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			nng_pipe p = NNG_PIPE_INITIALIZER;
+			p.id = pipes[i];
+			nng_pipe_close(p);
+		}
+		log_info("closed %u connection(s) that sent no HELLO within %u s (--hello-timeout)", n,
+			 ed->fe->cfg.hello_timeout);
+	}
+}
+
 static void *
 watchdog_main(void *arg)
 {
 	struct edge *ed = arg;
 	pthread_mutex_lock(&ed->wd_lock);
-	while (!atomic_load(&ed->stopping)) {
+	while (!atomic_load(&ed->stopping) && !atomic_load(&ed->quiet)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += LISTENER_PROBE_MS * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
 		ts.tv_nsec %= 1000000000L;
 		pthread_cond_timedwait(&ed->wd_cond, &ed->wd_lock, &ts);
-		if (atomic_load(&ed->stopping))
+		if (atomic_load(&ed->stopping) || atomic_load(&ed->quiet))
 			break;
+		close_overdue(ed);
 		for (int i = 0; i < ed->nlisteners; i++) {
 			struct edge_listener *fl = &ed->listeners[i];
 			if (fl->kind == EL_OTHER || probe(ed, fl) == 0)

@@ -12,6 +12,8 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* An NNG context with its aio: receives a request, later sends its reply. */
 struct edge_ctx {
@@ -25,6 +27,7 @@ static void
 ctx_send(struct edge_ctx *c, nng_msg *m)
 {
 	c->sending = 1;
+	atomic_fetch_add(&c->ed->sends, 1);
 	nng_aio_set_msg(c->aio, m);
 	nng_ctx_send(c->ctx, c->aio);
 }
@@ -72,6 +75,7 @@ ctx_cb(void *arg)
 	int rv = nng_aio_result(c->aio);
 	if (c->sending) {
 		c->sending = 0;
+		atomic_fetch_sub(&ed->sends, 1);
 		if (rv != 0) {
 			nng_msg *m = nng_aio_get_msg(c->aio);
 			if (m)
@@ -100,7 +104,10 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	struct edge *ed = arg;
 	/* No NNG calls on the socket in here (it runs inside NNG's pipe handling): closing a session, which
 	 * may answer requests, is left to the dispatcher thread. */
-	if (ev == NNG_PIPE_EV_ADD_POST && edge_listener_is_probe(ed, p))
+	if (ev == NNG_PIPE_EV_ADD_PRE) {
+		if (atomic_load(&ed->quiet))
+			nng_pipe_close(p); /* shutting down: allowed here, the socket never sees the pipe */
+	} else if (ev == NNG_PIPE_EV_ADD_POST && edge_listener_is_probe(ed, p))
 		atomic_fetch_add(&ed->probe_adds, 1); /* the listener watchdog's probe: not a client */
 	else if (ev == NNG_PIPE_EV_ADD_POST)
 		request_pipe_added(ed->fe, nng_pipe_id(p));
@@ -142,6 +149,7 @@ edge_start(struct edge *ed, struct fe *fe)
 		return -1;
 	}
 	nng_socket_set_size(ed->sock, NNG_OPT_RECVMAXSZ, fe->cfg.max_message);
+	nng_pipe_notify(ed->sock, NNG_PIPE_EV_ADD_PRE, pipe_cb, ed);
 	nng_pipe_notify(ed->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, ed);
 	nng_pipe_notify(ed->sock, NNG_PIPE_EV_REM_POST, pipe_cb, ed);
 	if (open_contexts(ed, fe->cfg.contexts) != 0)
@@ -162,6 +170,33 @@ edge_start(struct edge *ed, struct fe *fe)
 	for (unsigned i = 0; i < ed->nctxs; i++)
 		nng_ctx_recv(ed->ctxs[i].ctx, ed->ctxs[i].aio);
 	return 0;
+}
+
+void
+edge_quiesce(struct edge *ed)
+{
+	atomic_store(&ed->quiet, 1);
+	edge_watchdog_stop(ed); /* it would restart a listener whose socket file went */
+	for (int i = 0; i < ed->nlisteners; i++)
+		if (ed->listeners[i].kind == EL_IPC && unlink(ed->listeners[i].url + 6) == 0)
+			log_info("%s removed: no new connections", ed->listeners[i].url);
+}
+
+void
+edge_flush(struct edge *ed, unsigned timeout_ms)
+{
+	uint64_t until = now_ms() + timeout_ms;
+	while (atomic_load(&ed->sends) > 0 && now_ms() < until) {
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (atomic_load(&ed->sends) > 0)
+		log_warn("%u replies not sent after %u ms (their clients do not read); dropped",
+			 atomic_load(&ed->sends), timeout_ms);
+	/* A completed send was handed to the connection, which writes it at once when the peer's socket has
+	 * room; give the last write of each connection a moment to leave before closing. */
+	struct timespec ts = {0, 50 * 1000 * 1000};
+	nanosleep(&ts, NULL);
 }
 
 void

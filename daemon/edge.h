@@ -37,6 +37,8 @@ struct edge {
 	atomic_ushort probe_port;
 	atomic_uint_fast64_t probe_adds; /* probe pipes the socket has seen */
 	atomic_int stopping;
+	atomic_int quiet;  /* edge_quiesce: new connections are refused */
+	atomic_uint sends; /* replies handed to NNG whose send has not completed */
 };
 
 /* Opens the socket, its contexts and the listeners of fe->cfg, and starts receiving. Sets fe->edge.
@@ -45,6 +47,15 @@ int edge_start(struct edge *ed, struct fe *fe);
 /* Stops receiving: closes the socket and waits for the contexts' callbacks to finish. After it, nothing
  * calls into the core from NNG. Main thread, without fe->lock. */
 void edge_stop(struct edge *ed);
+/* Graceful shutdown, step one: stops accepting connections while those open keep being served. The
+ * watchdog stops, the ipc:// socket files (clients' and operator's) are removed so that nobody can connect,
+ * and a connection that still completes its handshake (tcp://) is closed at once. (NNG closes a listener's
+ * connections with the listener, so the listeners stay open until edge_stop.) Main thread. */
+void edge_quiesce(struct edge *ed);
+/* Waits until every reply handed to NNG has been passed to its connection, at most timeout_ms (a client that
+ * does not read can hold its replies back), so that edge_stop does not drop answers. Main thread. */
+void edge_flush(struct edge *ed, unsigned timeout_ms);
+
 /* Frees the contexts and what NNG still holds (after the core freed its requests). */
 void edge_fini(struct edge *ed);
 
@@ -54,6 +65,8 @@ int edge_listener_open(struct edge *ed, struct edge_listener *el);
 bool edge_pipe_is_operator(struct edge *ed, nng_pipe p);
 /* true when p is the watchdog's own probe connection, not a client. Any thread. */
 bool edge_listener_is_probe(struct edge *ed, nng_pipe p);
+/* The watchdog also closes the connections that did not say HELLO in time (request_hello_overdue): closing a
+ * pipe is not allowed inside NNG's pipe callback, so it is done from this thread. */
 int edge_watchdog_start(struct edge *ed);
 void edge_watchdog_stop(struct edge *ed);
 

@@ -61,6 +61,8 @@ enum {
 	O_SCRUB,
 	O_WATCHDOG,
 	O_EMU_THREADS,
+	O_DRAIN_TIMEOUT,
+	O_HELLO_TIMEOUT,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -126,6 +128,10 @@ static const struct opt_row {
 	{"emu-threads", 1, O_EMU_THREADS, "N",
 	 "threads that run the emulated device's streams, whatever their number (default 0: twice the cores, 4 to "
 	 "32)"},
+	{"drain-timeout", 1, O_DRAIN_TIMEOUT, "SECONDS",
+	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway (default 30)"},
+	{"hello-timeout", 1, O_HELLO_TIMEOUT, "SECONDS",
+	 "close a connection that has not sent HELLO after this long (default 10; 0: never)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -423,6 +429,8 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SCRUB: c->scrub = strcmp(arg, "on") == 0; return strcmp(arg, "on") && strcmp(arg, "off");
 	case O_WATCHDOG: return parse_uint(arg, 0, 3600, &c->watchdog_s);
 	case O_EMU_THREADS: return parse_uint(arg, 0, 256, &c->emu_threads);
+	case O_DRAIN_TIMEOUT: return parse_uint(arg, 0, 86400, &c->drain_timeout);
+	case O_HELLO_TIMEOUT: return parse_uint(arg, 0, 86400, &c->hello_timeout);
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);
@@ -521,7 +529,64 @@ settle_config(struct config *c)
 	return 0;
 }
 
-/* The daemon: devices, dispatcher, edge; then waits for SIGINT/SIGTERM and stops in reverse order. */
+/* SIGHUP. There is no configuration file yet, so nothing to re-read; this is where reading it will go (limits,
+ * logging; what cannot change without a restart said in the log). Sessions are not touched either way. */
+static void
+reload(struct fe *fe)
+{
+	(void)fe;
+	log_info("SIGHUP: no configuration file to reload; nothing changed, every session keeps being served");
+}
+
+/* Waits for the signal that stops the daemon, handling SIGHUP meanwhile. Returns that signal. */
+static int
+wait_for_stop(struct fe *fe, const sigset_t *set)
+{
+	int sig = 0;
+	for (;;) {
+		if (sigwait(set, &sig) != 0)
+			continue;
+		if (sig != SIGHUP)
+			return sig;
+		reload(fe);
+	}
+}
+
+/* Graceful shutdown: no new connections or requests, queued work answered SHUTTING_DOWN, the work inside the
+ * workers waited for until --drain-timeout or a second SIGTERM/SIGINT, its replies flushed. What is still in
+ * the workers after that is abandoned: edge_stop closes its connection unanswered. */
+static void
+drain(struct fe *fe, struct edge *ed, const sigset_t *set)
+{
+	edge_quiesce(ed);
+	uint32_t n = request_drain_begin(fe);
+	uint64_t deadline = now_ms() + (uint64_t)fe->cfg.drain_timeout * 1000u;
+	if (n > 0)
+		log_info("draining %u request(s) in the workers (up to %u s; SIGTERM again stops at once)", n,
+			 fe->cfg.drain_timeout);
+	while ((n = request_in_flight(fe)) > 0) {
+		uint64_t now = now_ms();
+		if (now >= deadline) {
+			log_warn("deadline passed (--drain-timeout %u s): %u request(s) abandoned",
+				 fe->cfg.drain_timeout, n);
+			break;
+		}
+		uint64_t wait = deadline - now < 10 ? deadline - now : 10;
+		struct timespec ts = {0, (long)wait * 1000000L};
+		int sig = sigtimedwait(set, NULL, &ts);
+		if (sig == SIGHUP) {
+			log_info("SIGHUP while shutting down: ignored");
+		} else if (sig > 0) {
+			log_warn("signal %d again: stopping now, %u request(s) abandoned", sig, n);
+			break;
+		}
+	}
+	if (n == 0)
+		log_info("drained");
+	edge_flush(ed, 2000);
+}
+
+/* The daemon: devices, dispatcher, edge; then serves until SIGINT/SIGTERM, drains and stops in reverse order. */
 static int
 serve(struct fe *fe)
 {
@@ -541,6 +606,7 @@ serve(struct fe *fe)
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &block, NULL); /* threads inherit the mask; main waits for the signals */
 	if (choose_backend(fe) != 0 || (usable = start_devices(fe)) <= 0)
 		return 1;
@@ -552,8 +618,9 @@ serve(struct fe *fe)
 		close(fe->cfg.ready_fd);
 	}
 	sd_notify_ready();
-	sigwait(&block, &sig);
+	sig = wait_for_stop(fe, &block);
 	log_info("signal %d: shutting down", sig);
+	drain(fe, &ed, &block);
 	edge_stop(&ed);
 	request_stop(fe);
 	edge_fini(&ed);

@@ -146,6 +146,8 @@ do_request_finish(struct fe *fe, struct request *r)
 void
 do_request_done(struct fe *fe, struct request *r)
 {
+	if (r->kind == REQ_CLIENT)
+		fe->client_in_flight--;
 	r->s->in_flight--;
 	r->s->dev_in_flight[r->dev]--;
 	do_request_finish(fe, r);
@@ -307,6 +309,11 @@ request_receive(struct fe *fe, const struct incoming *in)
 	r->decoded = true;
 	pthread_mutex_lock(&fe->lock);
 	fe->requests++;
+	if (fe->draining) { /* no new work: nothing of it ran */
+		do_answer_early(fe, r->reply_ctx, r->w.op, CUA_ESHUTTING_DOWN,
+				"cuasyncd is shutting down and takes no new requests");
+		goto drop;
+	}
 	if (rc != 0) {
 		log_debug("pipe %u: undecodable request (seq %s%llu): %s: %s", in->pipe,
 			  r->w.has_header ? "" : "unread ", (unsigned long long)r->w.seq, cua_strerror_name(rc),
@@ -386,6 +393,8 @@ do_dispatch(struct fe *fe, struct request *r)
 		do_request_finish(fe, r);
 		return SCHED_ANSWERED;
 	}
+	if (r->kind == REQ_CLIENT)
+		fe->client_in_flight++;
 	r->s->in_flight++;
 	r->s->dev_in_flight[r->dev]++;
 	return SCHED_SENT;
@@ -482,9 +491,9 @@ cleanup_request(struct fe *fe, struct session *s, int dev)
 	return r;
 }
 
-/* Answers every request of q with CLOSED (refused ones were answered already). */
+/* Answers every request of q with status (refused ones were answered already). */
 static void
-do_answer_closed(struct fe *fe, struct request_queue *q, const char *why)
+do_answer_all(struct fe *fe, struct request_queue *q, int status, const char *why)
 {
 	struct request *r;
 	while ((r = TAILQ_FIRST(q)) != NULL) {
@@ -493,7 +502,7 @@ do_answer_closed(struct fe *fe, struct request_queue *q, const char *why)
 			request_free(fe, r);
 			continue;
 		}
-		request_fail(r, CUA_ECLOSED, "%s", why);
+		request_fail(r, status, "%s", why);
 		do_request_finish(fe, r);
 	}
 }
@@ -508,9 +517,9 @@ do_request_close_session(struct fe *fe, struct session *s)
 	 * them now so their receive contexts recycle (before closing is set, so that answering them cannot free
 	 * the session under us). */
 	do_sched_take_parked(s, &q);
-	do_answer_closed(fe, &q, "the connection closed before this request's turn");
+	do_answer_all(fe, &q, CUA_ECLOSED, "the connection closed before this request's turn");
 	do_sched_take_queued(s, &q);
-	do_answer_closed(fe, &q, "the connection closed before this request ran");
+	do_answer_all(fe, &q, CUA_ECLOSED, "the connection closed before this request ran");
 	s->closing = true;
 	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
 	/* Release its device objects through the shared workers, after its work in flight (a session's own
@@ -533,6 +542,60 @@ do_request_close_session(struct fe *fe, struct session *s)
 	memset(s->dev_bytes, 0, sizeof(s->dev_bytes));
 	s->module_bytes = s->host_bytes = 0;
 	do_sched_session_release(fe, s);
+}
+
+/* ------------------------------------------------------------------ deadlines and shutdown */
+
+unsigned
+request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max)
+{
+	unsigned n = 0;
+	struct session *s;
+	pthread_mutex_lock(&fe->lock);
+	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = now_ms();
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	{
+		if (n == max || limit == 0)
+			break;
+		if (s->hello || s->hello_overdue || s->pipe_gone || s->closing || now - s->born_ms < limit)
+			continue;
+		s->hello_overdue = true;
+		pipes[n++] = s->pipe;
+	}
+	pthread_mutex_unlock(&fe->lock);
+	return n;
+}
+
+uint32_t
+request_drain_begin(struct fe *fe)
+{
+	struct request_queue q;
+	struct session *s, *next;
+	pthread_mutex_lock(&fe->lock);
+	fe->draining = true;
+	for (s = TAILQ_FIRST(&fe->sessions); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, link);
+		if (s->closing)
+			continue;
+		do_sched_take_parked(s, &q);
+		do_answer_all(fe, &q, CUA_ESHUTTING_DOWN,
+			      "cuasyncd is shutting down: this request was waiting for an earlier one and did not run");
+		do_sched_take_queued(s, &q);
+		do_answer_all(fe, &q, CUA_ESHUTTING_DOWN,
+			      "cuasyncd is shutting down: this request was waiting for a worker and did not run");
+	}
+	uint32_t n = fe->client_in_flight;
+	pthread_mutex_unlock(&fe->lock);
+	return n;
+}
+
+uint32_t
+request_in_flight(struct fe *fe)
+{
+	pthread_mutex_lock(&fe->lock);
+	uint32_t n = fe->client_in_flight;
+	pthread_mutex_unlock(&fe->lock);
+	return n;
 }
 
 /* ------------------------------------------------------------------ start / stop */

@@ -108,6 +108,17 @@ void request_pipe_removed(struct fe *fe, uint32_t pipe);
 /* Dispatcher thread, fe->lock held: closes s (see request_pipe_removed). */
 void do_request_close_session(struct fe *fe, struct session *s);
 
+/* Graceful shutdown (main thread, without fe->lock). request_drain_begin: from now on every new request is
+ * answered SHUTTING_DOWN at once, and so is every request that waits for its turn (parked) or for a worker
+ * (queued); the requests already inside the workers run on and are answered with their real completion.
+ * Returns how many of those there are. request_in_flight: how many are left (0: drained). */
+uint32_t request_drain_begin(struct fe *fe);
+uint32_t request_in_flight(struct fe *fe);
+
+/* The connections that have not said HELLO within --hello-timeout, marked so that each is reported once:
+ * up to max pipe ids into pipes, for the edge to close. Returns how many. Any thread, without fe->lock. */
+unsigned request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max);
+
 /* A request's last step: its reply goes out (or is recorded for fire-and-forget), staging is released,
  * and r is freed. Caller holds fe->lock. Takes r. */
 void do_request_finish(struct fe *fe, struct request *r);

@@ -30,6 +30,7 @@ do_session_new(struct fe *fe, uint32_t pipe)
 	s->id = ++fe->next_session;
 	s->pipe = pipe;
 	s->next_seq = 1;
+	s->born_ms = now_ms();
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->parked);
 	struct timespec ts;
