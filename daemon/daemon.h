@@ -62,7 +62,6 @@ struct config {
 	 * restarted (devlink.c); 0: off */
 	unsigned watchdog_s;
 	unsigned emu_threads;   /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
-	bool scrub;             /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
 	unsigned drain_timeout; /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
 	unsigned hello_timeout; /* s: a connection that has not said HELLO by then is closed (0: never) */
 	const char *self_exe;
