@@ -15,6 +15,7 @@ struct reply {
 	uint32_t op, status;
 	const char *message; /* NULL: the status table's */
 	const void *body;    /* the cua_rep_body member of op when status is OK; NULL: none */
+	bool counted;        /* counted in its session's held and reply_bytes until sent (request_reply_sent) */
 };
 
 struct cmd_entry {

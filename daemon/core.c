@@ -40,6 +40,10 @@ config_defaults(struct config *c)
 	c->session_inflight = 65536;
 	c->session_window = 8;
 	c->session_pending = 64; /* contexts / 8: config_settle derives it again when --contexts changed it */
+	c->session_reply_bytes = 64ull << 20;
+	c->send_timeout_ms = 10000;
+	c->contexts_max = 8192;
+	c->seq_gap_timeout_ms = 5000;
 	c->ready_fd = -1;
 	c->ipc_mode = -1;
 	c->operator_mode = 0600;
@@ -61,6 +65,7 @@ fe_init(struct fe *fe)
 	TAILQ_INIT(&fe->sessions);
 	TAILQ_INIT(&fe->ready);
 	TAILQ_INIT(&fe->zombies);
+	TAILQ_INIT(&fe->gaps);
 	STAILQ_INIT(&fe->tomb_fifo);
 	fe->start_ms = now_ms();
 }
@@ -70,4 +75,6 @@ config_settle(struct config *c, bool pending_given)
 {
 	if (!pending_given)
 		c->session_pending = c->contexts / 8 > 16 ? c->contexts / 8 : 16;
+	if (c->contexts_max < c->contexts)
+		c->contexts_max = c->contexts;
 }

@@ -50,6 +50,11 @@ struct config {
 	unsigned session_inflight;
 	unsigned session_window;
 	unsigned session_pending;
+	/* flow control (issue 10): see request.c's do_admit and edge.c's contexts */
+	uint64_t session_reply_bytes; /* bytes of replies queued for one connection before it gets QUOTA */
+	unsigned send_timeout_ms;     /* a reply not taken by its connection within it closes the connection */
+	unsigned contexts_max;        /* receive contexts grow on demand from `contexts` up to it */
+	unsigned seq_gap_timeout_ms;  /* how long ordered requests wait for a missing sequence number */
 	const char *tls_cert, *tls_key;
 	int ready_fd;
 	int ipc_mode;             /* -1: umask */
@@ -77,11 +82,16 @@ struct session;
 struct device;
 struct reply;
 
-/* What the NNG edge gives the core. Both are called with fe->lock held and must not block or call back. */
+/* What the NNG edge gives the core. All are called with fe->lock held and must not block or call back. */
 struct edge_ops {
 	/* Sends rep as the answer to the request that came with ctx (the edge's receive context); ctx is the
-	 * edge's again afterwards. rep and what it points to are only valid during the call. */
-	void (*reply)(void *ctx, const struct reply *rep);
+	 * edge's again afterwards. rep and what it points to are only valid during the call. Returns the bytes
+	 * queued for the connection; when rep->counted and it is not 0, the edge later calls
+	 * request_reply_sent(fe, pipe, bytes) exactly once, when the connection took the reply or the send
+	 * failed (its context receives again then). 0: nothing was queued and no such call follows. */
+	size_t (*reply)(void *ctx, const struct reply *rep);
+	/* Gives ctx back without answering: the request is dropped, its client never gets a reply. */
+	void (*drop)(void *ctx);
 	/* Frees the received message that a request's decoded fields point into. */
 	void (*msg_free)(void *msg);
 	/* The pid of the peer of connection pipe when the kernel vouches for it (ipc://), else -1. */
@@ -114,6 +124,7 @@ struct fe {
 	uint32_t pending_closes;   /* sessions whose pipe left, not yet closed */
 	bool dispatching;          /* the dispatcher walks the ready list: sessions are freed after its pass */
 	struct session_list zombies;
+	struct session_list gaps; /* sessions with ordered requests waiting for a missing seq (scheduler.c) */
 	pthread_t dispatcher;
 	bool dispatcher_started;
 

@@ -21,33 +21,56 @@ struct edge_ctx {
 	nng_ctx ctx;
 	nng_aio *aio;
 	int sending;
+	bool counted;  /* the reply being sent counts in its session (request_reply_sent when done) */
+	uint32_t pipe; /* the connection of the request it received */
+	size_t bytes;  /* the reply's length */
 };
 
+static void
+ctx_recv(struct edge_ctx *c)
+{
+	nng_aio_set_timeout(c->aio, NNG_DURATION_INFINITE);
+	atomic_fetch_add(&c->ed->nfree, 1);
+	nng_ctx_recv(c->ctx, c->aio);
+}
+
+/* Sends m; a connection that does not take it within --send-timeout is closed (ctx_cb). */
 static void
 ctx_send(struct edge_ctx *c, nng_msg *m)
 {
 	c->sending = 1;
 	atomic_fetch_add(&c->ed->sends, 1);
+	nng_aio_set_timeout(c->aio, (nng_duration)c->ed->fe->cfg.send_timeout_ms);
 	nng_aio_set_msg(c->aio, m);
 	nng_ctx_send(c->ctx, c->aio);
 }
 
 /* edge_ops.reply: encodes rep and sends it on the context it belongs to. */
-static void
+static size_t
 edge_reply(void *arg, const struct reply *rep)
 {
 	struct edge_ctx *c = arg;
 	nng_msg *m;
 	if (nng_msg_alloc(&m, 0) != 0) {
 		log_error("out of memory for a reply; the client will time out");
-		nng_ctx_recv(c->ctx, c->aio); /* the context receives again */
-		return;
+		ctx_recv(c); /* the context receives again */
+		return 0;
 	}
 	if (cua_wire_pack_reply(cua_nngmsg_out(m), rep->op, rep->status, rep->message, rep->body) != 0) {
 		nng_msg_clear(m);
 		cua_wire_pack_reply(cua_nngmsg_out(m), rep->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
 	}
+	c->counted = rep->counted;
+	c->bytes = nng_msg_len(m);
 	ctx_send(c, m);
+	return c->bytes;
+}
+
+/* edge_ops.drop */
+static void
+edge_drop(void *arg)
+{
+	ctx_recv(arg);
 }
 
 static void
@@ -65,7 +88,41 @@ edge_peer_pid(uint32_t pipe)
 	return nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 ? (int64_t)pid : -1;
 }
 
-static const struct edge_ops nng_edge_ops = {edge_reply, edge_msg_free, edge_peer_pid};
+static const struct edge_ops nng_edge_ops = {edge_reply, edge_drop, edge_msg_free, edge_peer_pid};
+
+static void grow_contexts(struct edge *ed);
+
+/* A reply's send finished (rv). A send that timed out means the peer stopped reading: its connection is
+ * closed (this is an aio callback, not a pipe callback: closing a pipe is allowed here), and the core cleans
+ * its session up as after a crash (request_pipe_removed, from NNG's pipe event). */
+static void
+ctx_sent(struct edge_ctx *c, int rv)
+{
+	struct edge *ed = c->ed;
+	c->sending = 0;
+	atomic_fetch_sub(&ed->sends, 1);
+	if (rv != 0) {
+		nng_msg *m = nng_aio_get_msg(c->aio);
+		if (m)
+			nng_msg_free(m);
+		nng_aio_set_msg(c->aio, NULL);
+	}
+	if (rv == NNG_ETIMEDOUT) {
+		nng_pipe p = NNG_PIPE_INITIALIZER;
+		p.id = c->pipe;
+		if (nng_pipe_close(p) == 0)
+			log_warn("pipe %u: a reply waited %u ms for the connection to read it (--send-timeout); "
+				 "closing the connection",
+				 c->pipe, ed->fe->cfg.send_timeout_ms);
+	}
+	if (c->counted) {
+		c->counted = false;
+		request_reply_sent(ed->fe, c->pipe, c->bytes);
+	}
+	if (rv == NNG_ECLOSED || atomic_load(&ed->stopping))
+		return;
+	ctx_recv(c);
+}
 
 static void
 ctx_cb(void *arg)
@@ -74,27 +131,21 @@ ctx_cb(void *arg)
 	struct edge *ed = c->ed;
 	int rv = nng_aio_result(c->aio);
 	if (c->sending) {
-		c->sending = 0;
-		atomic_fetch_sub(&ed->sends, 1);
-		if (rv != 0) {
-			nng_msg *m = nng_aio_get_msg(c->aio);
-			if (m)
-				nng_msg_free(m);
-		}
-		if (rv == NNG_ECLOSED)
-			return;
-		nng_ctx_recv(c->ctx, c->aio);
+		ctx_sent(c, rv);
 		return;
 	}
+	atomic_fetch_sub(&ed->nfree, 1);
 	if (rv != 0) {
 		if (rv == NNG_ECLOSED || atomic_load(&ed->stopping))
 			return;
-		nng_ctx_recv(c->ctx, c->aio);
+		ctx_recv(c);
 		return;
 	}
+	grow_contexts(ed);
 	nng_msg *m = nng_aio_get_msg(c->aio);
 	nng_pipe p = nng_msg_get_pipe(m);
-	struct incoming in = {m, nng_msg_body(m), nng_msg_len(m), c, nng_pipe_id(p), edge_pipe_is_operator(ed, p)};
+	c->pipe = nng_pipe_id(p);
+	struct incoming in = {m, nng_msg_body(m), nng_msg_len(m), c, c->pipe, edge_pipe_is_operator(ed, p)};
 	request_receive(ed->fe, &in); /* takes m */
 }
 
@@ -115,25 +166,55 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		request_pipe_removed(ed->fe, nng_pipe_id(p));
 }
 
+/* Opens n more contexts (up to ed->maxctxs); with recv, each starts receiving. Caller holds ed->grow_lock.
+ * 0 or -1 (logged). */
 static int
-open_contexts(struct edge *ed, unsigned n)
+open_contexts(struct edge *ed, unsigned n, bool recv)
 {
 	int rv;
-	ed->ctxs = calloc(n, sizeof(*ed->ctxs));
-	if (ed->ctxs == NULL)
-		return -1;
-	for (unsigned i = 0; i < n; i++) {
-		struct edge_ctx *c = &ed->ctxs[i];
+	for (unsigned i = 0; i < n && ed->nctxs < ed->maxctxs; i++) {
+		struct edge_ctx *c = calloc(1, sizeof(*c));
+		if (c == NULL)
+			return -1;
 		c->ed = ed;
 		if ((rv = nng_aio_alloc(&c->aio, ctx_cb, c)) != 0 || (rv = nng_ctx_open(&c->ctx, ed->sock)) != 0) {
 			if (c->aio)
 				nng_aio_free(c->aio);
-			log_error("cannot open context %u: %s", i, nng_strerror(rv));
+			free(c);
+			log_error("cannot open context %u: %s", ed->nctxs, nng_strerror(rv));
 			return -1;
 		}
-		ed->nctxs++;
+		ed->ctxs[ed->nctxs] = c;
+		atomic_store(&ed->nctxs_now, ++ed->nctxs);
+		if (recv)
+			ctx_recv(c);
 	}
 	return 0;
+}
+
+/*
+ * Receive capacity grows on demand: when fewer than a quarter of the contexts wait for a message, half as
+ * many again are opened, up to --contexts-max. A connection holds at most 2 × --session-pending of them
+ * (request.c's do_admit), so with the defaults (8192 / 128) it takes 64 connections that all stop reading to
+ * use them up — and each is closed within --send-timeout. Growth is never undone: an idle context costs
+ * about a kilobyte. Called from a context's callback (no NNG lock held); one thread grows at a time.
+ */
+static void
+grow_contexts(struct edge *ed)
+{
+	unsigned n = atomic_load(&ed->nctxs_now);
+	if (atomic_load(&ed->nfree) >= n / 4 || n >= ed->maxctxs || atomic_load(&ed->stopping))
+		return;
+	if (pthread_mutex_trylock(&ed->grow_lock) != 0)
+		return; /* another thread is growing them */
+	if (!atomic_load(&ed->stopping) && atomic_load(&ed->nfree) < ed->nctxs / 4) {
+		unsigned before = ed->nctxs;
+		open_contexts(ed, ed->nctxs / 2 > 16 ? ed->nctxs / 2 : 16, true);
+		ed->grown += ed->nctxs - before;
+		log_info("%u of %u receive contexts were busy: now %u (--contexts-max %u)",
+			 before - (unsigned)atomic_load(&ed->nfree), before, ed->nctxs, ed->maxctxs);
+	}
+	pthread_mutex_unlock(&ed->grow_lock);
 }
 
 int
@@ -144,6 +225,10 @@ edge_start(struct edge *ed, struct fe *fe)
 	fe->edge = &nng_edge_ops;
 	pthread_mutex_init(&ed->wd_lock, NULL);
 	pthread_cond_init(&ed->wd_cond, NULL);
+	pthread_mutex_init(&ed->grow_lock, NULL);
+	ed->maxctxs = fe->cfg.contexts_max > fe->cfg.contexts ? fe->cfg.contexts_max : fe->cfg.contexts;
+	if ((ed->ctxs = calloc(ed->maxctxs, sizeof(*ed->ctxs))) == NULL)
+		return -1;
 	if ((rv = nng_rep0_open(&ed->sock)) != 0) {
 		log_error("cannot open the REP socket: %s", nng_strerror(rv));
 		return -1;
@@ -152,7 +237,7 @@ edge_start(struct edge *ed, struct fe *fe)
 	nng_pipe_notify(ed->sock, NNG_PIPE_EV_ADD_PRE, pipe_cb, ed);
 	nng_pipe_notify(ed->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, ed);
 	nng_pipe_notify(ed->sock, NNG_PIPE_EV_REM_POST, pipe_cb, ed);
-	if (open_contexts(ed, fe->cfg.contexts) != 0)
+	if (open_contexts(ed, fe->cfg.contexts, false) != 0)
 		return -1;
 	for (int i = 0; i <= fe->cfg.nlisten; i++) {
 		struct edge_listener *el = &ed->listeners[ed->nlisteners];
@@ -167,8 +252,10 @@ edge_start(struct edge *ed, struct fe *fe)
 	}
 	if (edge_watchdog_start(ed) != 0)
 		return -1;
+	pthread_mutex_lock(&ed->grow_lock);
 	for (unsigned i = 0; i < ed->nctxs; i++)
-		nng_ctx_recv(ed->ctxs[i].ctx, ed->ctxs[i].aio);
+		ctx_recv(ed->ctxs[i]);
+	pthread_mutex_unlock(&ed->grow_lock);
 	return 0;
 }
 
@@ -204,16 +291,20 @@ edge_stop(struct edge *ed)
 {
 	atomic_store(&ed->stopping, 1);
 	edge_watchdog_stop(ed);
+	pthread_mutex_lock(&ed->grow_lock); /* no context is opened after this */
+	pthread_mutex_unlock(&ed->grow_lock);
 	nng_close(ed->sock);
 	for (unsigned i = 0; i < ed->nctxs; i++)
-		nng_aio_stop(ed->ctxs[i].aio);
+		nng_aio_stop(ed->ctxs[i]->aio);
 }
 
 void
 edge_fini(struct edge *ed)
 {
-	for (unsigned i = 0; i < ed->nctxs; i++)
-		nng_aio_free(ed->ctxs[i].aio);
+	for (unsigned i = 0; i < ed->nctxs; i++) {
+		nng_aio_free(ed->ctxs[i]->aio);
+		free(ed->ctxs[i]);
+	}
 	free(ed->ctxs);
 	ed->ctxs = NULL;
 	ed->nctxs = 0;

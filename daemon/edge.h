@@ -25,8 +25,12 @@ struct edge_ctx;
 struct edge {
 	struct fe *fe;
 	nng_socket sock;
-	struct edge_ctx *ctxs;
-	unsigned nctxs;
+	struct edge_ctx **ctxs; /* maxctxs slots, nctxs of them open (growing on demand: edge.c) */
+	unsigned nctxs, maxctxs;
+	atomic_uint nctxs_now; /* nctxs, for readers without grow_lock */
+	atomic_uint nfree;     /* contexts waiting for a message */
+	uint64_t grown;        /* contexts opened on demand */
+	pthread_mutex_t grow_lock;
 	struct edge_listener listeners[CUAD_MAX_LISTEN + 1]; /* the clients', then the operator's */
 	int nlisteners;
 	uint64_t listener_restarts;

@@ -49,6 +49,11 @@ enum {
 	O_SESSION_INFLIGHT,
 	O_SESSION_WINDOW,
 	O_SESSION_PENDING,
+	/* flow control (issue 10) */
+	O_SESSION_REPLY_BYTES,
+	O_SEND_TIMEOUT,
+	O_CONTEXTS_MAX,
+	O_SEQ_GAP_TIMEOUT,
 	O_TLS_CERT,
 	O_TLS_KEY,
 	O_READY_FD,
@@ -101,7 +106,21 @@ static const struct opt_row {
 	{"session-handles", 1, O_SESSION_HANDLES, "N", "modules+functions+streams per session (default 65536)"},
 	{"session-inflight", 1, O_SESSION_INFLIGHT, "N", "requests queued or running per session (default 65536)"},
 	{"session-window", 1, O_SESSION_WINDOW, "N", "requests of one session inside the workers at once (default 8)"},
-	{"session-pending", 1, O_SESSION_PENDING, "N", "unanswered requests per connection (default: contexts / 8)"},
+	{"session-pending", 1, O_SESSION_PENDING, "N",
+	 "requests per connection unanswered, or answered and not yet read (default: contexts / 8); past it QUOTA, "
+	 "at twice it requests are dropped unanswered"},
+	/* flow control (issue 10) */
+	{"session-reply-bytes", 1, O_SESSION_REPLY_BYTES, "BYTES",
+	 "bytes of replies queued for a connection that does not read them; past it QUOTA and no more of its work "
+	 "runs (default 64M)"},
+	{"send-timeout", 1, O_SEND_TIMEOUT, "MS",
+	 "a connection that does not take a reply within MS milliseconds is closed, its session cleaned up "
+	 "(default 10000)"},
+	{"contexts-max", 1, O_CONTEXTS_MAX, "N",
+	 "receive contexts grow on demand from --contexts up to N (default 8192)"},
+	{"seq-gap-timeout", 1, O_SEQ_GAP_TIMEOUT, "MS",
+	 "ordered requests waiting longer for a missing sequence number are answered PROTOCOL, the missing "
+	 "numbers count as used (default 5000)"},
 	{"tls-cert", 1, O_TLS_CERT, "FILE", "PEM certificate and key for tls+tcp:// listeners"},
 	{"tls-key", 1, O_TLS_KEY, "FILE", "PEM key when not in --tls-cert"},
 	{"ready-fd", 1, O_READY_FD, "FD", "write 'ready <url>' to FD once serving, then close it"},
@@ -406,6 +425,10 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SESSION_INFLIGHT: return parse_uint(arg, 1, 1u << 24, &c->session_inflight);
 	case O_SESSION_PENDING: pending_given = true; return parse_uint(arg, 1, 65536, &c->session_pending);
 	case O_SESSION_WINDOW: return parse_uint(arg, 1, 65536, &c->session_window);
+	case O_SESSION_REPLY_BYTES: return parse_size(arg, &c->session_reply_bytes) || c->session_reply_bytes == 0;
+	case O_SEND_TIMEOUT: return parse_uint(arg, 1, 86400000, &c->send_timeout_ms);
+	case O_CONTEXTS_MAX: return parse_uint(arg, 1, 1u << 20, &c->contexts_max);
+	case O_SEQ_GAP_TIMEOUT: return parse_uint(arg, 1, 86400000, &c->seq_gap_timeout_ms);
 	case O_TLS_CERT: c->tls_cert = arg; return 0;
 	case O_TLS_KEY: c->tls_key = arg; return 0;
 	case O_READY_FD:

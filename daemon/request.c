@@ -66,12 +66,13 @@ request_free(struct fe *fe, struct request *r)
 
 /* ------------------------------------------------------------------ answering */
 
-/* Sends r's answer now (its status, or its body on success) and gives back its receive context. */
+/* Sends r's answer now (its status, or its body on success); its receive context comes back to the edge once
+ * the connection took the reply. */
 static void
 do_answer(struct fe *fe, struct request *r)
 {
 	const struct cmd_entry *row = cmd_find(r->op);
-	struct reply rep = {r->op, CUA_OK, NULL, NULL};
+	struct reply rep = {r->op, CUA_OK, NULL, NULL, false};
 	cua_rep_body body;
 	void *scratch = NULL;
 	if (r->status != CUA_OK) {
@@ -89,12 +90,16 @@ do_answer(struct fe *fe, struct request *r)
 			rep.message = "cannot encode the reply (daemon out of memory)";
 		}
 	}
-	fe->edge->reply(r->reply_ctx, &rep);
+	rep.counted = r->held;
+	size_t bytes = fe->edge->reply(r->reply_ctx, &rep);
 	free(scratch);
 	r->reply_ctx = NULL;
-	if (r->held) {
-		r->s->held--;
+	if (r->held) { /* it stays counted until the connection took the reply (request_reply_sent) */
 		r->held = false;
+		if (bytes > 0)
+			r->s->reply_bytes += bytes;
+		else
+			r->s->held--;
 	}
 }
 
@@ -177,6 +182,13 @@ do_validate(struct fe *fe, struct request *r)
 				    "or raise it with --session-inflight",
 				    s->queued + s->in_flight),
 		       true;
+	if (s->reply_bytes >= fe->cfg.session_reply_bytes && r->op != CUA_OP_STATUS)
+		return request_fail(r, CUA_EQUOTA,
+				    "%llu bytes of replies to this connection wait to be sent, its limit set by "
+				    "--session-reply-bytes is %llu; read the replies",
+				    (unsigned long long)s->reply_bytes,
+				    (unsigned long long)fe->cfg.session_reply_bytes),
+		       true;
 	int rc = row->validate(fe, r, &e);
 	if (rc != 0) {
 		request_fail(r, rc, "%s", e.detail[0] ? e.detail : cua_strerror(rc));
@@ -220,7 +232,7 @@ do_take_turn(struct fe *fe, struct request *r)
 	struct session *s = r->s;
 	struct request *p;
 	do_process(fe, r);
-	while ((p = do_sched_unpark(s)) != NULL)
+	while ((p = do_sched_unpark(fe, s)) != NULL)
 		do_process(fe, p);
 }
 
@@ -236,7 +248,7 @@ do_refuse_pending(struct fe *fe, struct request *r)
 	request_fail(r, CUA_EQUOTA,
 		     "too many unanswered requests on this connection: %u, the limit set by --session-pending is %u; "
 		     "wait for some replies",
-		     s->held, fe->cfg.session_pending);
+		     s->held - 1, fe->cfg.session_pending);
 	if (!in_turn && !ahead) {
 		do_request_finish(fe, r);
 		return;
@@ -245,24 +257,55 @@ do_refuse_pending(struct fe *fe, struct request *r)
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)
-		do_sched_park(s, r);
+		do_sched_park(fe, s, r);
 	else
 		do_take_turn(fe, r);
 }
 
-/* Admission: the per-connection limit of unanswered requests, then sequence order. */
+/* r is dropped unanswered: its connection holds the hard limit of receive contexts (see do_admit). */
+static void
+do_drop(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	if (s->dropped++ % 1024 == 0)
+		log_warn("session %llu: %u requests unanswered or replies unsent (the connection does not read its "
+			 "replies?); dropping its requests (%llu so far) until it reads, or --send-timeout closes it",
+			 (unsigned long long)s->id, s->held, (unsigned long long)s->dropped);
+	fe->edge->drop(r->reply_ctx);
+	r->reply_ctx = NULL;
+	request_free(fe, r);
+}
+
+/*
+ * Admission: the per-connection limits of unanswered requests, then sequence order.
+ *
+ * Every request holds one of the edge's receive contexts from its arrival until its reply was sent (taken by
+ * the connection, request_reply_sent), so a connection that does not read holds them as long as its replies
+ * wait. Two limits per session keep that its own problem:
+ *   - past --session-pending (P) unanswered-or-unsent requests, a request is answered QUOTA at once (the
+ *     refusal holds a context too, until it is sent);
+ *   - at 2 P a request is dropped unanswered, holding nothing: a peer that does not read its replies gets
+ *     none, and --send-timeout closes its connection.
+ * So one connection holds at most 2 P contexts, and the edge grows the number of contexts on demand up to
+ * --contexts-max (C): it takes C / 2P connections that all stop reading at once (128 with the defaults
+ * P = 64, C = 8192) to exhaust receive capacity, and each of them is closed within --send-timeout; requests
+ * parked behind a missing sequence number are answered within --seq-gap-timeout.
+ */
 static void
 do_admit(struct fe *fe, struct request *r)
 {
 	struct session *s = r->s;
-	/* Every unanswered request holds one of the edge's receive contexts: cap them per session so that one
-	 * client cannot take all of them (and with them everyone else's ability to send). */
-	if (s->held >= fe->cfg.session_pending) {
+	if (s->held >= 2 * fe->cfg.session_pending) {
+		do_drop(fe, r);
+		return;
+	}
+	bool over = s->held >= fe->cfg.session_pending;
+	r->held = true;
+	s->held++;
+	if (over) {
 		do_refuse_pending(fe, r);
 		return;
 	}
-	r->held = true;
-	s->held++;
 	if (r->seq != 0 && r->seq != s->next_seq) {
 		if (r->seq < s->next_seq || s->nparked >= CUAD_MAX_PARKED) {
 			request_fail(r, CUA_EPROTOCOL, "%s",
@@ -270,7 +313,7 @@ do_admit(struct fe *fe, struct request *r)
 							  : "too many requests ahead of a missing sequence number");
 			do_request_finish(fe, r);
 		} else {
-			do_sched_park(s, r);
+			do_sched_park(fe, s, r);
 		}
 		return;
 	}
@@ -280,7 +323,7 @@ do_admit(struct fe *fe, struct request *r)
 static void
 do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *msg)
 {
-	struct reply rep = {op, (uint32_t)status, msg, NULL};
+	struct reply rep = {op, (uint32_t)status, msg, NULL, false};
 	fe->errors++;
 	fe->edge->reply(ctx, &rep);
 }
@@ -419,6 +462,21 @@ request_pipe_added(struct fe *fe, uint32_t pipe)
 }
 
 void
+request_reply_sent(struct fe *fe, uint32_t pipe, size_t bytes)
+{
+	pthread_mutex_lock(&fe->lock);
+	struct session *s = do_session_by_pipe(fe, pipe); /* a closing session's counts no longer matter */
+	if (s != NULL && s->held > 0) {
+		bool stalled = s->reply_bytes >= fe->cfg.session_reply_bytes;
+		s->held--;
+		s->reply_bytes -= bytes < s->reply_bytes ? bytes : s->reply_bytes;
+		if (stalled)
+			do_sched_wake(fe); /* its queue may move again (scheduler.c's dispatch_one) */
+	}
+	pthread_mutex_unlock(&fe->lock);
+}
+
+void
 request_pipe_removed(struct fe *fe, uint32_t pipe)
 {
 	pthread_mutex_lock(&fe->lock);
@@ -516,7 +574,7 @@ do_request_close_session(struct fe *fe, struct session *s)
 	/* Requests waiting for a predecessor that will never come, and queued work nobody will collect: answer
 	 * them now so their receive contexts recycle (before closing is set, so that answering them cannot free
 	 * the session under us). */
-	do_sched_take_parked(s, &q);
+	do_sched_take_parked(fe, s, &q);
 	do_answer_all(fe, &q, CUA_ECLOSED, "the connection closed before this request's turn");
 	do_sched_take_queued(s, &q);
 	do_answer_all(fe, &q, CUA_ECLOSED, "the connection closed before this request ran");
@@ -577,7 +635,7 @@ request_drain_begin(struct fe *fe)
 		next = TAILQ_NEXT(s, link);
 		if (s->closing)
 			continue;
-		do_sched_take_parked(s, &q);
+		do_sched_take_parked(fe, s, &q);
 		do_answer_all(fe, &q, CUA_ESHUTTING_DOWN,
 			      "cuasyncd is shutting down: this request was waiting for an earlier one and did not run");
 		do_sched_take_queued(s, &q);
@@ -611,7 +669,37 @@ do_request_session_gone(struct fe *fe, struct session *s)
 		}
 }
 
-static const struct sched_ops request_sched_ops = {do_dispatch, do_request_close_session, do_request_session_gone};
+/* The scheduler's callback when s's parked requests waited --seq-gap-timeout for the missing s->next_seq: each
+ * is answered PROTOCOL, and every number up to the last of them counts as used (a late arrival answers
+ * "already used"). Running them would break the order the client asked for. */
+static void
+do_request_gap_expired(struct fe *fe, struct session *s)
+{
+	struct request_queue q;
+	struct request *r;
+	uint64_t missing = s->next_seq;
+	do_sched_take_parked(fe, s, &q);
+	log_info("session %llu: sequence number %llu did not arrive within --seq-gap-timeout (%u ms)",
+		 (unsigned long long)s->id, (unsigned long long)missing, fe->cfg.seq_gap_timeout_ms);
+	while ((r = TAILQ_FIRST(&q)) != NULL) {
+		TAILQ_REMOVE(&q, r, qlink);
+		s->next_seq = r->seq + 1;
+		if (r->refused) { /* answered QUOTA already */
+			request_free(fe, r);
+			continue;
+		}
+		request_fail(r, CUA_EPROTOCOL,
+			     "sequence number %llu did not arrive within --seq-gap-timeout (%u ms): this request (seq "
+			     "%llu), "
+			     "which waited for it, was not run; every number up to %llu counts as used",
+			     (unsigned long long)missing, fe->cfg.seq_gap_timeout_ms, (unsigned long long)r->seq,
+			     (unsigned long long)r->seq);
+		do_request_finish(fe, r);
+	}
+}
+
+static const struct sched_ops request_sched_ops = {do_dispatch, do_request_close_session, do_request_session_gone,
+						   do_request_gap_expired};
 
 int
 request_start(struct fe *fe)

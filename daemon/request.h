@@ -65,7 +65,7 @@ struct request {
 	uint32_t dep_gen;    /* generation the request's handles belong to, 0: none */
 	bool barrier;        /* runs once the session has nothing in flight */
 	bool no_wait;        /* fire-and-forget: answered when accepted */
-	bool held;           /* counted in s->held until answered */
+	bool held;           /* counted in s->held until answered (then until sent: request_reply_sent) */
 	bool refused;        /* answered QUOTA already: only its turn (its sequence number) is left to pass */
 	bool undecodable;    /* failed to decode (status says why): answered in its turn, nothing validated */
 	bool planned;        /* REQ_CLEANUP: its commands were planned (at dispatch) */
@@ -100,6 +100,10 @@ struct incoming {
  * connection that has a session, goes through admission like any other and is answered with its decode error
  * in its turn, using up its sequence number; any other undecodable message is answered at once. */
 void request_receive(struct fe *fe, const struct incoming *in);
+
+/* The edge: a counted reply (struct reply.counted) of connection pipe, bytes long, was taken by the
+ * connection or its send failed; its receive context is the edge's again. Any thread, takes fe->lock. */
+void request_reply_sent(struct fe *fe, uint32_t pipe, size_t bytes);
 
 /* Session events from the edge (any thread, takes fe->lock). */
 void request_pipe_added(struct fe *fe, uint32_t pipe);

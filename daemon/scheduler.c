@@ -59,10 +59,25 @@ do_sched_take_queued(struct session *s, struct request_queue *out)
 	}
 }
 
+static void
+gap_remove(struct fe *fe, struct session *s)
+{
+	if (!s->in_gaps)
+		return;
+	TAILQ_REMOVE(&fe->gaps, s, gap_link);
+	s->in_gaps = false;
+}
+
 void
-do_sched_park(struct session *s, struct request *r)
+do_sched_park(struct fe *fe, struct session *s, struct request *r)
 {
 	struct request *p;
+	if (!s->in_gaps) { /* a new gap: its deadline counts from now, and the dispatcher must know of it */
+		s->in_gaps = true;
+		s->gap_since = now_ms();
+		TAILQ_INSERT_TAIL(&fe->gaps, s, gap_link);
+		do_sched_wake(fe);
+	}
 	TAILQ_FOREACH_REVERSE(p, &s->parked, request_queue, qlink)
 	if (p->seq < r->seq)
 		break;
@@ -74,22 +89,27 @@ do_sched_park(struct session *s, struct request *r)
 }
 
 struct request *
-do_sched_unpark(struct session *s)
+do_sched_unpark(struct fe *fe, struct session *s)
 {
 	struct request *r = TAILQ_FIRST(&s->parked);
 	if (r == NULL || r->seq != s->next_seq)
 		return NULL;
 	TAILQ_REMOVE(&s->parked, r, qlink);
 	s->nparked--;
+	if (s->nparked == 0)
+		gap_remove(fe, s);
+	else
+		s->gap_since = now_ms(); /* progress: what still waits, waits for another number */
 	return r;
 }
 
 void
-do_sched_take_parked(struct session *s, struct request_queue *out)
+do_sched_take_parked(struct fe *fe, struct session *s, struct request_queue *out)
 {
 	TAILQ_INIT(out);
 	TAILQ_CONCAT(out, &s->parked, qlink);
 	s->nparked = 0;
+	gap_remove(fe, s);
 }
 
 void
@@ -105,6 +125,7 @@ do_sched_session_release(struct fe *fe, struct session *s)
 		return;
 	}
 	ready_remove(fe, s);
+	gap_remove(fe, s);
 	if (sched_ops != NULL && sched_ops->session_gone != NULL)
 		sched_ops->session_gone(fe, s);
 	do_session_free(fe, s);
@@ -120,6 +141,11 @@ dispatch_one(struct fe *fe, struct session *s, bool *full)
 	/* Fairness: a session keeps at most session_window requests in the workers; the rest wait here, so a
 	 * flooding client cannot fill a worker's queue ahead of everyone else. */
 	if (s->in_flight >= fe->cfg.session_window && r->kind != REQ_CLEANUP)
+		return false;
+	/* Backpressure: a connection that does not take its replies gets no more work run for it until it does
+	 * (request_reply_sent wakes us), so the replies queued for it stay below --session-reply-bytes plus what
+	 * its session_window requests in the workers produce. */
+	if (s->reply_bytes >= fe->cfg.session_reply_bytes && r->kind != REQ_CLEANUP)
 		return false;
 	TAILQ_REMOVE(&s->queue, r, qlink);
 	s->queued--;
@@ -175,17 +201,38 @@ pass(struct fe *fe, bool *full)
 	return progress;
 }
 
+/* Waits on fe->cond for at most us microseconds. */
 static void
-wait_short(struct fe *fe)
+wait_us(struct fe *fe, uint64_t us)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 200000;
+	ts.tv_sec += (time_t)(us / 1000000u);
+	ts.tv_nsec += (long)(us % 1000000u) * 1000L;
 	if (ts.tv_nsec >= 1000000000) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_cond_timedwait(&fe->cond, &fe->lock, &ts);
+}
+
+/* Sequence gaps past --seq-gap-timeout are handed to sched_ops->gap_expired. Returns the milliseconds until
+ * the next gap expires, or UINT64_MAX when none waits. No thread per session: the dispatcher sleeps at most
+ * until the earliest deadline. */
+static uint64_t
+expire_gaps(struct fe *fe)
+{
+	uint64_t now = now_ms(), next = UINT64_MAX;
+	struct session *s, *n;
+	for (s = TAILQ_FIRST(&fe->gaps); s != NULL; s = n) {
+		n = TAILQ_NEXT(s, gap_link);
+		uint64_t due = s->gap_since + fe->cfg.seq_gap_timeout_ms;
+		if (due <= now)
+			sched_ops->gap_expired(fe, s); /* takes s off the list */
+		else if (due - now < next)
+			next = due - now;
+	}
+	return next;
 }
 
 static void *
@@ -197,10 +244,13 @@ dispatcher_main(void *arg)
 		bool full = false;
 		if (fe->pending_closes > 0)
 			close_sessions(fe);
+		uint64_t gap_ms = TAILQ_EMPTY(&fe->gaps) ? UINT64_MAX : expire_gaps(fe);
 		if (pass(fe, &full))
 			continue;
 		if (full)
-			wait_short(fe); /* a device's ring or staging is full: completions make room */
+			wait_us(fe, 200); /* a device's ring or staging is full: completions make room */
+		else if (gap_ms != UINT64_MAX)
+			wait_us(fe, gap_ms * 1000u + 1000u);
 		else
 			pthread_cond_wait(&fe->cond, &fe->lock);
 	}

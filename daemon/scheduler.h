@@ -26,6 +26,9 @@ struct sched_ops {
 	void (*close_session)(struct fe *fe, struct session *s);
 	/* fe->lock held: s is about to be freed (closed, nothing of it queued or in flight). */
 	void (*session_gone)(struct fe *fe, struct session *s);
+	/* Dispatcher thread, fe->lock held: s's parked requests waited --seq-gap-timeout for a missing seq; it
+	 * must take them (do_sched_take_parked). */
+	void (*gap_expired)(struct fe *fe, struct session *s);
 };
 
 /* Starts / stops the dispatcher thread (without fe->lock). 0 or -1. */
@@ -38,12 +41,14 @@ void do_sched_wake(struct fe *fe);
 void do_sched_enqueue(struct fe *fe, struct request *r);
 /* Takes every queued request of s off its queue except cleanup requests, into *out (in order). */
 void do_sched_take_queued(struct session *s, struct request_queue *out);
-/* Ordered requests that arrived early wait here, sorted by seq. Takes r. */
-void do_sched_park(struct session *s, struct request *r);
-/* The parked request whose turn has come (seq == s->next_seq), taken off the list, or NULL. */
-struct request *do_sched_unpark(struct session *s);
-/* Takes every parked request of s, into *out. */
-void do_sched_take_parked(struct session *s, struct request_queue *out);
+/* Ordered requests that arrived early wait here, sorted by seq. Takes r. The first one parked starts the
+ * session's gap clock (sched_ops->gap_expired when it runs out). */
+void do_sched_park(struct fe *fe, struct session *s, struct request *r);
+/* The parked request whose turn has come (seq == s->next_seq), taken off the list, or NULL. Taking one
+ * restarts the gap clock of those still parked. */
+struct request *do_sched_unpark(struct fe *fe, struct session *s);
+/* Takes every parked request of s, into *out (sorted by seq); stops its gap clock. */
+void do_sched_take_parked(struct fe *fe, struct session *s, struct request_queue *out);
 
 /* Frees s once it is closing and nothing of it is queued or in flight (after the dispatcher's pass if it
  * is walking the sessions). Safe to call at any time. */

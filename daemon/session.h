@@ -101,7 +101,15 @@ struct session {
 	uint64_t next_seq;
 	struct request_queue parked;
 	uint32_t nparked;
-	uint32_t held; /* requests holding an edge receive context (not yet answered) */
+	uint64_t gap_since; /* now_ms() when the current missing seq began to hold parked requests back */
+	bool in_gaps;       /* on fe->gaps (nparked > 0) */
+	TAILQ_ENTRY(session) gap_link;
+	/* Flow control: a request holds one of the edge's receive contexts from its arrival until its reply was
+	 * taken by the connection (request_reply_sent), not merely queued: a peer that does not read its replies
+	 * runs into its own limits (see request.c's do_admit). */
+	uint32_t held;        /* requests received and not yet answered, or answered and not yet sent */
+	uint64_t reply_bytes; /* bytes of its replies queued and not yet sent */
+	uint64_t dropped;     /* requests dropped unanswered at the hard limit */
 
 	/* fire-and-forget errors, reported at the next SYNCHRONIZE */
 	uint32_t deferred_status;

@@ -513,6 +513,34 @@ START_TEST(r_seq_window)
 }
 END_TEST
 
+/* Requests waiting for a missing seq are answered PROTOCOL after --seq-gap-timeout, naming it; every number up
+ * to them counts as used. */
+START_TEST(r_seq_gap)
+{
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--seq-gap-timeout", "300", NULL});
+	struct conn c;
+	sess(&c, &d);
+	struct flight f[2];
+	struct reply r;
+	ping_flight(&c, &f[0], 3); /* 1 and 2 never come */
+	ping_flight(&c, &f[1], 4);
+	for (int k = 0; k < 2; k++) {
+		flight_reply(&f[k], &r);
+		ck_assert_str_eq(r.name, "PROTOCOL");
+		ck_assert_msg(strstr(r.msg, "sequence number 1 did not arrive within --seq-gap-timeout"), "%s", r.msg);
+		reply_free(&r);
+	}
+	conn_req(&c, PV, OP_PING, 2, &r, "[u]", U(2));
+	ck_assert_str_eq(r.name, "PROTOCOL");
+	ck_assert_msg(strstr(r.msg, "already used"), "%s", r.msg);
+	reply_free(&r);
+	expect(&c, OP_PING, 5, ST_OK, NULL, "[u]", U(5));
+	conn_close(&c);
+	dmn_stop(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ §2 session release */
 
 /* STATUS's `total` counts [allocations, alloc_bytes, modules, functions, streams, in_flight]. */
@@ -1438,6 +1466,7 @@ rules_get(struct rule *out, size_t cap)
 		{"seq-consumed", r_seq_consumed},
 		{"seq-reused", r_seq_reused},
 		{"seq-window", r_seq_window},
+		{"seq-gap", r_seq_gap},
 		{"reply-op", r_reply_op},
 		{"reply-shape", r_reply_shape},
 		{"reply-body", r_reply_body},
