@@ -4,13 +4,20 @@
  *
  *   cuasync-bench [--module FILE] [--launches N] [--clients K] [--bytes B] [--alloc-bytes B]
  *                 [--alloc-cycles N] [--alloc-only]
+ *   cuasync-bench --compare [--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--launches N]
+ *                 [--module FILE]
  *
  * Prints one line per measurement: round-trip latency (PING), launch+complete latency of one kernel,
  * launch throughput from one client with futures and fire-and-forget, aggregate throughput of K client
  * processes, host<->device copy bandwidth through the daemon, and MEM_ALLOC + MEM_FREE cycles of one size
  * (what the daemon's --scrub costs: run it against a daemon with --scrub on, then off; --alloc-only skips
  * the rest).
+ *
+ * --compare measures instead the same kernel, launch count and number of tenants natively (threads of one
+ * process, separate processes, separate processes under a private MPS daemon) and through cuasyncd, side by
+ * side (compare.c); --module must then name the fatbin for the native columns.
  */
+#include "compare.h"
 #include "cuasync.h"
 
 #include <getopt.h>
@@ -104,6 +111,8 @@ struct bench_opts {
 	size_t alloc_bytes; /* MEM_ALLOC + MEM_FREE cycles of this size */
 	int alloc_cycles;
 	int alloc_only; /* only those cycles */
+	int compare;    /* --compare: the side-by-side run (compare.h) instead */
+	const char *kernels, *tenants;
 };
 
 /* Fills o from the command line (module_path and url go to the globals). Returns 0, or 2 after printing the
@@ -111,10 +120,12 @@ struct bench_opts {
 static int
 parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option opts[] =
-		{{"module", 1, NULL, 'm'},       {"launches", 1, NULL, 'n'},   {"clients", 1, NULL, 'k'},
-		 {"bytes", 1, NULL, 'b'},        {"url", 1, NULL, 'u'},        {"alloc-bytes", 1, NULL, 'a'},
-		 {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'}, {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"module", 1, NULL, 'm'},       {"launches", 1, NULL, 'n'},
+					     {"clients", 1, NULL, 'k'},      {"bytes", 1, NULL, 'b'},
+					     {"url", 1, NULL, 'u'},          {"alloc-bytes", 1, NULL, 'a'},
+					     {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'},
+					     {"compare", 0, NULL, 'C'},      {"kernel", 1, NULL, 'K'},
+					     {"tenants", 1, NULL, 'T'},      {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -126,9 +137,14 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'a': o->alloc_bytes = strtoull(optarg, NULL, 10); break;
 		case 'c': o->alloc_cycles = atoi(optarg); break;
 		case 'o': o->alloc_only = 1; break;
+		case 'C': o->compare = 1; break;
+		case 'K': o->kernels = optarg; break;
+		case 'T': o->tenants = optarg; break;
 		default:
 			fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
-					"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n");
+					"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
+					"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
+					"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8]\n");
 			return 2;
 		}
 	}
@@ -327,11 +343,16 @@ main(int argc, char **argv)
 			       .clients = 4,
 			       .bytes = 256u << 20,
 			       .alloc_bytes = 64u << 20,
-			       .alloc_cycles = 200};
+			       .alloc_cycles = 200,
+			       .kernels = "empty",
+			       .tenants = "1,4,8"};
 	struct client_procs p;
 	int r = parse_options(argc, argv, &o);
 	if (r != 0)
 		return r;
+	if (o.compare) /* before this process touches NNG: it forks for every measurement */
+		return compare_main(
+			&(struct compare_opts){o.kernels, o.tenants, o.launches, module_path, url, argc, argv});
 	if (!o.alloc_only && fork_clients(&p, &o) != 0)
 		return 1;
 	cua_client *c;

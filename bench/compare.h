@@ -1,0 +1,24 @@
+/*
+ * compare.h — cuasync-bench --compare: the same kernel, launch count and number of tenants natively (threads of
+ * one process, separate processes, separate processes under MPS) and through cuasyncd (own streams, the pool),
+ * in one run, printed as a table per kernel with the ratios to the native figures.
+ */
+#ifndef CUABENCH_COMPARE_H
+#define CUABENCH_COMPARE_H
+
+struct compare_opts {
+	const char *kernels; /* "empty", "spin:CYCLES", "axpy:N", comma-separated */
+	const char *tenants; /* "1,4,8" */
+	int launches;        /* per tenant */
+	const char *module;  /* the fatbin */
+	const char *url;     /* the daemon; NULL: CUASYNC_URL */
+	int argc;            /* the command line, printed */
+	char **argv;
+};
+
+/* Runs the comparison and prints it to stdout. Must be called before this process touches CUDA or NNG (it
+ * forks for every measurement). Returns the exit status: 0, 1 when a cuasyncd measurement failed, 2 on bad
+ * options. */
+int compare_main(const struct compare_opts *o);
+
+#endif

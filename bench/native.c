@@ -1,0 +1,340 @@
+/*
+ * native.c — the native columns of cuasync-bench --compare (native.h): kernels launched straight through the
+ * CUDA driver API, loaded at run time like the worker does (worker/backend_cuda.c).
+ */
+#include "config.h"
+
+#include "native.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CUDA_H
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+#define NATIVE_CUDA_VERSION 12000
+
+/* Every driver entry point used: one row each. */
+/* clang-format off */
+#define NATIVE_FNS(X)                                                                                        \
+	X(cuInit) X(cuDeviceGet) X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)           \
+	X(cuModuleLoadData) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemsetD32) X(cuStreamCreate)           \
+	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuGetErrorName)
+/* clang-format on */
+
+static struct {
+#define NATIVE_FN_FIELD(name) __typeof__(name) *name;
+	NATIVE_FNS(NATIVE_FN_FIELD)
+#undef NATIVE_FN_FIELD
+} drv;
+
+/* One tenant's launch state: a context current where it launches, its stream, the kernel and its arguments. */
+struct native_tenant {
+	CUcontext ctx;
+	CUstream stream;
+	CUfunction fn;
+	const struct bench_kernel *k;
+	int64_t cycles;
+	float a;
+	CUdeviceptr x, y;
+	uint64_t n;
+	void *params[4];
+	int has_params; /* empty_kernel takes none */
+};
+
+static const char *
+errname(CUresult r)
+{
+	const char *s = NULL;
+	if (drv.cuGetErrorName == NULL || drv.cuGetErrorName(r, &s) != CUDA_SUCCESS || s == NULL)
+		return "CUDA error";
+	return s;
+}
+
+#define CK(call)                                                                                                       \
+	do {                                                                                                           \
+		CUresult cr_ = (call);                                                                                 \
+		if (cr_ != CUDA_SUCCESS) {                                                                             \
+			snprintf(err, len, "%s: %s", #call, errname(cr_));                                             \
+			return -1;                                                                                     \
+		}                                                                                                      \
+	} while (0)
+
+/* Loads libcuda.so.1, resolves every entry point and calls cuInit (once per process). 0, or -1 with err. */
+static int
+native_load(char *err, size_t len)
+{
+	static int loaded;
+	if (loaded)
+		return 0;
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		snprintf(err, len, "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
+		return -1;
+	}
+	__typeof__(cuGetProcAddress) *gpa = (__typeof__(cuGetProcAddress) *)dlsym(h, "cuGetProcAddress_v2");
+	if (gpa == NULL) {
+		snprintf(err, len, "NVIDIA driver too old: no cuGetProcAddress_v2");
+		return -1;
+	}
+	CUdriverProcAddressQueryResult q;
+#define NATIVE_FN_LOAD(name)                                                                                           \
+	if (gpa(#name, (void **)&drv.name, NATIVE_CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||    \
+	    drv.name == NULL) {                                                                                        \
+		snprintf(err, len, "NVIDIA driver too old: no %s", #name);                                             \
+		return -1;                                                                                             \
+	}
+	NATIVE_FNS(NATIVE_FN_LOAD)
+#undef NATIVE_FN_LOAD
+	CK(drv.cuInit(0));
+	loaded = 1;
+	return 0;
+}
+
+/* Reads the whole file at path into a malloc'ed, NUL-terminated buffer. NULL with err on failure. */
+static void *
+read_file(const char *path, char *err, size_t len)
+{
+	FILE *f = path != NULL ? fopen(path, "rb") : NULL;
+	char *buf = NULL;
+	long size = -1;
+	if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)size + 1)) != NULL && fread(buf, 1, (size_t)size, f) == (size_t)size)
+		buf[size] = '\0';
+	else {
+		snprintf(err, len, "cannot read the module %s (give the fatbin with --module)", path ? path : "(none)");
+		free(buf);
+		buf = NULL;
+	}
+	if (f != NULL)
+		fclose(f);
+	return buf;
+}
+
+/* Sets t up on device 0's primary context, current on the calling thread afterwards. 0, or -1 with err. */
+static int
+tenant_open(const struct bench_job *job, struct native_tenant *t, char *err, size_t len)
+{
+	memset(t, 0, sizeof(*t));
+	t->k = job->kernel;
+	if (native_load(err, len) != 0)
+		return -1;
+	CUdevice dev;
+	CK(drv.cuDeviceGet(&dev, 0));
+	CK(drv.cuDevicePrimaryCtxRetain(&t->ctx, dev));
+	CK(drv.cuCtxSetCurrent(t->ctx));
+	void *image = read_file(job->module, err, len);
+	if (image == NULL)
+		return -1;
+	CUmodule m;
+	CUresult cr = drv.cuModuleLoadData(&m, image);
+	free(image);
+	CK(cr);
+	CK(drv.cuModuleGetFunction(&t->fn, m, t->k->fn));
+	CK(drv.cuStreamCreate(&t->stream, CU_STREAM_NON_BLOCKING));
+	t->cycles = t->k->cycles;
+	t->params[0] = &t->cycles;
+	t->has_params = strcmp(t->k->fn, "empty_kernel") != 0;
+	if (t->k->n > 0) {
+		t->n = t->k->n;
+		t->a = 2.0f;
+		CK(drv.cuMemAlloc(&t->x, t->n * sizeof(float)));
+		CK(drv.cuMemAlloc(&t->y, t->n * sizeof(float)));
+		CK(drv.cuMemsetD32(t->x, 0, t->n));
+		CK(drv.cuMemsetD32(t->y, 0, t->n));
+		t->params[0] = &t->a;
+		t->params[1] = &t->x;
+		t->params[2] = &t->y;
+		t->params[3] = &t->n;
+	}
+	return 0;
+}
+
+/* n launches back to back on t's stream, then cuStreamSynchronize (what waiting for every future is). */
+static int
+tenant_launches(struct native_tenant *t, int n, char *err, size_t len)
+{
+	CK(drv.cuCtxSetCurrent(t->ctx));
+	void **params = t->has_params ? t->params : NULL;
+	for (int i = 0; i < n; i++)
+		CK(drv.cuLaunchKernel(t->fn, t->k->grid, 1, 1, t->k->block, 1, 1, 0, t->stream, params, NULL));
+	CK(drv.cuStreamSynchronize(t->stream));
+	return 0;
+}
+
+void
+native_probe_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	struct native_tenant t;
+	char name[200];
+	(void)k;
+	(void)g;
+	if (tenant_open(arg, &t, out->msg, sizeof(out->msg)) != 0)
+		return;
+	CUdevice dev;
+	if (drv.cuDeviceGet(&dev, 0) != CUDA_SUCCESS || drv.cuDeviceGetName(name, sizeof(name), dev) != CUDA_SUCCESS)
+		snprintf(name, sizeof(name), "(unnamed device)");
+	snprintf(out->msg, sizeof(out->msg), "%s", name);
+	out->ok = 1;
+}
+
+void
+native_process_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	const struct bench_job *job = arg;
+	struct native_tenant t;
+	(void)k;
+	if (tenant_open(job, &t, out->msg, sizeof(out->msg)) != 0 ||
+	    tenant_launches(&t, bench_warmup(job->launches), out->msg, sizeof(out->msg)) != 0 || tenant_ready(g) != 0)
+		return;
+	out->t0 = bench_now();
+	if (tenant_launches(&t, job->launches, out->msg, sizeof(out->msg)) != 0)
+		return;
+	out->t1 = bench_now();
+	out->launches = job->launches;
+	out->ok = 1;
+}
+
+/* One thread of native_threads_tenant. */
+struct native_thread {
+	pthread_t tid;
+	struct native_tenant t;
+	pthread_barrier_t *bar; /* twice: all warmed up, then go */
+	int launches, rc;
+	double t0, t1;
+	char err[200];
+};
+
+static void *
+thread_main(void *p)
+{
+	struct native_thread *th = p;
+	th->rc = tenant_launches(&th->t, bench_warmup(th->launches), th->err, sizeof(th->err));
+	pthread_barrier_wait(th->bar);
+	pthread_barrier_wait(th->bar);
+	th->t0 = bench_now();
+	if (th->rc == 0)
+		th->rc = tenant_launches(&th->t, th->launches, th->err, sizeof(th->err));
+	th->t1 = bench_now();
+	return NULL;
+}
+
+/* Opens the P tenants (one context: the primary one) and starts their threads. Returns how many started. */
+static int
+threads_start(const struct bench_job *job, struct native_thread *th, pthread_barrier_t *bar, struct tenant_result *out)
+{
+	for (int i = 0; i < job->threads; i++) {
+		th[i].bar = bar;
+		th[i].launches = job->launches;
+		if (tenant_open(job, &th[i].t, out->msg, sizeof(out->msg)) != 0 ||
+		    pthread_create(&th[i].tid, NULL, thread_main, &th[i]) != 0)
+			return i;
+	}
+	return job->threads;
+}
+
+void
+native_threads_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	const struct bench_job *job = arg;
+	struct native_thread *th = calloc((size_t)job->threads, sizeof(*th));
+	pthread_barrier_t bar;
+	(void)k;
+	if (th == NULL || pthread_barrier_init(&bar, NULL, (unsigned)job->threads + 1) != 0) {
+		snprintf(out->msg, sizeof(out->msg), "out of memory");
+		free(th);
+		return;
+	}
+	int started = threads_start(job, th, &bar, out);
+	if (started < job->threads) {
+		/* Threads already started wait at the barrier forever: the process exits without them. */
+		free(th);
+		return;
+	}
+	pthread_barrier_wait(&bar);
+	int ready = tenant_ready(g);
+	pthread_barrier_wait(&bar);
+	out->ok = ready == 0;
+	for (int i = 0; i < job->threads; i++) {
+		pthread_join(th[i].tid, NULL);
+		if (th[i].rc != 0 && out->ok) {
+			snprintf(out->msg, sizeof(out->msg), "%s", th[i].err);
+			out->ok = 0;
+		}
+		out->t0 = i == 0 || th[i].t0 < out->t0 ? th[i].t0 : out->t0;
+		out->t1 = th[i].t1 > out->t1 ? th[i].t1 : out->t1;
+	}
+	out->launches = (double)job->threads * job->launches;
+	pthread_barrier_destroy(&bar);
+	free(th);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+void
+native_latency_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	enum { REPS = 2000 };
+	static double v[REPS];
+	struct native_tenant t;
+	(void)k;
+	if (tenant_open(arg, &t, out->msg, sizeof(out->msg)) != 0 ||
+	    tenant_launches(&t, 100, out->msg, sizeof(out->msg)) != 0 || tenant_ready(g) != 0)
+		return;
+	for (int i = 0; i < REPS; i++) {
+		double t0 = bench_now();
+		if (tenant_launches(&t, 1, out->msg, sizeof(out->msg)) != 0)
+			return;
+		v[i] = bench_now() - t0;
+	}
+	qsort(v, REPS, sizeof(*v), cmp_double);
+	out->p50 = v[REPS / 2];
+	out->p99 = v[REPS * 99 / 100];
+	out->ok = 1;
+}
+
+#else /* !HAVE_CUDA_H: the native columns are unavailable */
+
+static void
+unavailable(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	(void)job;
+	(void)k;
+	(void)g;
+	snprintf(out->msg, sizeof(out->msg), "cuasync-bench was built without cuda.h (configure --with-cuda)");
+}
+
+void
+native_probe_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	unavailable(job, k, g, out);
+}
+
+void
+native_threads_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	unavailable(job, k, g, out);
+}
+
+void
+native_process_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	unavailable(job, k, g, out);
+}
+
+void
+native_latency_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	unavailable(job, k, g, out);
+}
+
+#endif
