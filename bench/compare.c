@@ -358,8 +358,9 @@ print_table(const struct compare *c, int ki)
 			char cell[128];
 			fmt_rate(r[col], cell, sizeof(cell));
 			/* ratios to each native column left of this one (threads, processes, MPS) */
-			for (int d = 0; d < col && d <= COL_MPS; d++)
-				append_ratio(cell, sizeof(cell), r[col], r[d], d == 0);
+			for (int d = 0; d < col && d <= COL_MPS && !c->native_why[0]; d++)
+				if (d != COL_MPS || !c->mps_why[0])
+					append_ratio(cell, sizeof(cell), r[col], r[d], d == 0);
 			printf(" %s |", cell);
 		}
 		printf("\n");
