@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,10 +70,15 @@ tenant_ready(struct tenant_gate *g)
 	return r;
 }
 
+static pid_t gang_parent; /* the process that forks the tenants */
+
 /* Body of a forked tenant; never returns. */
 static _Noreturn void
 tenant_main(tenant_fn fn, void *arg, int k, int ready[2], int go[2], int res[2])
 {
+	/* Tenants die with the bench (an interrupted run must not leave them loading the GPU). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != gang_parent)
+		_exit(1);
 	close(ready[0]);
 	close(go[1]);
 	close(res[0]);
@@ -154,6 +160,7 @@ gang_run(int P, tenant_fn fn, void *arg, double timeout_s, double *rate, struct 
 	}
 	fflush(stdout);
 	fflush(stderr);
+	gang_parent = getpid();
 	for (int k = 0; k < P; k++)
 		if ((pids[k] = fork()) == 0)
 			tenant_main(fn, arg, k, ready, go, res);
