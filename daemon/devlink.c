@@ -155,6 +155,10 @@ static int
 await_hello(struct device *d, char *why, size_t whylen)
 {
 	for (int waited = 0; waited < HELLO_TIMEOUT_MS; waited += 100) {
+		if (atomic_load(&d->stop) || atomic_load(&d->fe->stopping)) { /* shutting down: do not wait */
+			snprintf(why, whylen, "the daemon is stopping");
+			return CUA_ENO_DEVICE;
+		}
 		size_t len;
 		const unsigned char *rec = ring_peek(d->cpl, &len);
 		if (rec != NULL) {

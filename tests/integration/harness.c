@@ -85,6 +85,10 @@ daemon_start(struct daemon *d, const char *const *extra)
 	argv[n++] = "96M";
 	argv[n++] = "--ring";
 	argv[n++] = "4M";
+	/* a loaded CI machine (two cores, sanitizers, suites in parallel) can starve a worker's heartbeat for
+	 * seconds; the watchdog's own tests set their deadline after this */
+	argv[n++] = "--watchdog-timeout";
+	argv[n++] = "30";
 	const char *iso = getenv("CUA_TEST_ISOLATION"); /* run a suite in the other mode: shared or session */
 	if (iso != NULL && *iso) {
 		argv[n++] = "--isolation";
@@ -122,8 +126,22 @@ daemon_stop(struct daemon *d)
 	if (d->pid <= 0)
 		return;
 	kill(d->pid, SIGTERM);
-	int st;
-	ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
+	int st = 0;
+	pid_t w = 0;
+	/* a clean stop drains for at most --drain-timeout (30 s): past 60 s it hangs — say so, with its log */
+	for (int waited = 0; waited < 60000 && (w = waitpid(d->pid, &st, WNOHANG)) == 0; waited += 10)
+		usleep(10000);
+	if (w == 0) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "tail -n 80 %s >&2", d->log);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no daemon log)\n");
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, &st, 0);
+		d->pid = 0;
+		ck_abort_msg("cuasyncd did not stop within 60 s of SIGTERM (log above)");
+	}
+	ck_assert_int_eq(w, d->pid);
 	d->pid = 0;
 	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
 		char cmd[400];
