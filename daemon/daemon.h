@@ -66,9 +66,10 @@ struct config {
 	/* --watchdog-timeout: a worker with work in flight whose heartbeat stands this long is killed and
 	 * restarted (devlink.c); 0: off */
 	unsigned watchdog_s;
-	unsigned emu_threads;   /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
-	unsigned drain_timeout; /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
-	unsigned hello_timeout; /* s: a connection that has not said HELLO by then is closed (0: never) */
+	unsigned emu_threads;    /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
+	unsigned submit_threads; /* --submit-threads: a worker's threads issuing stream work (0: derived) */
+	unsigned drain_timeout;  /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
+	unsigned hello_timeout;  /* s: a connection that has not said HELLO by then is closed (0: never) */
 	const char *self_exe;
 };
 

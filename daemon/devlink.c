@@ -80,7 +80,7 @@ shm_destroy(struct device *d)
 static pid_t
 spawn(struct fe *fe, struct device *d)
 {
-	char fd_s[16], dev_s[16], gen_s[16], sm_s[16], mem_s[32], pool_s[16], lvl_s[16], thr_s[16];
+	char fd_s[16], dev_s[16], gen_s[16], sm_s[16], mem_s[32], pool_s[16], lvl_s[16], thr_s[16], sub_s[16];
 	snprintf(fd_s, sizeof(fd_s), "%d", d->shm_fd);
 	snprintf(dev_s, sizeof(dev_s), "%d", d->ordinal);
 	snprintf(gen_s, sizeof(gen_s), "%u", d->gen);
@@ -89,6 +89,7 @@ spawn(struct fe *fe, struct device *d)
 	snprintf(pool_s, sizeof(pool_s), "%u", fe->cfg.pool_streams);
 	snprintf(lvl_s, sizeof(lvl_s), "%d", cua_log_get_level());
 	snprintf(thr_s, sizeof(thr_s), "%u", fe->cfg.emu_threads);
+	snprintf(sub_s, sizeof(sub_s), "%u", fe->cfg.submit_threads);
 	const char *argv[] = {fe->cfg.self_exe,
 			      "--worker",
 			      fd_s,
@@ -110,6 +111,8 @@ spawn(struct fe *fe, struct device *d)
 			      fe->cfg.scrub ? "on" : "off",
 			      "--emu-threads",
 			      thr_s,
+			      "--submit-threads",
+			      sub_s,
 			      NULL};
 	pid_t pid = fork();
 	if (pid == 0) {

@@ -66,6 +66,7 @@ enum {
 	O_SCRUB,
 	O_WATCHDOG,
 	O_EMU_THREADS,
+	O_SUBMIT_THREADS,
 	O_DRAIN_TIMEOUT,
 	O_HELLO_TIMEOUT,
 	O_HELP,
@@ -147,6 +148,9 @@ static const struct opt_row {
 	{"emu-threads", 1, O_EMU_THREADS, "N",
 	 "threads that run the emulated device's streams, whatever their number (default 0: twice the cores, 4 to "
 	 "32)"},
+	{"submit-threads", 1, O_SUBMIT_THREADS, "N",
+	 "threads per GPU worker issuing stream work, each owning a share of the streams (a stream's order holds: "
+	 "one stream, one thread); 1: the command loop issues everything (default 0: half the cores, at most 4)"},
 	{"drain-timeout", 1, O_DRAIN_TIMEOUT, "SECONDS",
 	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway (default 30)"},
 	{"hello-timeout", 1, O_HELLO_TIMEOUT, "SECONDS",
@@ -452,6 +456,7 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SCRUB: c->scrub = strcmp(arg, "on") == 0; return strcmp(arg, "on") && strcmp(arg, "off");
 	case O_WATCHDOG: return parse_uint(arg, 0, 3600, &c->watchdog_s);
 	case O_EMU_THREADS: return parse_uint(arg, 0, 256, &c->emu_threads);
+	case O_SUBMIT_THREADS: return parse_uint(arg, 0, 64, &c->submit_threads);
 	case O_DRAIN_TIMEOUT: return parse_uint(arg, 0, 86400, &c->drain_timeout);
 	case O_HELLO_TIMEOUT: return parse_uint(arg, 0, 86400, &c->hello_timeout);
 	case O_LOG_LEVEL_NUM:
@@ -667,6 +672,7 @@ main(int argc, char **argv)
 		wo.pool_streams = fe.cfg.pool_streams;
 		wo.scrub = fe.cfg.scrub;
 		wo.emu_threads = fe.cfg.emu_threads;
+		wo.submit_threads = fe.cfg.submit_threads;
 		return worker_main(&wo);
 	}
 	return serve(&fe);

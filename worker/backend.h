@@ -3,9 +3,14 @@
  * offers it. Backends get typed calls and never see a record of link/wrec.h: the core decodes commands,
  * checks them, resolves host pointers and builds launch arguments.
  *
- * Threads: every wk_backend function is called on the worker's main thread, one call at a time. Stream work
- * is queued and finishes later on threads of the backend's own (emu: a bounded pool serving the streams in turn; cuda: the GPU and the
- * reactor); a backend reports its outcome only through the services below.
+ * Threads: init, fini and the synchronous commands are called on the worker's main thread. Stream work
+ * (htod, dtoh, dtod, memset, launch) and notify for stream sid are called on sid's owner: the main thread with
+ * --submit-threads 1, else one submit thread per stream (submit.c), so calls for one stream never overlap and
+ * come in record order, while calls for different streams, and a synchronous command, may run concurrently.
+ * The core never runs stream_destroy(sid) while sid's owner may still issue on it, nor mem_free,
+ * module_unload or host_unregister while any submit thread has unissued work. Stream work is queued and
+ * finishes later on threads of the backend's own (emu: a bounded pool serving the streams in turn; cuda: the
+ * GPU and the reactor); a backend reports its outcome only through the services below.
  *
  * Completion: the core never waits for stream work. After issuing a request it asks for one notice per stream
  * the request touched (wk_backend.notify); the request's completion is written when the last notice is done.
@@ -23,6 +28,7 @@
 #include <stdint.h>
 
 struct wk;
+struct wksub;
 struct tracker; /* the core's per-request state; opaque to backends */
 
 /* The command a piece of stream work belongs to: where its asynchronous outcome goes. A plain value; valid
@@ -58,6 +64,8 @@ struct wk_backend {
 	int (*init)(struct wk *w, struct wdev_info *info, cua_err *e);
 	/* Drains every stream and releases the device. */
 	void (*fini)(struct wk *w);
+	/* Optional: called once on each submit thread before its first call (cuda: makes the context current). */
+	void (*thread_init)(struct wk *w);
 
 	/* Synchronous commands. img is only borrowed; *params (function_get) is malloc'd and becomes the
 	 * caller's. */
@@ -144,6 +152,7 @@ struct wk {
 	size_t ntouched, touched_cap;
 	uint64_t serial;         /* (core) of the request being issued */
 	struct tracker *issuing; /* (core) the request being issued */
+	struct wksub *sub;       /* (core) the submit threads; NULL: the main thread issues (--submit-threads 1) */
 };
 
 /* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;

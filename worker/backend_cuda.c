@@ -16,6 +16,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@
 
 #define CUDA_API_VERSION 12040 /* cuFuncGetParamInfo appeared in 12.4 */
 #define MAX_STREAMS 4096u
+/* Functions live in chunks that never move, so submit threads read them while function_get adds more. */
+#define FN_CHUNK 1024u
+#define FN_CHUNKS 1024u
 
 /* Every driver entry point used: one row each. */
 /* clang-format off */
@@ -146,12 +150,13 @@ struct cu {
 	CUdevice dev;
 	CUcontext ctx;
 	int sm;
+	/* written by the main thread; a slot is read by its stream's owner only while the stream exists (backend.h) */
 	CUstream streams[MAX_STREAMS];
-	uint32_t nstreams;
+	uint32_t nstreams; /* main thread */
 	CUmodule *modules;
 	size_t nmodules;
-	CUfunction *functions;
-	size_t nfunctions;
+	CUfunction *fn_chunks[FN_CHUNKS]; /* function id f is fn_chunks[(f-1) / FN_CHUNK][(f-1) % FN_CHUNK] */
+	_Atomic size_t nfunctions;        /* stored (release) after the function is in its slot */
 	int staging_registered;
 	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
 	CUstream scrub;
@@ -172,7 +177,7 @@ cerr(cua_err *e, CUresult r, const char *what)
 			   errstr(r));
 }
 
-/* A marker with its event, from the free list or new; NULL without memory or event. Main thread. */
+/* A marker with its event, from the free list or new; NULL without memory or event. Any thread. */
 static struct marker *
 marker_get(struct cu *C)
 {
@@ -490,14 +495,20 @@ cu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_
 					   CUA_MAX_PARAMS);
 		}
 	}
-	CUfunction *nf = realloc(C->functions, (C->nfunctions + 1) * sizeof(*nf));
-	if (nf == NULL) {
+	size_t nf = atomic_load_explicit(&C->nfunctions, memory_order_relaxed); /* only this thread stores it */
+	CUfunction **chunk = nf / FN_CHUNK < FN_CHUNKS ? &C->fn_chunks[nf / FN_CHUNK] : NULL;
+	if (chunk && *chunk == NULL)
+		*chunk = calloc(FN_CHUNK, sizeof(**chunk));
+	if (chunk == NULL || *chunk == NULL) {
 		free(p);
+		if (chunk == NULL)
+			return cua_err_set(e, CUA_EQUOTA, "more than %u functions on this device",
+					   FN_CHUNK * FN_CHUNKS);
 		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
 	}
-	C->functions = nf;
-	C->functions[C->nfunctions++] = f;
-	*fn = C->nfunctions;
+	(*chunk)[nf % FN_CHUNK] = f;
+	atomic_store_explicit(&C->nfunctions, nf + 1, memory_order_release);
+	*fn = nf + 1;
 	*params = p;
 	*nparams = n;
 	return 0;
@@ -586,12 +597,32 @@ cu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e)
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuStreamDestroy");
 }
 
-/* ------------------------------------------------------------------ stream work (main thread) */
+/* ------------------------------------------------------------------ stream work (the stream's owner thread) */
 
+/* A submit thread issues into the worker's context. */
+static void
+cu_thread_init(struct wk *w)
+{
+	struct cu *C = w->be_state;
+	CUresult r = drv.cuCtxSetCurrent(C->ctx);
+	if (r != CUDA_SUCCESS)
+		cu_fatal(C, r, NULL, NULL); /* the context is unusable: nothing else could issue either */
+}
+
+/* sid's stream, or NULL. Its owner's thread (backend.h); never reads nstreams, which the main thread moves. */
 static CUstream
 stream_of(struct cu *C, uint32_t sid)
 {
-	return sid < C->nstreams ? C->streams[sid] : NULL;
+	return sid < MAX_STREAMS ? C->streams[sid] : NULL;
+}
+
+/* Function fn, or NULL. Any thread. */
+static CUfunction
+function_of(struct cu *C, uint64_t fn)
+{
+	if (fn == 0 || fn > atomic_load_explicit(&C->nfunctions, memory_order_acquire))
+		return NULL;
+	return C->fn_chunks[(fn - 1) / FN_CHUNK][(fn - 1) % FN_CHUNK];
 }
 
 /* The outcome of issuing stream work: a sticky error ends the worker, others fail the command. */
@@ -680,12 +711,13 @@ cu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag t
 {
 	struct cu *C = w->be_state;
 	NEED_STREAM(C, sid, s, e)
-	if (l->fn == 0 || l->fn > C->nfunctions)
+	CUfunction f = function_of(C, l->fn);
+	if (f == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no function %llu", (unsigned long long)l->fn);
 	if ((l->flags & WREC_LAUNCH_PDL) && C->sm < 90)
 		return cua_err_set(e, CUA_EPDL_UNSUPPORTED,
 				   "programmatic dependent launch requires sm_90 or newer; target sm_%d", C->sm);
-	return issued(C, launch_kernel(C->functions[l->fn - 1], l, s), tag, e);
+	return issued(C, launch_kernel(f, l, s), tag, e);
 }
 
 /* An event recorded after what is queued on the stream, for the reactor to watch; when that cannot be done,
@@ -744,6 +776,7 @@ const struct wk_backend backend_cuda = {
 	.name = "cuda",
 	.init = cu_init,
 	.fini = cu_fini,
+	.thread_init = cu_thread_init,
 	.module_load = cu_module_load,
 	.module_unload = cu_module_unload,
 	.function_get = cu_function_get,

@@ -1,8 +1,10 @@
 /*
  * commands.c — the worker's command table: one row per enum wrec_op ({name, fixed size, sync or stream,
- * handler}), and the handlers, which turn a checked record into a typed backend call. Everything here runs on
- * the worker's main thread; the caller (worker.c) has checked that the command lies inside its record and is
- * at least its row's fixed size.
+ * barrier, handlers}), and the handlers, which turn a checked record into a typed backend call. Sync handlers
+ * (c_*) and stream preparers (p_*) run on the worker's main thread; stream issuers (i_*) run on the thread that
+ * owns the stream (the main thread with --submit-threads 1, else a submit thread, submit.c) and read only the
+ * command and what the preparer resolved. The caller (worker.c) has checked that the command lies inside its
+ * record and is at least its row's fixed size.
  */
 #include "config.h"
 
@@ -43,11 +45,11 @@ copy_host(struct wk *w, const struct wrec_copy *c)
 
 /* Stream work goes on sid: it must exist. */
 static int
-use_stream(struct wk *w, struct wk_run *x, uint32_t sid, cua_err *e)
+use_stream(struct wk *w, struct wk_op *op, uint32_t sid, cua_err *e)
 {
 	if (!wk_stream_live(w, sid))
 		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
-	x->sid = sid;
+	op->sid = sid;
 	return 0;
 }
 
@@ -131,61 +133,71 @@ c_stream_destroy(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_e
 
 /* Queues nothing: the stream's notice completes the request after everything before it on the stream. */
 static int
-c_stream_sync(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+p_stream_sync(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e)
 {
-	int r = use_stream(w, x, ((const struct wrec_stream *)h)->stream, e);
-	x->queued = r == 0;
-	return r;
+	return use_stream(w, op, ((const struct wrec_stream *)h)->stream, e);
 }
 
 /* ------------------------------------------------------------------ copies and memset */
 
 static int
-c_copy(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+p_copy(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e)
 {
 	const struct wrec_copy *c = (const struct wrec_copy *)h;
-	int r = use_stream(w, x, c->stream, e);
+	int r = use_stream(w, op, c->stream, e);
 	if (r != 0)
 		return r;
-	void *host = copy_host(w, c);
-	if (host == NULL)
+	op->host = copy_host(w, c);
+	if (op->host == NULL)
 		return cua_err_set(e, CUA_EINTERNAL, "copy outside the staging area or host buffer");
-	r = h->op == WR_HTOD ? w->be->htod(w, c->stream, c->dev, host, c->bytes, x->tag, e)
-			     : w->be->dtoh(w, c->stream, host, c->dev, c->bytes, x->tag, e);
-	x->queued = r == 0;
-	return r;
+	return 0;
 }
 
 static int
-c_dtod(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+i_copy(struct wk *w, const struct wk_op *op, cua_err *e)
 {
-	const struct wrec_dtod *c = (const struct wrec_dtod *)h;
-	int r = use_stream(w, x, c->stream, e);
-	if (r == 0)
-		r = w->be->dtod(w, c->stream, c->dst, c->src, c->bytes, x->tag, e);
-	x->queued = r == 0;
-	return r;
+	const struct wrec_copy *c = (const struct wrec_copy *)op->c;
+	return c->h.op == WR_HTOD ? w->be->htod(w, op->sid, c->dev, op->host, c->bytes, op->tag, e)
+				  : w->be->dtoh(w, op->sid, op->host, c->dev, c->bytes, op->tag, e);
 }
 
 static int
-c_memset(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+p_dtod(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e)
+{
+	return use_stream(w, op, ((const struct wrec_dtod *)h)->stream, e);
+}
+
+static int
+i_dtod(struct wk *w, const struct wk_op *op, cua_err *e)
+{
+	const struct wrec_dtod *c = (const struct wrec_dtod *)op->c;
+	return w->be->dtod(w, op->sid, c->dst, c->src, c->bytes, op->tag, e);
+}
+
+static int
+p_memset(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e)
 {
 	const struct wrec_memset *c = (const struct wrec_memset *)h;
-	int r = use_stream(w, x, c->stream, e);
+	int r = use_stream(w, op, c->stream, e);
 	if (r != 0)
 		return r;
 	if (c->width != 1 && c->width != 2 && c->width != 4)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "memset width %u", c->width);
-	r = w->be->memset(w, c->stream, c->dst, (uint32_t)c->value, c->width, c->count, x->tag, e);
-	x->queued = r == 0;
-	return r;
+	return 0;
+}
+
+static int
+i_memset(struct wk *w, const struct wk_op *op, cua_err *e)
+{
+	const struct wrec_memset *c = (const struct wrec_memset *)op->c;
+	return w->be->memset(w, op->sid, c->dst, (uint32_t)c->value, c->width, c->count, op->tag, e);
 }
 
 /* ------------------------------------------------------------------ launch */
 
 struct launch_call {
 	struct wk *w;
-	struct wk_run *x;
+	const struct wk_op *op;
 	struct wk_launch l;
 	cua_err *e;
 	int r;
@@ -197,7 +209,7 @@ launch_with(void **params, size_t n, void *ud)
 	struct launch_call *L = ud;
 	L->l.params = params;
 	L->l.nparams = n;
-	L->r = L->w->be->launch(L->w, L->x->sid, &L->l, L->x->tag, L->e);
+	L->r = L->w->be->launch(L->w, L->op->sid, &L->l, L->op->tag, L->e);
 	return 0;
 }
 
@@ -226,23 +238,27 @@ launch_args(const struct wrec_launch *c, cua_arena *arena, uint32_t *sizes)
 }
 
 static int
-c_launch(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+p_launch(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e)
 {
-	const struct wrec_launch *c = (const struct wrec_launch *)h;
-	static uint32_t sizes[CUA_MAX_PARAMS]; /* main thread only */
-	int r = use_stream(w, x, c->stream, e);
-	if (r != 0)
-		return r;
+	return use_stream(w, op, ((const struct wrec_launch *)h)->stream, e);
+}
+
+/* Decodes the arguments here, on the issuing thread: building them is part of a launch's cost. */
+static int
+i_launch(struct wk *w, const struct wk_op *op, cua_err *e)
+{
+	const struct wrec_launch *c = (const struct wrec_launch *)op->c;
+	uint32_t sizes[CUA_MAX_PARAMS];
 	cua_arena arena;
 	cua_arena_init(&arena);
-	r = launch_args(c, &arena, sizes);
+	int r = launch_args(c, &arena, sizes);
 	if (r != 0) {
 		r = cua_err_set(e, r,
 				r == CUA_ENOMEM ? "worker out of memory for launch arguments"
 						: "malformed launch arguments");
 		goto out;
 	}
-	struct launch_call L = {w, x, {c->function, {0}, {0}, c->shared_mem, c->flags, NULL, sizes, 0}, e, 0};
+	struct launch_call L = {w, op, {c->function, {0}, {0}, c->shared_mem, c->flags, NULL, sizes, 0}, e, 0};
 	memcpy(L.l.grid, c->grid, sizeof(L.l.grid));
 	memcpy(L.l.block, c->block, sizeof(L.l.block));
 	r = cua_arena_with_params(&arena, launch_with, &L);
@@ -251,7 +267,6 @@ c_launch(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
 		goto out;
 	}
 	r = L.r;
-	x->queued = r == 0;
 out:
 	cua_arena_fini(&arena);
 	return r;
@@ -319,23 +334,27 @@ c_host_unregister(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_
 
 /* ------------------------------------------------------------------ the table */
 
-#define SYNC(op, name, type, fn) [op] = {name, sizeof(type), false, fn}
-#define STREAM(op, name, type, fn) [op] = {name, sizeof(type), true, fn}
+#define SYNC(op, name, type, fn) [op] = {name, sizeof(type), false, WK_BARRIER_NONE, fn, NULL, NULL}
+/* A sync command that must not run while a submit thread still has unissued work (worker.c, run_sync). */
+#define BARRIER(op, name, type, fn, b) [op] = {name, sizeof(type), false, b, fn, NULL, NULL}
+#define STREAM(op, name, type, prep, issue) [op] = {name, sizeof(type), true, WK_BARRIER_NONE, NULL, prep, issue}
 
+/* clang-format off */
 const struct wk_cmd wk_cmds[WR_OP_MAX] = {
 	SYNC(WR_MODULE_LOAD, "module_load", struct wrec_module_load, c_module_load),
-	SYNC(WR_MODULE_UNLOAD, "module_unload", struct wrec_module_unload, c_module_unload),
+	BARRIER(WR_MODULE_UNLOAD, "module_unload", struct wrec_module_unload, c_module_unload, WK_BARRIER_ALL),
 	SYNC(WR_FUNCTION_GET, "function_get", struct wrec_function_get, c_function_get),
 	SYNC(WR_MEM_ALLOC, "mem_alloc", struct wrec_mem_alloc, c_mem_alloc),
-	SYNC(WR_MEM_FREE, "mem_free", struct wrec_mem_free, c_mem_free),
+	BARRIER(WR_MEM_FREE, "mem_free", struct wrec_mem_free, c_mem_free, WK_BARRIER_ALL),
 	SYNC(WR_STREAM_CREATE, "stream_create", struct wrec_stream_create, c_stream_create),
-	SYNC(WR_STREAM_DESTROY, "stream_destroy", struct wrec_stream, c_stream_destroy),
-	STREAM(WR_STREAM_SYNC, "stream_sync", struct wrec_stream, c_stream_sync),
-	STREAM(WR_HTOD, "htod", struct wrec_copy, c_copy),
-	STREAM(WR_DTOH, "dtoh", struct wrec_copy, c_copy),
-	STREAM(WR_DTOD, "dtod", struct wrec_dtod, c_dtod),
-	STREAM(WR_MEMSET, "memset", struct wrec_memset, c_memset),
-	STREAM(WR_LAUNCH, "launch", struct wrec_launch, c_launch),
+	BARRIER(WR_STREAM_DESTROY, "stream_destroy", struct wrec_stream, c_stream_destroy, WK_BARRIER_STREAM),
+	STREAM(WR_STREAM_SYNC, "stream_sync", struct wrec_stream, p_stream_sync, NULL),
+	STREAM(WR_HTOD, "htod", struct wrec_copy, p_copy, i_copy),
+	STREAM(WR_DTOH, "dtoh", struct wrec_copy, p_copy, i_copy),
+	STREAM(WR_DTOD, "dtod", struct wrec_dtod, p_dtod, i_dtod),
+	STREAM(WR_MEMSET, "memset", struct wrec_memset, p_memset, i_memset),
+	STREAM(WR_LAUNCH, "launch", struct wrec_launch, p_launch, i_launch),
 	SYNC(WR_HOST_REGISTER, "host_register", struct wrec_host_register, c_host_register),
-	SYNC(WR_HOST_UNREGISTER, "host_unregister", struct wrec_host_unregister, c_host_unregister),
+	BARRIER(WR_HOST_UNREGISTER, "host_unregister", struct wrec_host_unregister, c_host_unregister, WK_BARRIER_ALL),
 };
+/* clang-format on */

@@ -21,6 +21,8 @@
 
 /* Exit status of a worker that stopped on a sticky fault (the front-end restarts it). */
 #define WORKER_EXIT_FAULT 3
+/* The derived number of submit threads, at most (the measured knee: DESIGN.md) */
+#define SUBMIT_THREADS_MAX 4u
 
 static const char oom_detail[] = "worker out of memory";
 
@@ -293,6 +295,76 @@ wk_stream_retire(struct wk *w, uint32_t sid)
 
 /* ------------------------------------------------------------------ requests */
 
+/* Runs the handlers of command i: a sync command's, or a stream command's preparer and, issuing on this thread,
+ * its issuer. Main thread, --submit-threads 1: what the worker always did. */
+static int
+run_inline(struct wk *w, const struct wk_cmd *k, const struct wrec_hdr *c, struct wk_run *x, cua_err *e)
+{
+	if (!k->stream)
+		return k->run(w, c, x, e);
+	struct wk_op op = {x->tag, 0, NULL, c};
+	int r = k->prep(w, c, &op, e);
+	if (r == 0 && k->issue)
+		r = k->issue(w, &op, e);
+	x->queued = r == 0;
+	x->sid = op.sid;
+	return r;
+}
+
+/*
+ * Hands the streams this request touched since the last flush their notices, each to the batch of the stream's
+ * owner after the request's work there (counted in the tracker first: it cannot complete before them), then every
+ * batch to its thread. The next touch of any stream is noted afresh. Main thread, submit threads on.
+ */
+static void
+flush(struct wk *w)
+{
+	for (size_t i = 0; i < w->ntouched; i++) {
+		const struct wk_touch *k = &w->touched[i];
+		if (w->streams[k->sid].mark != w->serial)
+			continue;
+		atomic_fetch_add(&w->issuing->pending, 1);
+		wksub_notice(w->sub, k->sid, (struct wk_tag){w->issuing, k->blame});
+	}
+	w->ntouched = 0;
+	w->serial++;
+	wksub_push(w->sub);
+}
+
+/* A barrier command waits until the submit threads concerned have issued all they were handed (core.h). */
+static void
+barrier(struct wk *w, const struct wk_cmd *k, const struct wrec_hdr *c)
+{
+	if (k->barrier == WK_BARRIER_NONE)
+		return;
+	flush(w);
+	int owner = -1;
+	if (k->barrier == WK_BARRIER_STREAM)
+		owner = (int)wksub_owner(w->sub, ((const struct wrec_stream *)c)->stream);
+	wksub_drain(w->sub, owner);
+}
+
+/* Prepares stream command i and appends it to its stream's owner's batch, noting the stream (its notice room is
+ * reserved with it). 0 or a CUA_E* code with the reason in e: nothing was handed over. Main thread. */
+static int
+dispatch(struct wk *w, const struct wk_cmd *k, const struct wrec_hdr *c, uint32_t i, cua_err *e)
+{
+	struct wk_op op = {{w->issuing, i}, 0, NULL, NULL};
+	int r = k->prep(w, c, &op, e);
+	if (r != 0)
+		return r;
+	op.c = k->issue ? c : NULL;
+	bool fresh = w->streams[op.sid].mark != w->serial;
+	if (wksub_op(w->sub, &op, fresh) != 0)
+		return cua_err_set(e, CUA_ENOMEM, "worker out of memory for stream work");
+	if (fresh && touch(w, op.sid, i) != 0) {
+		/* no room to note the stream: its notice goes right after the work (in the room reserved) */
+		atomic_fetch_add(&w->issuing->pending, 1);
+		wksub_notice(w->sub, op.sid, op.tag);
+	}
+	return 0;
+}
+
 /* Runs command i (at c, whose size lies inside the record) of the request being issued. */
 static void
 run_cmd(struct wk *w, struct tracker *t, uint32_t i, const struct wrec_hdr *c)
@@ -302,12 +374,20 @@ run_cmd(struct wk *w, struct tracker *t, uint32_t i, const struct wrec_hdr *c)
 	cua_err e;
 	cua_err_clear(&e);
 	int r;
-	if (k == NULL || k->run == NULL)
+	if (k == NULL || (k->run == NULL && k->prep == NULL))
 		r = cua_err_set(&e, CUA_EINTERNAL, "unknown worker command %u", c->op);
 	else if (c->size < k->fixed)
 		r = cua_err_set(&e, CUA_EINTERNAL, "malformed worker command %s (%u bytes)", k->name, c->size);
-	else
-		r = k->run(w, c, &x, &e);
+	else if (w->sub && k->stream) {
+		/* its outcome is the submit thread's to set; only a failure to hand it over is set here */
+		if ((r = dispatch(w, k, c, i, &e)) != 0)
+			item_set(t, i, (uint32_t)r, 0, e.detail[0] ? e.detail : cua_strerror(r));
+		return;
+	} else {
+		if (w->sub)
+			barrier(w, k, c);
+		r = run_inline(w, k, c, &x, &e);
+	}
 	if (r == 0 && x.queued && touch(w, x.sid, i) != 0) {
 		/* no room to note the stream: take its notice now (the request still completes after the work) */
 		notify(w, t, x.sid, i);
@@ -358,6 +438,8 @@ handle_record(struct wk *w, const unsigned char *rec, size_t len)
 		off += c->size;
 		run_cmd(w, t, i, c);
 	}
+	if (w->sub)
+		flush(w);
 	for (size_t i = 0; i < w->ntouched; i++) {
 		const struct wk_touch *k = &w->touched[i];
 		if (w->streams[k->sid].mark == w->serial)
@@ -467,6 +549,18 @@ open_device(struct wk *w, cua_err *e)
 	return 0;
 }
 
+/* --submit-threads, or when 0, half the cores up to SUBMIT_THREADS_MAX: four threads of one context reach
+ * ~550-590 k launches/s where one reaches ~310 k (DESIGN.md), and the front-end needs cores too. */
+static unsigned
+submit_threads(const struct worker_opts *o)
+{
+	if (o->submit_threads)
+		return o->submit_threads;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = cores > 1 ? (unsigned)cores / 2 : 1;
+	return n > SUBMIT_THREADS_MAX ? SUBMIT_THREADS_MAX : n;
+}
+
 int
 worker_main(const struct worker_opts *o)
 {
@@ -483,6 +577,12 @@ worker_main(const struct worker_opts *o)
 	 * a context that sessions share, one session's launch would stall behind another's long kernel. Eagerly,
 	 * only MODULE_LOAD waits (README.md, "Isolation"). The operator may still choose with the variable. */
 	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+	/* The driver maps a context's streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware work queues (8 unless set).
+	 * Streams sharing a queue are served in order, as if one stream: a kernel of one session waits behind
+	 * another session's kernel queued in the same queue although nothing orders them. With a stream pool per
+	 * session and the clients' own streams the worker holds far more than 8 busy streams, so ask for the most
+	 * (32) before cuInit reads it; the operator may still choose with the variable. */
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 
 	static struct wk w; /* static: backends' threads may still hold it while the process exits */
 	memset(&w, 0, sizeof(w));
@@ -501,6 +601,9 @@ worker_main(const struct worker_opts *o)
 	log_info("device %d ready: %s sm_%u%u, %s backend, generation %u", o->device, w.info.name, w.info.sm_major,
 		 w.info.sm_minor, w.be->name, o->generation);
 	hello(&w, 0, NULL);
+	unsigned nsub = submit_threads(o);
+	if (nsub > 1 && (w.sub = wksub_start(&w, nsub, notice_done, wk_report)) != NULL)
+		log_info("device %d: %u submit threads", o->device, nsub);
 
 	struct wshm_hdr *hdr = (struct wshm_hdr *)w.shm;
 	for (;;) {
@@ -519,6 +622,8 @@ worker_main(const struct worker_opts *o)
 		atomic_store_explicit(&hdr->busy_since_ms, 0, memory_order_relaxed);
 		ring_release(w.cmd);
 	}
+	wksub_stop(w.sub); /* issues what it was handed first */
+	w.sub = NULL;
 	w.be->fini(&w);
 	free(w.streams);
 	free(w.touched);

@@ -23,6 +23,9 @@ struct worker_opts {
 	bool scrub; /* clear device memory on free before it can be allocated again (backend.h: mem_free) */
 	/* emu: the most threads running stream work (0: derived from the cores) */
 	unsigned emu_threads;
+	/* threads issuing stream work, each owning the streams sid % N (0: derived from the cores; 1: the command
+	 * loop issues everything itself) */
+	unsigned submit_threads;
 };
 
 /* Runs the worker in the calling (freshly exec'd) process until the front-end's shutdown record or its death.

@@ -96,6 +96,11 @@ daemon_start(struct daemon *d, const char *const *extra)
 		argv[n++] = "--isolation-pool"; /* a test's sessions should not wait for a worker to start */
 		argv[n++] = "4";
 	}
+	const char *sub = getenv("CUA_TEST_SUBMIT_THREADS"); /* run a suite with parallel submission */
+	if (sub != NULL && *sub) {
+		argv[n++] = "--submit-threads";
+		argv[n++] = sub;
+	}
 	for (int i = 0; extra && extra[i] && n < 60; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;

@@ -28,7 +28,9 @@ up_watchdog(void)
 static void
 up_threads(void)
 {
-	static const char *const args[] = {"--emu-threads", "4", "--session-streams", "2000", NULL};
+	/* the submit threads are fixed too: their default follows the cores */
+	static const char *const args[] =
+		{"--emu-threads", "4", "--session-streams", "2000", "--submit-threads", "4", NULL};
 	daemon_start(&D, args);
 }
 
@@ -217,10 +219,10 @@ thread_count(pid_t pid)
 }
 
 /* 1000 streams, a kernel on each: all complete, and the worker runs its --emu-threads 4 stream threads, its
- * main thread and its heartbeat, not a thread per stream. */
+ * --submit-threads 4 submit threads, its main thread and its heartbeat, not a thread per stream. */
 START_TEST(thousand_streams_run_on_a_few_threads)
 {
-	enum { N = 1000, MAX_THREADS = 8 };
+	enum { N = 1000, MAX_THREADS = 12 };
 	if (strcmp(test_backend(), "emu") != 0)
 		return;
 	cua_client *c = connect_to(&D);
