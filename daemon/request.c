@@ -154,7 +154,8 @@ do_request_done(struct fe *fe, struct request *r)
 	if (r->kind == REQ_CLIENT)
 		fe->client_in_flight--;
 	r->s->in_flight--;
-	r->s->dev_in_flight[r->dev]--;
+	if (r->kind != REQ_POOL)
+		r->s->dev_in_flight[r->dev]--;
 	do_request_finish(fe, r);
 }
 

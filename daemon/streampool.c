@@ -119,8 +119,7 @@ do_spool_prepare(struct fe *fe, struct request *r, struct device *d)
 		request_free(fe, pr);
 		return SPOOL_FULL;
 	}
-	s->in_flight++;
-	s->dev_in_flight[r->dev]++;
+	s->in_flight++; /* not in dev_in_flight: STATUS counts the session's requests, and this is none of them */
 	p->creating = true;
 	p->n = 0;
 	return SPOOL_WAIT;

@@ -100,6 +100,15 @@ pool_start(struct fe *fe, dev_done_fn done)
 	TAILQ_INIT(&P.retired);
 	for (unsigned i = 0; i < CUA_MAX_DEVICES; i++)
 		TAILQ_INIT(&P.idle[i]);
+	/* the first workers before the daemon serves: a session's first request finds one ready */
+	for (int i = 0; i < fe->ndevs; i++)
+		for (unsigned k = 0; k < fe->cfg.isolation_pool && fe->devs[i].state != DEV_FAILED; k++) {
+			struct device *d;
+			if (dev_spawn(fe, &fe->devs[i], done, &d) != 0)
+				break;
+			TAILQ_INSERT_TAIL(&P.idle[i], d, pool_link);
+			P.nidle[i]++;
+		}
 	if (pthread_create(&P.thread, NULL, pool_main, fe) != 0)
 		return -1;
 	P.started = true;
