@@ -488,7 +488,8 @@ START_TEST(r_seq_window)
 {
 	enum { WINDOW = 4096 };
 	struct dmn d;
-	dmn_start(&d, (const char *const[]){"--contexts", "8192", "--session-pending", "8192", NULL});
+	dmn_start(&d, (const char *const[]){"--contexts", "8192", "--session-pending", "8192", "--seq-gap-timeout",
+					    "60000", NULL});
 	struct conn c;
 	sess(&c, &d);
 	struct flight *f = calloc(WINDOW + 2, sizeof(*f));
@@ -1250,7 +1251,8 @@ START_TEST(r_pending_quota)
 {
 	enum { N = 4, SENT = 8 };
 	struct dmn d;
-	dmn_start(&d, (const char *const[]){"--session-pending", "4", NULL});
+	/* the early ones wait for seq 1 longer than the default gap timeout while this test looks at them */
+	dmn_start(&d, (const char *const[]){"--session-pending", "4", "--seq-gap-timeout", "60000", NULL});
 	struct conn c;
 	sess(&c, &d);
 	struct flight f[SENT + 1];
