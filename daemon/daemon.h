@@ -134,7 +134,8 @@ struct fe {
 	uint64_t start_ms;
 	uint64_t listener_restarts;
 	atomic_int stopping;
-	bool draining;             /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
+	bool tearing_down; /* request_stop runs: completions no longer free sessions (it frees them at the end) */
+	bool draining;     /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
 	uint32_t client_in_flight; /* client requests (not cleanups) inside the workers */
 };
 

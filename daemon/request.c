@@ -710,24 +710,44 @@ request_start(struct fe *fe)
 	return sched_start(fe, &request_sched_ops);
 }
 
-/* Stops s's own workers (shutdown) and frees what was still in flight on them. */
+/* Stops a worker (shutdown, without fe->lock) and frees what was still in flight on it. */
 static void
-stop_session_workers(struct fe *fe, struct session *s)
+stop_worker(struct fe *fe, struct device *d)
 {
 	struct request_queue q;
 	struct request *r;
-	for (int i = 0; i < fe->ndevs; i++) {
-		struct device *d = fe->cfg.isolation == ISO_SESSION ? s->worker[i] : NULL;
-		if (d == NULL)
-			continue;
-		dev_stop(d, &q);
-		while ((r = TAILQ_FIRST(&q)) != NULL) {
-			TAILQ_REMOVE(&q, r, qlink);
-			request_free(fe, r);
-		}
-		free(d);
-		s->worker[i] = NULL;
+	dev_stop(d, &q);
+	while ((r = TAILQ_FIRST(&q)) != NULL) {
+		TAILQ_REMOVE(&q, r, qlink);
+		request_free(fe, r);
 	}
+}
+
+/* Takes every session's own workers (session isolation) out of their sessions, under fe->lock, into a malloc'd
+ * array of *n: they are stopped without the lock, while their completion threads may still finish requests. */
+static struct device **
+take_session_workers(struct fe *fe, size_t *n)
+{
+	struct session *s;
+	struct device **w = NULL;
+	size_t cap = 0;
+	*n = 0;
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	{
+		for (int i = 0; i < fe->ndevs && fe->cfg.isolation == ISO_SESSION; i++) {
+			if (s->worker[i] == NULL)
+				continue;
+			if (*n == cap) {
+				struct device **g = realloc(w, (cap = cap ? 2 * cap : 16) * sizeof(*w));
+				if (g == NULL)
+					return w; /* the rest die with the daemon (PR_SET_PDEATHSIG) */
+				w = g;
+			}
+			w[(*n)++] = s->worker[i];
+			s->worker[i] = NULL;
+		}
+	}
+	return w;
 }
 
 void
@@ -736,19 +756,24 @@ request_stop(struct fe *fe)
 	struct session *s;
 	struct request_queue q;
 	struct request *r;
+	size_t n;
 	sched_stop(fe);
+	/* From here completions (workers' threads still run) answer and free requests but never free a session:
+	 * this thread walks the sessions and frees them last. */
+	pthread_mutex_lock(&fe->lock);
+	fe->tearing_down = true;
+	struct device **w = take_session_workers(fe, &n);
+	pthread_mutex_unlock(&fe->lock);
 	/* sessions' workers before the pool: a worker dies with the thread that started it (PR_SET_PDEATHSIG), and
 	 * the pool thread started them */
-	TAILQ_FOREACH(s, &fe->sessions, link)
-	stop_session_workers(fe, s);
-	pool_stop(fe);
-	for (int i = 0; i < fe->ndevs; i++) {
-		dev_stop(&fe->devs[i], &q);
-		while ((r = TAILQ_FIRST(&q)) != NULL) {
-			TAILQ_REMOVE(&q, r, qlink);
-			request_free(fe, r);
-		}
+	for (size_t i = 0; i < n; i++) {
+		stop_worker(fe, w[i]);
+		free(w[i]);
 	}
+	free(w);
+	pool_stop(fe);
+	for (int i = 0; i < fe->ndevs; i++)
+		stop_worker(fe, &fe->devs[i]);
 	/* requests still queued or parked are freed with their sessions */
 	TAILQ_INIT(&q);
 	while ((s = TAILQ_FIRST(&fe->sessions)) != NULL) {

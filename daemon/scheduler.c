@@ -115,7 +115,7 @@ do_sched_take_parked(struct fe *fe, struct session *s, struct request_queue *out
 void
 do_sched_session_release(struct fe *fe, struct session *s)
 {
-	if (!s->closing || s->in_flight > 0 || !TAILQ_EMPTY(&s->queue) || s->cleanup_pending > 0)
+	if (!s->closing || s->in_flight > 0 || !TAILQ_EMPTY(&s->queue) || s->cleanup_pending > 0 || fe->tearing_down)
 		return;
 	if (fe->dispatching) { /* the dispatcher still holds a pointer to s: free it after its pass */
 		if (!s->zombie) {

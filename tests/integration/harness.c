@@ -141,6 +141,12 @@ daemon_stop(struct daemon *d)
 		snprintf(cmd, sizeof(cmd), "tail -n 80 %s >&2", d->log);
 		if (system(cmd) != 0)
 			fprintf(stderr, "(no daemon log)\n");
+		/* where it hangs, when gdb is there to say */
+		snprintf(cmd, sizeof(cmd),
+			 "command -v gdb >/dev/null && gdb -p %d -batch -ex 'thread apply all bt' >&2 2>/dev/null",
+			 (int)d->pid);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no backtrace)\n");
 		kill(d->pid, SIGKILL);
 		waitpid(d->pid, &st, 0);
 		d->pid = 0;
