@@ -25,7 +25,11 @@ make -j"$(nproc)" >/dev/null
 
 case "$mode" in
 test)
-  exec make -j"$(nproc)" check
+  # Build everything in parallel, then run the suites one at a time: each starts real daemons and measures
+  # that clients are served within deadlines, which a machine of two cores running several suites (each
+  # with its daemon's threads and workers) cannot promise.
+  make -j"$(nproc)" check TESTS= >/dev/null
+  exec make check
   ;;
 run)
   make -j"$(nproc)" examples/vector_add >/dev/null
