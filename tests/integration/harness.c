@@ -286,3 +286,20 @@ spin_cycles(unsigned ms)
 	/* emu: 1 cycle = 1 ns; an H200 runs near 1.98 GHz under load */
 	return strcmp(test_backend(), "emu") == 0 ? (long long)ms * 1000000LL : (long long)ms * 1980000LL;
 }
+
+cua_future *
+submit_spin(cua_client *c, cua_function spin, unsigned ms, cua_stream s)
+{
+	cua_launch *l = launch_1d(c, spin, 1, 1);
+	cua_launch_push_i64(l, spin_cycles(ms));
+	cua_launch_set_stream(l, s);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	return f;
+}
+
+bool
+status_restarted(const cua_daemon_status *s, void *ud)
+{
+	return s->devices[0].restarts >= *(uint32_t *)ud;
+}

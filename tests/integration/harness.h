@@ -44,6 +44,10 @@ void launch_and_wait(cua_launch *l);
 bool wait_status(cua_client *c, bool (*pred)(const cua_daemon_status *s, void *ud), void *ud, cua_daemon_status *out);
 /* Spin argument that runs about ms milliseconds on the backend. */
 long long spin_cycles(unsigned ms);
+/* Submits a spin kernel of about ms milliseconds on stream s (0: the pool); the future, not waited for. */
+cua_future *submit_spin(cua_client *c, cua_function spin, unsigned ms, cua_stream s);
+/* wait_status predicate: device 0 restarted at least *(uint32_t *)ud times. */
+bool status_restarted(const cua_daemon_status *s, void *ud);
 
 #define CK(call)                                                                                                       \
 	do {                                                                                                           \

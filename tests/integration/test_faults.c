@@ -109,23 +109,6 @@ START_TEST(pdl_accepted_at_sm90)
 }
 END_TEST
 
-static cua_future *
-submit_spin(cua_client *c, cua_function spin, unsigned ms, cua_stream s)
-{
-	cua_launch *l = launch_1d(c, spin, 1, 1);
-	cua_launch_push_i64(l, spin_cycles(ms));
-	cua_launch_set_stream(l, s);
-	cua_future *f;
-	CK(cua_launch_submit(l, &f));
-	return f;
-}
-
-static bool
-restarted(const cua_daemon_status *s, void *ud)
-{
-	return s->devices[0].restarts >= *(uint32_t *)ud;
-}
-
 /* bad_write: the faulting session gets the CUDA error; another session's work in flight gets CONTEXT_LOST
  * and its old handles stay CONTEXT_LOST; a fresh session works at once. */
 START_TEST(sticky_fault_is_contained)
@@ -222,7 +205,7 @@ START_TEST(killed_worker_is_replaced)
 		cua_future_free(fs[i]);
 	}
 	uint32_t one = 1;
-	ck_assert(wait_status(c, restarted, &one, &st));
+	ck_assert(wait_status(c, status_restarted, &one, &st));
 	cua_client *n = connect_to(&D);
 	cua_module mn = load_kernels(n);
 	cua_function fn = get_fn(n, mn, "empty_kernel");

@@ -72,7 +72,7 @@ assert_clean_exit(struct daemon *d, int st)
 
 /* One spin kernel of ms as its own request (an explicit batch goes out at once, alone). */
 static cua_future *
-submit_spin(cua_client *c, cua_function spin, unsigned ms)
+submit_spin_alone(cua_client *c, cua_function spin, unsigned ms)
 {
 	cua_batch *b = cua_batch_new(c);
 	ck_assert_ptr_nonnull(b);
@@ -102,7 +102,7 @@ START_TEST(sigterm_drains_in_flight_and_refuses_queued)
 	cua_future *f[6];
 	double t0 = ms_now();
 	for (int i = 0; i < 6; i++)
-		f[i] = submit_spin(c, spin, 500);
+		f[i] = submit_spin_alone(c, spin, 500);
 	cua_daemon_status st;
 	uint32_t two = 2;
 	ck_assert(wait_status(op, in_flight_is, &two, &st));
@@ -138,7 +138,7 @@ START_TEST(second_sigterm_stops_at_once)
 	daemon_start(&d, NULL);
 	cua_client *c = connect_to(&d), *op = connect_operator(&d);
 	cua_function spin = get_fn(c, load_kernels(c), "spin");
-	cua_future *f = submit_spin(c, spin, 20000);
+	cua_future *f = submit_spin_alone(c, spin, 20000);
 	cua_daemon_status st;
 	uint32_t one = 1;
 	ck_assert(wait_status(op, in_flight_is, &one, &st));
@@ -167,7 +167,7 @@ START_TEST(drain_timeout_ends_the_wait)
 	daemon_start(&d, args);
 	cua_client *c = connect_to(&d), *op = connect_operator(&d);
 	cua_function spin = get_fn(c, load_kernels(c), "spin");
-	cua_future *f = submit_spin(c, spin, 5000);
+	cua_future *f = submit_spin_alone(c, spin, 5000);
 	cua_daemon_status st;
 	uint32_t one = 1;
 	ck_assert(wait_status(op, in_flight_is, &one, &st));
@@ -191,7 +191,7 @@ START_TEST(sighup_keeps_every_session)
 	daemon_start(&d, NULL);
 	cua_client *a = connect_to(&d), *b = connect_to(&d), *op = connect_operator(&d);
 	cua_function spin = get_fn(a, load_kernels(a), "spin");
-	cua_future *f = submit_spin(a, spin, 300);
+	cua_future *f = submit_spin_alone(a, spin, 300);
 	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
 		sleep_ms(50);

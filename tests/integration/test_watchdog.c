@@ -48,23 +48,6 @@ now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static cua_future *
-submit_spin(cua_client *c, cua_function spin, unsigned ms, cua_stream s)
-{
-	cua_launch *l = launch_1d(c, spin, 1, 1);
-	cua_launch_push_i64(l, spin_cycles(ms));
-	cua_launch_set_stream(l, s);
-	cua_future *f;
-	CK(cua_launch_submit(l, &f));
-	return f;
-}
-
-static bool
-restarted(const cua_daemon_status *s, void *ud)
-{
-	return s->devices[0].restarts >= *(uint32_t *)ud;
-}
-
 /* A well-behaved client PINGing every 20 ms on its own connection until told to stop. */
 struct pinger {
 	cua_client *c;
@@ -143,7 +126,7 @@ START_TEST(stopped_worker_is_killed_and_replaced)
 
 	cua_client *op = connect_operator(&D);
 	uint32_t one = 1;
-	ck_assert(wait_status(op, restarted, &one, &st));
+	ck_assert(wait_status(op, status_restarted, &one, &st));
 	ck_assert_uint_eq(st.devices[0].restarts, 1);
 	ck_assert_int_ne(daemon_worker_pid(&D, 0), w);
 	cua_client *n = connect_to(&D);
