@@ -99,7 +99,9 @@ START_TEST(a_fault_leaves_other_sessions_intact)
 	cua_launch_push_device_ptr(l, pb);
 	cua_future *f;
 	CK(cua_launch_submit(l, &f));
-	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EDEVICE);
+	int rc = cua_future_wait(f, -1);
+	ck_assert_msg(rc == CUA_EDEVICE, "B's bad_write launch: %s (%s), want DEVICE", cua_strerror_name(rc),
+		      cua_future_error(f));
 	cua_future_free(f);
 	/* B's objects belong to the lost context; A's do not */
 	uint32_t v;
