@@ -236,16 +236,22 @@ dev_start(struct fe *fe, struct device *d, dev_done_fn done)
 }
 
 /*
- * Waits for d's worker, asked to finish, to exit by itself: it issues what it was handed and returns its
- * resources in order (and, in a sanitizer build, checks itself for leaks). One that has not exited after
- * STOP_GRACE_MS (stuck in the driver, stopped by a debugger or SIGSTOP, a kernel still running) is killed:
- * SIGKILL, which also ends a stopped or traced process. No SIGTERM first: a worker that is exiting on its
- * own must not be interrupted half-way (a leak check's ptrace stop hangs when signalled). Without fe->lock.
+ * Ends d's worker, asked to finish. One with requests still in flight (abandoned: a drain that ran out of
+ * time, a second SIGTERM) is killed at once — finishing would mean waiting for its kernels. An idle one is given
+ * STOP_GRACE_MS to exit by itself, returning its resources in order (and, in a sanitizer build, checking itself
+ * for leaks), and killed only past it (stuck in the driver, stopped by a debugger or SIGSTOP). Killed means
+ * SIGKILL, which also ends a stopped or traced process; never SIGTERM, which into a worker that is exiting on
+ * its own can hang it (a leak check's ptrace stop). Without fe->lock.
  */
 #define STOP_GRACE_MS 5000
 static void
 reap(struct device *d)
 {
+	if (d->in_flight > 0) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+		return;
+	}
 	int pfd = (int)syscall(SYS_pidfd_open, d->pid, 0); /* readable once the worker has exited */
 	if (pfd >= 0) {
 		struct pollfd p = {pfd, POLLIN, 0};
@@ -626,6 +632,9 @@ completion_main(void *arg)
 {
 	struct device *d = arg;
 	struct fe *fe = d->fe;
+	char name[16];
+	snprintf(name, sizeof(name), "cuad-cpl%d", d->index);
+	pthread_setname_np(pthread_self(), name); /* top -H, gdb: which thread is busy */
 	watchdog_reset(d);
 	for (;;) {
 		size_t len;

@@ -191,6 +191,7 @@ static void *
 watchdog_main(void *arg)
 {
 	struct edge *ed = arg;
+	pthread_setname_np(pthread_self(), "cuad-edge-wd");
 	pthread_mutex_lock(&ed->wd_lock);
 	while (!atomic_load(&ed->stopping) && !atomic_load(&ed->quiet)) {
 		struct timespec ts;

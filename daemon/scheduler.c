@@ -239,6 +239,7 @@ static void *
 dispatcher_main(void *arg)
 {
 	struct fe *fe = arg;
+	pthread_setname_np(pthread_self(), "cuad-dispatch");
 	pthread_mutex_lock(&fe->lock);
 	while (!atomic_load(&fe->stopping)) {
 		bool full = false;

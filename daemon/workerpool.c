@@ -83,6 +83,7 @@ static void *
 pool_main(void *arg)
 {
 	struct fe *fe = arg;
+	pthread_setname_np(pthread_self(), "cuad-workers");
 	pthread_mutex_lock(&fe->lock);
 	while (!P.stop) {
 		if (!pool_round(fe) && !P.stop)

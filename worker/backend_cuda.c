@@ -264,6 +264,7 @@ static void *
 reactor_main(void *arg)
 {
 	struct cu *C = arg;
+	pthread_setname_np(pthread_self(), "cuaw-reactor");
 	drv.cuCtxSetCurrent(C->ctx);
 	int idle = 0;
 	pthread_mutex_lock(&C->lock);

@@ -130,6 +130,7 @@ pool_main(void *arg)
 {
 	struct emu *E = arg;
 	struct emu_pool *P = &E->pool;
+	pthread_setname_np(pthread_self(), "cuaw-emu");
 	pthread_mutex_lock(&P->qlock);
 	for (;;) {
 		struct emu_stream *s;

@@ -480,6 +480,7 @@ static void *
 heartbeat_main(void *arg)
 {
 	struct wshm_hdr *h = arg;
+	pthread_setname_np(pthread_self(), "cuaw-heartbeat");
 	const struct timespec period = {0, WSHM_HEARTBEAT_MS * 1000000L};
 	for (;;) {
 		atomic_fetch_add_explicit(&h->heartbeat, 1, memory_order_relaxed);

@@ -231,13 +231,18 @@ cua_module
 load_kernels(cua_client *c)
 {
 	cua_module m;
+	CK(load_kernels_rc(c, &m));
+	return m;
+}
+
+int
+load_kernels_rc(cua_client *c, cua_module *m)
+{
 	char fatbin[512];
 	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/test_kernels.fatbin", builddir());
 	if (access(fatbin, R_OK) == 0)
-		CK(cua_module_load_file(c, 0, fatbin, &m));
-	else
-		CK(cua_module_load(c, 0, emu_image, sizeof(emu_image) - 1, &m));
-	return m;
+		return cua_module_load_file(c, 0, fatbin, m);
+	return cua_module_load(c, 0, emu_image, sizeof(emu_image) - 1, m);
 }
 
 cua_function

@@ -35,6 +35,8 @@ cua_client *connect_to(const struct daemon *d);
 cua_client *connect_operator(const struct daemon *d);
 /* Loads the test kernels (fatbin from the build, or the emulated device's kernel list). */
 cua_module load_kernels(cua_client *c);
+/* The same, returning the status instead of failing the test. */
+int load_kernels_rc(cua_client *c, cua_module *m);
 cua_function get_fn(cua_client *c, cua_module m, const char *name);
 /* A launch of f with the given config (1-D). */
 cua_launch *launch_1d(cua_client *c, cua_function f, unsigned grid, unsigned block);

@@ -1,0 +1,33 @@
+/*
+ * options.h — the daemon's configuration: the options table (what `cuasyncd --help` prints), the command line,
+ * the configuration file (conffile.h) under it, and what a reload (SIGHUP) changes.
+ */
+#ifndef CUAD_OPTIONS_H
+#define CUAD_OPTIONS_H
+
+#include "daemon.h"
+#include "worker.h"
+
+#include <stddef.h>
+
+/*
+ * The command line into c and wo, then (unless this is a worker, which takes everything from its command
+ * line) the configuration file under it: --config FILE, else the default file when it exists; the command line
+ * wins. Returns -1 to go on, else the exit status to stop with (--help, --version, --cuda-probe, a bad option
+ * or file: said on stderr with file:line). Main thread, once, at start.
+ */
+int options_parse(struct config *c, struct worker_opts *wo, int argc, char **argv);
+
+/*
+ * SIGHUP: reads the configuration file again from the defaults and the command line. Limits change at once
+ * (fe->cfg under fe->lock): sessions keep what they hold, what they ask for next is checked against the new
+ * limits; settings that shaped start-up are named in the log and wait for the next start; a file that does not
+ * read is refused whole and the configuration in effect stays. Writes the outcome, for systemd's STATUS=, to
+ * status. Main thread; blocks on file I/O.
+ */
+void options_reload(struct fe *fe, char *status, size_t len);
+
+/* "N" within lo..hi into *out. 0, or -1 when malformed or out of range. */
+int opt_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out);
+
+#endif

@@ -1,0 +1,295 @@
+/*
+ * test_config.c — the configuration file (--config, INI) and its reload on SIGHUP, with the real daemon.
+ *
+ * - The file's limits hold, and the command line wins over the file.
+ * - A bad file stops the start with file:line and what was expected (exit status 2, nothing served).
+ * - SIGHUP: a shrunk limit holds at once for new requests while a session keeps what it holds; a bad file is
+ *   refused whole and the limits in effect stay. The test knows the reload is done the way systemd does
+ *   (Type=notify): the daemon sends RELOADING=1, then READY=1 with the outcome in STATUS=, to $NOTIFY_SOCKET.
+ */
+#include "config.h"
+
+#include "harness.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static void
+make_dir(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/cuasync-conf.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void
+remove_dir(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Writes text to dir/name (replacing it whole, as an editor saving it would) and returns the path. */
+static const char *
+write_file(const char *name, const char *text)
+{
+	static char path[2][128];
+	static int k;
+	char *p = path[k++ % 2], tmp[160];
+	snprintf(p, sizeof(path[0]), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.new", p);
+	FILE *f = fopen(tmp, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(rename(tmp, p), 0);
+	return p;
+}
+
+/* ------------------------------------------------------------------ limits from the file */
+
+static cua_module
+try_load(cua_client *c, int *rc)
+{
+	cua_module m = {0};
+	*rc = load_kernels_rc(c, &m);
+	return m;
+}
+
+START_TEST(file_limits_hold_and_the_command_line_wins)
+{
+	make_dir();
+	const char *conf = write_file("c.conf", "# two tenants' worth of modules is plenty here\n"
+						"[daemon]\n"
+						"session-modules = 1 ; inline comment\n"
+						"session-streams = 16\n");
+	struct daemon a, b;
+	const char *args_a[] = {"--config", conf, NULL};
+	const char *args_b[] = {"--config", conf, "--session-modules", "2", NULL};
+	daemon_start(&a, args_a);
+	daemon_start(&b, args_b);
+	cua_client *ca = connect_to(&a), *cb = connect_to(&b);
+	int rc;
+	try_load(ca, &rc);
+	CK(rc);
+	try_load(ca, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA, "second module with session-modules = 1 in the file: %s",
+		      cua_strerror_name(rc));
+	try_load(cb, &rc);
+	CK(rc);
+	try_load(cb, &rc);
+	ck_assert_msg(rc == CUA_OK, "second module with --session-modules 2 over the file's 1: %s",
+		      cua_strerror_name(rc));
+	try_load(cb, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA, "third module with --session-modules 2: %s", cua_strerror_name(rc));
+	cua_disconnect(ca);
+	cua_disconnect(cb);
+	daemon_stop(&a);
+	daemon_stop(&b);
+	remove_dir();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ bad files */
+
+/* Runs cuasyncd with --config path and a private socket; returns its exit status, its stderr in err. */
+static int
+run_daemon(const char *path, char *err, size_t len)
+{
+	char exe[512], url[128];
+	snprintf(exe, sizeof(exe), "%s/daemon/cuasyncd", builddir());
+	snprintf(url, sizeof(url), "ipc://%s/never.sock", dir);
+	int fds[2];
+	ck_assert_int_eq(pipe(fds), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execl(exe, exe, "--config", path, "--listen", url, "--backend", "emu", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	size_t have = 0;
+	ssize_t n;
+	while (have < len - 1 && (n = read(fds[0], err + have, len - 1 - have)) > 0)
+		have += (size_t)n;
+	err[have] = '\0';
+	close(fds[0]);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static const struct bad_file {
+	const char *text, *want; /* want: the message after "path:" */
+} bad_files[] = {
+	{"[daemon]\nsession-modules = 1\nsession-modulez = 2\n", ":3: unknown key 'session-modulez'"},
+	{"[daemon]\nsession-mem = lots\n", ":2: invalid value 'lots' for session-mem (expected BYTES|N%"},
+	{"[daemon]\nisolation = partial\n", ":2: invalid value 'partial' for isolation (expected shared|session"},
+	{"session-modules = 1\n", ":1: unknown section [] (expected [daemon])"},
+	{"[daemon]\n[tenants]\nx = 1\n", ":3: unknown section [tenants]"},
+	{"[daemon]\n\n# fine\nthis line is not a setting\n", ":4: not a `key = value` line"},
+	{"[daemon]\nworker = 3\n", ":2: unknown key 'worker'"},
+	{"[daemon]\nready-fd = 3\n", ":2: unknown key 'ready-fd'"},
+	{"[daemon]\nlisten = ipc:///tmp/"
+	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	 ".sock\n",
+	 ":2: line longer than 198 characters"},
+};
+
+START_TEST(bad_files_are_refused_with_file_and_line)
+{
+	make_dir();
+	for (size_t i = 0; i < sizeof(bad_files) / sizeof(bad_files[0]); i++) {
+		const char *path = write_file("bad.conf", bad_files[i].text);
+		char err[1024], want[512];
+		int st = run_daemon(path, err, sizeof(err));
+		snprintf(want, sizeof(want), "%s%s", path, bad_files[i].want);
+		ck_assert_msg(st == 2, "case %zu: exit status %d, want 2 (stderr: %s)", i, st, err);
+		ck_assert_msg(strstr(err, want) != NULL, "case %zu: stderr '%s' does not say '%s'", i, err, want);
+	}
+	/* a file named on the command line must exist (the default one is read only when it does) */
+	char err[1024], missing[128];
+	snprintf(missing, sizeof(missing), "%s/missing.conf", dir);
+	ck_assert_int_eq(run_daemon(missing, err, sizeof(err)), 2);
+	ck_assert_msg(strstr(err, "No such file") != NULL, "missing file: %s", err);
+	remove_dir();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ SIGHUP */
+
+/* A datagram socket standing in for systemd's $NOTIFY_SOCKET. */
+static int
+notify_socket(char *path, size_t len)
+{
+	snprintf(path, len, "%s/notify", dir);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* The next notification (bounded: 30 s) into msg. */
+static void
+next_notice(int fd, char *msg, size_t len)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+	ck_assert_msg(poll(&p, 1, 30000) == 1, "no notification from the daemon within 30 s");
+	ssize_t n = recv(fd, msg, len - 1, 0);
+	ck_assert_int_gt(n, 0);
+	msg[n] = '\0';
+}
+
+/* SIGHUP, then the reload's RELOADING=1 and READY=1; the latter's STATUS= into status. */
+static void
+reload(const struct daemon *d, int fd, char *status, size_t len)
+{
+	char msg[1500];
+	ck_assert_int_eq(kill(d->pid, SIGHUP), 0);
+	next_notice(fd, msg, sizeof(msg));
+	ck_assert_msg(strncmp(msg, "RELOADING=1\nMONOTONIC_USEC=", 27) == 0, "first notice after SIGHUP: %s", msg);
+	next_notice(fd, msg, sizeof(msg));
+	ck_assert_msg(strncmp(msg, "READY=1\nSTATUS=", 15) == 0, "second notice after SIGHUP: %s", msg);
+	snprintf(status, len, "%s", msg + 15);
+}
+
+START_TEST(sighup_applies_new_limits_and_keeps_what_sessions_hold)
+{
+	make_dir();
+	char npath[128], status[1500];
+	int nfd = notify_socket(npath, sizeof(npath));
+	const char *conf = write_file("c.conf", "[daemon]\nsession-modules = 3\n");
+	const char *args[] = {"--config", conf, NULL};
+	struct daemon d;
+	setenv("NOTIFY_SOCKET", npath, 1);
+	daemon_start(&d, args);
+	unsetenv("NOTIFY_SOCKET");
+	next_notice(nfd, status, sizeof(status));
+	ck_assert_msg(strstr(status, "READY=1") != NULL, "start-up notice: %s", status);
+
+	cua_client *c = connect_to(&d);
+	cua_module m[3];
+	int rc;
+	for (int i = 0; i < 3; i++) {
+		m[i] = try_load(c, &rc);
+		CK(rc);
+	}
+	/* shrink the limit below what the session holds */
+	write_file("c.conf", "[daemon]\nsession-modules = 1\npool-streams = 2\n");
+	reload(&d, nfd, status, sizeof(status));
+	ck_assert_msg(strstr(status, "configuration reloaded; changed now: session-modules") != NULL, "%s", status);
+	ck_assert_msg(strstr(status, "at the next start: pool-streams") != NULL, "%s", status);
+	try_load(c, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA, "a fourth module past the new limit of 1: %s", cua_strerror_name(rc));
+	/* what it holds stays usable */
+	cua_function f;
+	for (int i = 0; i < 3; i++)
+		CK(cua_module_get_function(c, m[i], "fill_u32", &f));
+	CK(cua_module_unload(c, m[2]));
+	CK(cua_module_unload(c, m[1]));
+	try_load(c, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA, "holding 1 of 1: %s", cua_strerror_name(rc));
+	CK(cua_module_unload(c, m[0]));
+	m[0] = try_load(c, &rc);
+	CK(rc);
+
+	/* a file that does not read is refused whole: the limit in effect (1) stays */
+	write_file("c.conf", "[daemon]\nsession-modules = 8\nsession-streams = many\n");
+	reload(&d, nfd, status, sizeof(status));
+	ck_assert_msg(strstr(status, "configuration not reloaded") != NULL && strstr(status, "c.conf:3:") != NULL, "%s",
+		      status);
+	try_load(c, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA, "after a refused reload the limit is still 1: %s", cua_strerror_name(rc));
+
+	/* and a good one again */
+	write_file("c.conf", "[daemon]\nsession-modules = 2\n");
+	reload(&d, nfd, status, sizeof(status));
+	try_load(c, &rc);
+	CK(rc);
+	cua_disconnect(c);
+	daemon_stop(&d);
+	close(nfd);
+	remove_dir();
+}
+END_TEST
+
+static Suite *
+config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("config");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, file_limits_hold_and_the_command_line_wins);
+	tcase_add_test(tc, bad_files_are_refused_with_file_and_line);
+	tcase_add_test(tc, sighup_applies_new_limits_and_keeps_what_sessions_hold);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(config_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
