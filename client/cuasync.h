@@ -51,7 +51,9 @@ extern "C" {
 	X(CUA_EDEVICE_HUNG, "DEVICE_HUNG", 21,                                                                         \
 	  "the device's worker stopped making progress and was restarted; recreate modules, memory and streams")       \
 	X(CUA_ESHUTTING_DOWN, "SHUTTING_DOWN", 22,                                                                     \
-	  "cuasyncd is shutting down and did not run this request: reconnect (to its successor) and send it again")
+	  "cuasyncd is shutting down and did not run this request: reconnect (to its successor) and send it again") \
+	X(CUA_EPERMISSION_DENIED, "PERMISSION_DENIED", 23,                                                             \
+	  "the daemon knows who you are and does not let you do this: ask its operator (tenants, operator group)")
 
 enum cua_status {
 #define CUA_X_ENUM(code, name, value, msg) code = value,

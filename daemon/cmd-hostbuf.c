@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "tenant.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,7 +64,7 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e)
 				   "use); unregister some, or raise it with --session-host-bytes",
 				   (unsigned long long)q->bytes, (unsigned long long)fe->cfg.session_host_bytes,
 				   (unsigned long long)r->s->host_bytes);
-	if ((rc = plan_handle_quota(fe, r, e)) != 0)
+	if ((rc = tenant_check_host(fe, r->s, q->bytes, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0)
 		return rc;
 	int64_t pid = fe->edge->peer_pid(r->pipe);
 	if (pid <= 0)

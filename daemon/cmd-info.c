@@ -5,22 +5,52 @@
 
 #include "cmd.h"
 #include "cua_log.h"
+#include "tenant.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The tenant of r's session (tenant.h), from what the transport vouches for. 0, PERMISSION_DENIED when no
+ * tenant takes this identity, or QUOTA when its tenant has all the sessions it may have. Sessions of the operator
+ * endpoint belong to no tenant: no tenant's limit applies to them, and they count for none. */
+static int
+assign_tenant(struct fe *fe, struct request *r, cua_err *e)
+{
+	struct peer_identity id = {0};
+	char who[64] = "an identity without credentials (tcp://)";
+	if (fe->cfg.tenants == NULL || r->s->operator) /* no configuration read (unit tests); the operator */
+		return 0;
+	id.has_uid = fe->edge->peer_cred != NULL && fe->edge->peer_cred(r->pipe, &id.uid, &id.gid) == 0;
+	if (id.has_uid)
+		snprintf(who, sizeof(who), "uid %u, gid %u", id.uid, id.gid);
+	struct tenant *t = tenant_match(fe->cfg.tenants, &id);
+	if (t == NULL)
+		return cua_err_set(e, CUA_EPERMISSION_DENIED,
+				   "%s belongs to no tenant, and [tenant default] refuses unknown identities; ask the "
+				   "operator to add it to a tenant of the configuration file",
+				   who);
+	int rc = tenant_check_session(fe, t, e);
+	if (rc == 0)
+		r->s->tenant = t;
+	return rc;
+}
 
 static int
 v_hello(struct fe *fe, struct request *r, cua_err *e)
 {
-	(void)fe;
 	const struct cua_req_hello *q = &r->w.body.hello;
+	int rc;
 	if (q->min_version > CUA_PROTO_VERSION || q->max_version < CUA_PROTO_VERSION_MIN ||
 	    q->min_version > q->max_version)
 		return cua_err_set(e, CUA_EVERSION, "client speaks versions %u..%u, this daemon %u..%u", q->min_version,
 				   q->max_version, CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION);
-	if (!r->s->hello)
-		log_info("session %llu: hello from '%.*s' (pid %u)", (unsigned long long)r->s->id, (int)q->client.len,
-			 (const char *)q->client.ptr, q->pid);
+	if (r->s->hello)
+		return 0;
+	if ((rc = assign_tenant(fe, r, e)) != 0)
+		return rc;
+	log_info("session %llu: hello from '%.*s' (pid %u), tenant %s", (unsigned long long)r->s->id,
+		 (int)q->client.len, (const char *)q->client.ptr, q->pid, r->s->tenant ? r->s->tenant->name : "-");
 	r->s->hello = true;
 	return 0;
 }

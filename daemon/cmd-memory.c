@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "tenant.h"
 
 /* The most device memory one session may hold on device dev (0: no limit). */
 static uint64_t
@@ -34,7 +35,8 @@ v_mem_alloc(struct fe *fe, struct request *r, cua_err *e)
 				   "(%llu in use); free memory first, or raise the quota with --session-mem",
 				   (unsigned long long)q->bytes, (unsigned long long)quota, q->device,
 				   (unsigned long long)used);
-	if ((rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+	if ((rc = tenant_check_mem(fe, r->s, q->device, q->bytes, e)) != 0 ||
+	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;
 	struct wrec_mem_alloc c = {{WR_MEM_ALLOC, 0}, q->bytes};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);

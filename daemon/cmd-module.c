@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "tenant.h"
 
 #include <string.h>
 
@@ -32,7 +33,8 @@ v_module_load(struct fe *fe, struct request *r, cua_err *e)
 				   "some, or raise it with --session-module-bytes",
 				   q->image.len, (unsigned long long)fe->cfg.session_module_bytes,
 				   (unsigned long long)r->s->module_bytes);
-	if ((rc = plan_handle_quota(fe, r, e)) != 0 || (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+	if ((rc = tenant_check_module(fe, r->s, q->image.len, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0 ||
+	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;
 	struct wrec_module_load c = {{WR_MODULE_LOAD, 0}, q->format, 0, 0, q->image.len};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);

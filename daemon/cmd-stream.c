@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "streampool.h"
+#include "tenant.h"
 
 static int
 v_stream_create(struct fe *fe, struct request *r, cua_err *e)
@@ -22,6 +23,8 @@ v_stream_create(struct fe *fe, struct request *r, cua_err *e)
 				   "some, "
 				   "or raise it with --session-streams",
 				   (unsigned long long)used);
+	if ((rc = tenant_check_stream(fe, r->s, e)) != 0)
+		return rc;
 	const struct wdev_info *in = &fe->devs[q->device].info;
 	int prio = q->priority;
 	if (prio > in->prio_least)

@@ -49,15 +49,11 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 {
 	struct reader *R = user;
 	char why[sizeof(R->why)] = "";
-	if (strcmp(section, "daemon") != 0) {
-		snprintf(why, sizeof(why), "unknown section [%s] (expected [daemon])", section);
-	} else {
-		char *v = keep_copy(R->keep, value);
-		if (v == NULL)
-			snprintf(why, sizeof(why), "out of memory");
-		else if (R->apply(R->ud, name, v, why, sizeof(why)) == 0)
-			return 1;
-	}
+	char *v = keep_copy(R->keep, value);
+	if (v == NULL)
+		snprintf(why, sizeof(why), "out of memory");
+	else if (R->apply(R->ud, section, name, v, why, sizeof(why)) == 0)
+		return 1;
 	fail(R, why[0] ? why : "invalid");
 	return 0;
 }

@@ -28,6 +28,7 @@
 #define CUAD_MAX_LISTEN 16
 
 struct config {
+	struct tenant_table *tenants; /* tenant.h: from the configuration file; never NULL once parsed */
 	const char *listen[CUAD_MAX_LISTEN];
 	int nlisten;
 	const char *backend; /* auto, emu, cuda */
@@ -97,6 +98,8 @@ struct edge_ops {
 	void (*msg_free)(void *msg);
 	/* The pid of the peer of connection pipe when the kernel vouches for it (ipc://), else -1. */
 	int64_t (*peer_pid)(uint32_t pipe);
+	/* Its effective uid and gid, likewise: 0, or -1 when the transport cannot say (tcp://, tls+tcp://). */
+	int (*peer_cred)(uint32_t pipe, uint32_t *uid, uint32_t *gid);
 };
 
 TAILQ_HEAD(session_list, session);

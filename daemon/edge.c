@@ -88,7 +88,21 @@ edge_peer_pid(uint32_t pipe)
 	return nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 ? (int64_t)pid : -1;
 }
 
-static const struct edge_ops nng_edge_ops = {edge_reply, edge_drop, edge_msg_free, edge_peer_pid};
+static int
+edge_peer_cred(uint32_t pipe, uint32_t *uid, uint32_t *gid)
+{
+	nng_pipe p = NNG_PIPE_INITIALIZER;
+	uint64_t u, g;
+	p.id = pipe;
+	if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &u) != 0 ||
+	    nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_GID, &g) != 0)
+		return -1;
+	*uid = (uint32_t)u;
+	*gid = (uint32_t)g;
+	return 0;
+}
+
+static const struct edge_ops nng_edge_ops = {edge_reply, edge_drop, edge_msg_free, edge_peer_pid, edge_peer_cred};
 
 static void grow_contexts(struct edge *ed);
 

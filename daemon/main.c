@@ -10,6 +10,7 @@
 #include "edge.h"
 #include "options.h"
 #include "request.h"
+#include "tenant.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -285,6 +286,7 @@ serve(struct fe *fe)
 	request_stop(fe);
 	edge_fini(&ed);
 	free(fe->devs);
+	tenant_table_free(fe->cfg.tenants);
 	return 0;
 }
 

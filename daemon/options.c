@@ -7,6 +7,8 @@
 #include "conffile.h"
 #include "cua_log.h"
 #include "options.h"
+#include "session.h"
+#include "tenant.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -380,11 +382,17 @@ struct file_ctx {
 
 /* One key of the configuration file into F->c (conffile.h), unless the command line set it. */
 static int
-file_apply(void *ud, const char *key, const char *value, char *why, size_t whylen)
+file_apply(void *ud, const char *section, const char *key, const char *value, char *why, size_t whylen)
 {
 	struct file_ctx *F = ud;
 	const struct opt_row *o = NULL;
 	struct worker_opts wo = {.shm_fd = -1};
+	if (strncmp(section, "tenant ", 7) == 0 && section[7] != '\0' && section[7] != ' ')
+		return tenant_table_set(F->c->tenants, section + 7, key, value, why, whylen);
+	if (strcmp(section, "daemon") != 0) {
+		snprintf(why, whylen, "unknown section [%s] (expected [daemon] or [tenant NAME])", section);
+		return -1;
+	}
 	for (size_t i = 0; i < NOPTS && o == NULL; i++)
 		if (opt_rows[i].help != NULL && opt_rows[i].arg != NULL && strcmp(opt_rows[i].name, key) == 0)
 			o = &opt_rows[i];
@@ -410,6 +418,10 @@ static int
 config_file(struct config *c, bool *pending, struct conf_strings *keep, char *err, size_t errlen)
 {
 	struct file_ctx F = {c, false};
+	if ((c->tenants = tenant_table_new()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (conf.path == NULL && access(CUAD_CONF_DEFAULT, F_OK) == 0)
 		conf.path = CUAD_CONF_DEFAULT;
 	if (conf.path == NULL)
@@ -573,12 +585,14 @@ options_reload(struct fe *fe, char *status, size_t len)
 	bool pending = false;
 	int level = cua_log_get_level();
 	if (config_file(&next, &pending, &keep, err, sizeof(err)) != 0) {
+		tenant_table_free(next.tenants);
 		cua_log_set_level(level);
 		log_error("SIGHUP: %s; the configuration in effect is kept", err);
 		snprintf(status, len, "configuration not reloaded: %s", err);
 		goto out;
 	}
 	if (conf.path == NULL) {
+		tenant_table_free(next.tenants);
 		log_info("SIGHUP: no configuration file (--config, or %s); nothing changed", CUAD_CONF_DEFAULT);
 		snprintf(status, len, "no configuration file");
 		goto out;
@@ -591,7 +605,15 @@ options_reload(struct fe *fe, char *status, size_t len)
 	for (size_t i = 0; i < sizeof(live_fields) / sizeof(live_fields[0]); i++)
 		memcpy((char *)&fe->cfg + live_fields[i].off, (const char *)&next + live_fields[i].off,
 		       live_fields[i].size);
+	struct tenant_table *old = fe->cfg.tenants;
+	fe->cfg.tenants = next.tenants; /* every session moves to the tenant of its tenant's name, else default */
+	struct session *s;
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	if (s->tenant != NULL)
+		s->tenant = tenant_by_name(next.tenants, s->tenant->name);
 	pthread_mutex_unlock(&fe->lock);
+	tenant_table_free(old);
+	list_add(changed, sizeof(changed), "tenants");
 	log_info("SIGHUP: %s reloaded; changed now: %s", conf.path, changed[0] ? changed : "nothing");
 	if (later[0])
 		log_warn("SIGHUP: %s changed in %s: takes effect at the next start", later, conf.path);

@@ -139,11 +139,17 @@ static const struct bad_file {
 	{"[daemon]\nsession-modules = 1\nsession-modulez = 2\n", ":3: unknown key 'session-modulez'"},
 	{"[daemon]\nsession-mem = lots\n", ":2: invalid value 'lots' for session-mem (expected BYTES|N%"},
 	{"[daemon]\nisolation = partial\n", ":2: invalid value 'partial' for isolation (expected shared|session"},
-	{"session-modules = 1\n", ":1: unknown section [] (expected [daemon])"},
+	{"session-modules = 1\n", ":1: unknown section []"},
 	{"[daemon]\n[tenants]\nx = 1\n", ":3: unknown section [tenants]"},
 	{"[daemon]\n\n# fine\nthis line is not a setting\n", ":4: not a `key = value` line"},
 	{"[daemon]\nworker = 3\n", ":2: unknown key 'worker'"},
 	{"[daemon]\nready-fd = 3\n", ":2: unknown key 'ready-fd'"},
+	{"[tenant research]\nuid = alice\n", ":2: uid: 'alice' is not a number"},
+	{"[tenant research]\nuser = no-such-user-here\n", ":2: user: no user 'no-such-user-here'"},
+	{"[tenant research]\nmemory = 4G\n", ":2: unknown key 'memory' in [tenant research]"},
+	{"[tenant research]\nmem = 120%\n", ":2: invalid value '120%' for mem"},
+	{"[tenant default]\nuid = 0\n", ":2: default: holds whoever matches no other tenant"},
+	{"[tenant research]\nrefuse = yes\n", ":2: unknown key 'refuse' in [tenant research]"},
 	{"[daemon]\nlisten = ipc:///tmp/"
 	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -271,6 +277,146 @@ START_TEST(sighup_applies_new_limits_and_keeps_what_sessions_hold)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ tenants */
+
+/* A daemon whose configuration file is text with %u replaced by this process's uid (any number of times). */
+static void
+start_with(struct daemon *d, const char *text, const char *const *more)
+{
+	char body[2048], uid[16];
+	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+	size_t o = 0;
+	for (const char *p = text; *p && o < sizeof(body) - 16; p++) {
+		if (p[0] == '%' && p[1] == 'u') {
+			o += (size_t)snprintf(body + o, sizeof(body) - o, "%s", uid);
+			p++;
+		} else {
+			body[o++] = *p;
+		}
+	}
+	body[o] = '\0';
+	const char *args[8] = {"--config", write_file("t.conf", body)};
+	for (int i = 0; more && more[i] && i < 5; i++)
+		args[2 + i] = more[i];
+	daemon_start(d, args);
+}
+
+static bool
+sessions_are(const cua_daemon_status *s, void *ud)
+{
+	return s->sessions == *(const uint32_t *)ud;
+}
+
+/* A tenant's limits hold for all its sessions together, and its sessions are counted. */
+START_TEST(tenant_limits_are_summed_over_its_sessions)
+{
+	make_dir();
+	struct daemon d;
+	start_with(&d,
+		   "[tenant me]\nuid = %u\nmodules = 2\nmem = 1M\nsessions = 3\n"
+		   "[tenant default]\nmodules = 100\n",
+		   NULL);
+	cua_client *a = connect_to(&d), *b = connect_to(&d);
+	int rc;
+	cua_module ma = try_load(a, &rc);
+	CK(rc);
+	cua_module mb = try_load(b, &rc);
+	CK(rc);
+	try_load(a, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA && strstr(cua_last_error(), "tenant 'me'") != NULL,
+		      "a third module of tenant me (2 allowed, one per session held): %s: %s", cua_strerror_name(rc),
+		      cua_last_error());
+	CK(cua_module_unload(b, mb));
+	try_load(a, &rc);
+	CK(rc);
+	(void)ma;
+	/* memory on device 0: 768 KiB + 512 KiB > 1 MiB, though each session is far below --session-mem */
+	cua_deviceptr p, q;
+	CK(cua_mem_alloc(a, 0, 768 << 10, &p));
+	rc = cua_mem_alloc(b, 0, 512 << 10, &q);
+	ck_assert_msg(rc == CUA_EQUOTA, "512 KiB more for tenant me: %s", cua_strerror_name(rc));
+	CK(cua_mem_alloc(b, 0, 256 << 10, &q));
+	/* sessions: a third connects, a fourth is refused, and comes in once one left */
+	cua_client *c = connect_to(&d), *e = NULL;
+	rc = cua_connect(d.url, &e);
+	ck_assert_msg(rc == CUA_EQUOTA, "a fourth session of tenant me (3 allowed): %s", cua_strerror_name(rc));
+	cua_disconnect(c);
+	cua_client *op = connect_operator(&d); /* the operator belongs to no tenant: it does not count */
+	uint32_t want = 3;                     /* a, b and the operator */
+	cua_daemon_status st;
+	ck_assert(wait_status(op, sessions_are, &want, &st));
+	cua_disconnect(op);
+	CK(cua_connect(d.url, &e));
+	cua_disconnect(e);
+	cua_disconnect(a);
+	cua_disconnect(b);
+	daemon_stop(&d);
+	remove_dir();
+}
+END_TEST
+
+/* An identity of no tenant gets default's rules, or is refused when default says so; a group rule matches. */
+START_TEST(unknown_identities_are_refused_when_default_refuses)
+{
+	make_dir();
+	struct daemon d;
+	start_with(&d, "[tenant other]\nuid = 4242424\n[tenant default]\nrefuse = yes\n", NULL);
+	cua_client *c = NULL;
+	int rc = cua_connect(d.url, &c);
+	ck_assert_msg(rc == CUA_EPERMISSION_DENIED, "uid %u in no tenant: %s", (unsigned)getuid(),
+		      cua_strerror_name(rc));
+	ck_assert_msg(strstr(cua_last_error(), "belongs to no tenant") != NULL, "%s", cua_last_error());
+	daemon_stop(&d);
+
+	char gid_rule[64];
+	snprintf(gid_rule, sizeof(gid_rule), "[tenant mine]\ngroup = %u\n", (unsigned)getgid());
+	char text[256];
+	snprintf(text, sizeof(text), "%s[tenant default]\nrefuse = yes\n", gid_rule);
+	start_with(&d, text, NULL);
+	c = connect_to(&d);
+	CK(cua_ping(c));
+	cua_disconnect(c);
+	daemon_stop(&d);
+	remove_dir();
+}
+END_TEST
+
+/* A reload rebuilds the tenants: sessions move to the tenant of the same name and its new limits. */
+START_TEST(sighup_moves_sessions_to_the_new_tenants)
+{
+	make_dir();
+	char npath[128], status[1500];
+	int nfd = notify_socket(npath, sizeof(npath));
+	struct daemon d;
+	setenv("NOTIFY_SOCKET", npath, 1);
+	start_with(&d, "[tenant me]\nuid = %u\nmodules = 1\n", NULL);
+	unsetenv("NOTIFY_SOCKET");
+	next_notice(nfd, status, sizeof(status));
+	cua_client *a = connect_to(&d), *b = connect_to(&d);
+	int rc;
+	try_load(a, &rc);
+	CK(rc);
+	try_load(b, &rc);
+	ck_assert_int_eq(rc, CUA_EQUOTA);
+	char text[128];
+	snprintf(text, sizeof(text), "[tenant me]\nuid = %u\nmodules = 2\n[tenant spare]\nuid = 4242424\n",
+		 (unsigned)getuid());
+	write_file("t.conf", text);
+	reload(&d, nfd, status, sizeof(status));
+	ck_assert_msg(strstr(status, "tenants") != NULL, "%s", status);
+	try_load(b, &rc);
+	CK(rc);
+	try_load(a, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA && strstr(cua_last_error(), "tenant 'me'") != NULL, "%s: %s",
+		      cua_strerror_name(rc), cua_last_error());
+	cua_disconnect(a);
+	cua_disconnect(b);
+	daemon_stop(&d);
+	close(nfd);
+	remove_dir();
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -280,6 +426,9 @@ config_suite(void)
 	tcase_add_test(tc, file_limits_hold_and_the_command_line_wins);
 	tcase_add_test(tc, bad_files_are_refused_with_file_and_line);
 	tcase_add_test(tc, sighup_applies_new_limits_and_keeps_what_sessions_hold);
+	tcase_add_test(tc, tenant_limits_are_summed_over_its_sessions);
+	tcase_add_test(tc, unknown_identities_are_refused_when_default_refuses);
+	tcase_add_test(tc, sighup_moves_sessions_to_the_new_tenants);
 	suite_add_tcase(s, tc);
 	return s;
 }

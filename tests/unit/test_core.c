@@ -91,7 +91,7 @@ stub_drop(void *ctx)
 	(void)ctx;
 }
 
-static const struct edge_ops stub_edge = {stub_reply, stub_drop, stub_msg_free, stub_peer_pid};
+static const struct edge_ops stub_edge = {stub_reply, stub_drop, stub_msg_free, stub_peer_pid, NULL};
 
 /* ------------------------------------------------------------------ the front-end and a session's state */
 

@@ -1,0 +1,398 @@
+/*
+ * tenant.c — tenants (see tenant.h).
+ */
+#include "config.h"
+
+#include "devlink.h"
+#include "session.h"
+#include "streampool.h"
+#include "tenant.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+tenant_fini(struct tenant *t)
+{
+	free(t->name);
+	free(t->uids);
+	free(t->gids);
+	free(t->member_uids);
+	for (size_t i = 0; i < t->nsubjects; i++)
+		free(t->subjects[i]);
+	for (size_t i = 0; i < t->ntokens; i++)
+		free(t->tokens[i]);
+	free(t->subjects);
+	free(t->tokens);
+}
+
+/* The tenant called name, appended when new (kept before an implicit default). NULL: out of memory. */
+static struct tenant *
+tenant_get(struct tenant_table *T, const char *name)
+{
+	for (size_t i = 0; i < T->n; i++)
+		if (strcmp(T->v[i].name, name) == 0)
+			return &T->v[i];
+	struct tenant *v = realloc(T->v, (T->n + 1) * sizeof(*v));
+	if (v == NULL)
+		return NULL;
+	T->v = v;
+	struct tenant t = {.name = strdup(name)};
+	if (t.name == NULL)
+		return NULL;
+	v[T->n++] = t;
+	for (size_t i = 0; i < T->n; i++)
+		if (strcmp(v[i].name, "default") == 0)
+			T->def = &v[i];
+	return &v[T->n - 1];
+}
+
+struct tenant_table *
+tenant_table_new(void)
+{
+	struct tenant_table *T = calloc(1, sizeof(*T));
+	if (T != NULL && tenant_get(T, "default") == NULL) {
+		tenant_table_free(T);
+		return NULL;
+	}
+	return T;
+}
+
+void
+tenant_table_free(struct tenant_table *T)
+{
+	if (T == NULL)
+		return;
+	for (size_t i = 0; i < T->n; i++)
+		tenant_fini(&T->v[i]);
+	free(T->v);
+	free(T);
+}
+
+static int
+push_u32(uint32_t **v, size_t *n, uint32_t x)
+{
+	uint32_t *p = realloc(*v, (*n + 1) * sizeof(*p));
+	if (p == NULL)
+		return -1;
+	p[(*n)++] = x;
+	*v = p;
+	return 0;
+}
+
+static int
+push_str(char ***v, size_t *n, const char *s)
+{
+	char **p = realloc(*v, (*n + 1) * sizeof(*p));
+	if (p == NULL)
+		return -1;
+	*v = p;
+	if ((p[*n] = strdup(s)) == NULL)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	uint64_t mul = 1;
+	if (*end == 'K' || *end == 'k')
+		mul = 1ull << 10;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1ull << 20;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1ull << 30;
+	else if (*end == 'T' || *end == 't')
+		mul = 1ull << 40;
+	if (mul != 1)
+		end++;
+	if (*end != '\0' || (v && mul > UINT64_MAX / v))
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static int
+parse_u32(const char *s, uint32_t *out)
+{
+	uint64_t v;
+	if (parse_u64(s, &v) != 0 || v > UINT32_MAX || strpbrk(s, "KkMmGgTt") != NULL)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* `user = NAME` or `uid = N`. */
+static int
+add_user(struct tenant *t, const char *v, bool by_name, char *why, size_t whylen)
+{
+	uint32_t uid;
+	if (!by_name && parse_u32(v, &uid) != 0) {
+		snprintf(why, whylen, "uid: '%s' is not a number", v);
+		return -1;
+	}
+	if (by_name) {
+		struct passwd *pw = getpwnam(v);
+		if (pw == NULL) {
+			snprintf(why, whylen, "user: no user '%s' in the user database", v);
+			return -1;
+		}
+		uid = (uint32_t)pw->pw_uid;
+	}
+	return push_u32(&t->uids, &t->nuids, uid);
+}
+
+/* `group = NAME|GID`: the group's id, and the uids of its listed members (resolved now, not under a lock). */
+static int
+add_group(struct tenant *t, const char *v, char *why, size_t whylen)
+{
+	uint32_t gid;
+	struct group *gr = parse_u32(v, &gid) == 0 ? getgrgid((gid_t)gid) : getgrnam(v);
+	if (gr == NULL) {
+		snprintf(why, whylen, "group: no group '%s' in the group database", v);
+		return -1;
+	}
+	if (push_u32(&t->gids, &t->ngids, (uint32_t)gr->gr_gid) != 0)
+		return -1;
+	for (char **m = gr->gr_mem; m && *m; m++) {
+		struct passwd *pw = getpwnam(*m);
+		if (pw != NULL && push_u32(&t->member_uids, &t->nmember_uids, (uint32_t)pw->pw_uid) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* `mem = BYTES|N%`. */
+static int
+set_mem(struct tenant *t, const char *v)
+{
+	size_t n = strlen(v);
+	if (n > 1 && v[n - 1] == '%') {
+		char num[8];
+		uint32_t pct;
+		if (n > sizeof(num))
+			return -1;
+		memcpy(num, v, n - 1);
+		num[n - 1] = '\0';
+		if (parse_u32(num, &pct) != 0 || pct < 1 || pct > 100)
+			return -1;
+		t->mem = 0;
+		t->mem_pct = pct;
+		return 0;
+	}
+	t->mem_pct = 0;
+	return parse_u64(v, &t->mem);
+}
+
+int
+tenant_table_set(struct tenant_table *T, const char *name, const char *key, const char *v, char *why, size_t whylen)
+{
+	struct tenant *t = tenant_get(T, name);
+	int rc = -1;
+	if (t == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	bool is_default = strcmp(name, "default") == 0;
+	if (strcmp(key, "uid") == 0 || strcmp(key, "user") == 0)
+		return is_default ? (snprintf(why, whylen, "default: holds whoever matches no other tenant"), -1)
+				  : add_user(t, v, strcmp(key, "user") == 0, why, whylen);
+	if (strcmp(key, "group") == 0)
+		return is_default ? (snprintf(why, whylen, "default: holds whoever matches no other tenant"), -1)
+				  : add_group(t, v, why, whylen);
+	if (strcmp(key, "subject") == 0)
+		rc = push_str(&t->subjects, &t->nsubjects, v);
+	else if (strcmp(key, "token") == 0)
+		rc = push_str(&t->tokens, &t->ntokens, v);
+	else if (strcmp(key, "refuse") == 0 && is_default)
+		rc = strcmp(v, "yes") == 0 ? (t->refuse = true, 0) : strcmp(v, "no") == 0 ? (t->refuse = false, 0) : -1;
+	else if (strcmp(key, "mem") == 0)
+		rc = set_mem(t, v);
+	else if (strcmp(key, "module-bytes") == 0)
+		rc = parse_u64(v, &t->module_bytes);
+	else if (strcmp(key, "host-bytes") == 0)
+		rc = parse_u64(v, &t->host_bytes);
+	else if (strcmp(key, "modules") == 0)
+		rc = parse_u32(v, &t->modules);
+	else if (strcmp(key, "streams") == 0)
+		rc = parse_u32(v, &t->streams);
+	else if (strcmp(key, "sessions") == 0)
+		rc = parse_u32(v, &t->sessions);
+	else {
+		snprintf(why, whylen,
+			 "unknown key '%s' in [tenant %s] (who: uid, user, group, subject, token; limits: mem, "
+			 "modules, module-bytes, streams, host-bytes, sessions%s)",
+			 key, name, is_default ? "; refuse" : "");
+		return -1;
+	}
+	if (rc != 0)
+		snprintf(why, whylen, "invalid value '%s' for %s in [tenant %s]", v, key, name);
+	return rc;
+}
+
+static bool
+has_u32(const uint32_t *v, size_t n, uint32_t x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static bool
+has_str(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; s != NULL && i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+static bool
+matches(const struct tenant *t, const struct peer_identity *id)
+{
+	if (id->has_uid && (has_u32(t->uids, t->nuids, id->uid) || has_u32(t->gids, t->ngids, id->gid) ||
+			    has_u32(t->member_uids, t->nmember_uids, id->uid)))
+		return true;
+	return has_str(t->subjects, t->nsubjects, id->subject) || has_str(t->tokens, t->ntokens, id->token);
+}
+
+struct tenant *
+tenant_match(const struct tenant_table *T, const struct peer_identity *id)
+{
+	for (size_t i = 0; i < T->n; i++)
+		if (&T->v[i] != T->def && matches(&T->v[i], id))
+			return &T->v[i];
+	return T->def->refuse ? NULL : T->def;
+}
+
+struct tenant *
+tenant_by_name(const struct tenant_table *T, const char *name)
+{
+	for (size_t i = 0; i < T->n; i++)
+		if (strcmp(T->v[i].name, name) == 0)
+			return &T->v[i];
+	return T->def;
+}
+
+/* What t's live sessions hold together. */
+struct usage {
+	uint64_t dev_bytes[CUA_MAX_DEVICES], module_bytes, host_bytes;
+	uint64_t modules, streams, sessions;
+};
+
+static void
+usage_of(struct fe *fe, const struct tenant *t, struct usage *u)
+{
+	const struct session *s;
+	memset(u, 0, sizeof(*u));
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	{
+		if (s->tenant != t || s->closing || s->pipe_gone)
+			continue;
+		for (int d = 0; d < fe->ndevs && d < (int)CUA_MAX_DEVICES; d++)
+			u->dev_bytes[d] += s->dev_bytes[d];
+		u->module_bytes += s->module_bytes;
+		u->host_bytes += s->host_bytes;
+		u->modules += s->counts.modules;
+		u->streams += s->counts.streams + do_spool_live(fe, s);
+		u->sessions += s->hello;
+	}
+}
+
+int
+tenant_check_mem(struct fe *fe, const struct session *s, uint32_t dev, uint64_t bytes, cua_err *e)
+{
+	const struct tenant *t = s->tenant;
+	if (t == NULL || (t->mem == 0 && t->mem_pct == 0))
+		return 0;
+	uint64_t limit = t->mem ? t->mem : fe->devs[dev].info.total_mem / 100 * t->mem_pct;
+	struct usage u;
+	usage_of(fe, t, &u);
+	if (bytes <= limit && u.dev_bytes[dev] <= limit - bytes)
+		return 0;
+	return cua_err_set(e, CUA_EQUOTA,
+			   "allocating %llu bytes would pass tenant '%s''s memory limit of %llu bytes on device %u "
+			   "(%llu in use by its sessions); free memory in one of them, or raise `mem` in [tenant %s]",
+			   (unsigned long long)bytes, t->name, (unsigned long long)limit, dev,
+			   (unsigned long long)u.dev_bytes[dev], t->name);
+}
+
+int
+tenant_check_module(struct fe *fe, const struct session *s, uint64_t image_bytes, cua_err *e)
+{
+	const struct tenant *t = s->tenant;
+	if (t == NULL || (t->modules == 0 && t->module_bytes == 0))
+		return 0;
+	struct usage u;
+	usage_of(fe, t, &u);
+	if (t->modules && u.modules >= t->modules)
+		return cua_err_set(e, CUA_EQUOTA,
+				   "tenant '%s''s sessions hold %llu modules, its limit; unload some, or raise "
+				   "`modules` in [tenant %s]",
+				   t->name, (unsigned long long)u.modules, t->name);
+	if (t->module_bytes && (image_bytes > t->module_bytes || u.module_bytes > t->module_bytes - image_bytes))
+		return cua_err_set(e, CUA_EQUOTA,
+				   "a %llu-byte image would pass tenant '%s''s %llu bytes of modules (%llu in use); "
+				   "unload some, or raise `module-bytes` in [tenant %s]",
+				   (unsigned long long)image_bytes, t->name, (unsigned long long)t->module_bytes,
+				   (unsigned long long)u.module_bytes, t->name);
+	return 0;
+}
+
+int
+tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e)
+{
+	const struct tenant *t = s->tenant;
+	if (t == NULL || t->streams == 0)
+		return 0;
+	struct usage u;
+	usage_of(fe, t, &u);
+	if (u.streams < t->streams)
+		return 0;
+	return cua_err_set(e, CUA_EQUOTA,
+			   "tenant '%s''s sessions hold %llu streams (pool streams included), its limit; destroy "
+			   "some, or raise `streams` in [tenant %s]",
+			   t->name, (unsigned long long)u.streams, t->name);
+}
+
+int
+tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e)
+{
+	const struct tenant *t = s->tenant;
+	if (t == NULL || t->host_bytes == 0)
+		return 0;
+	struct usage u;
+	usage_of(fe, t, &u);
+	if (bytes <= t->host_bytes && u.host_bytes <= t->host_bytes - bytes)
+		return 0;
+	return cua_err_set(e, CUA_EQUOTA,
+			   "registering %llu bytes would pass tenant '%s''s %llu bytes of host memory (%llu in use); "
+			   "unregister some, or raise `host-bytes` in [tenant %s]",
+			   (unsigned long long)bytes, t->name, (unsigned long long)t->host_bytes,
+			   (unsigned long long)u.host_bytes, t->name);
+}
+
+int
+tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e)
+{
+	if (t->sessions == 0)
+		return 0;
+	struct usage u;
+	usage_of(fe, t, &u);
+	if (u.sessions < t->sessions)
+		return 0;
+	return cua_err_set(e, CUA_EQUOTA,
+			   "tenant '%s' has %llu sessions, its limit; close one, or raise `sessions` in [tenant %s]",
+			   t->name, (unsigned long long)u.sessions, t->name);
+}

@@ -1,0 +1,82 @@
+/*
+ * tenant.h — tenants: who a session belongs to, and the limits its tenant's sessions share.
+ *
+ * The configuration file names tenants in `[tenant NAME]` sections (cuasyncd.conf(5)): who belongs to it
+ * (`uid`, `user`, `group`, `subject`, `token`: any one matching is enough; the first tenant in file order that
+ * matches wins) and what all its sessions together may hold (`mem` per device, `modules`, `module-bytes`,
+ * `streams`, `host-bytes`, `sessions`). A session whose identity matches no tenant belongs to `default`,
+ * which exists even when the file does not name it (then without limits of its own); `refuse = yes` in
+ * `[tenant default]` refuses unknown identities instead. The per-session limits (--session-*) hold as well.
+ *
+ * Usage is not counted twice: a tenant's usage is the sum over its live sessions, taken when a request asks
+ * for more, so it cannot drift from what the sessions hold. Sessions hold a pointer to their tenant; a reload
+ * builds a new table and moves every session to the tenant of the same name (else `default`).
+ *
+ * Names of users and groups are resolved when the table is built (start, SIGHUP; main thread), never under
+ * fe->lock: matching a session is a lookup in numbers only.
+ */
+#ifndef CUAD_TENANT_H
+#define CUAD_TENANT_H
+
+#include "cua_error.h"
+#include "daemon.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Who a session is, as far as the daemon knows. */
+struct peer_identity {
+	bool has_uid;        /* an ipc:// peer: the kernel's credentials of the connecting process */
+	uint32_t uid, gid;   /* its effective uid and gid */
+	const char *subject; /* tls+tcp:// with a verified client certificate: its subject; else NULL */
+	const char *token;   /* the name of the token it presented at HELLO; else NULL */
+};
+
+struct tenant {
+	char *name;
+	uint32_t *uids, *gids; /* uid and user rules; group rules (a member's uid is in uids_of_groups) */
+	size_t nuids, ngids;
+	uint32_t *member_uids; /* the members of its groups, as the group database said when loaded */
+	size_t nmember_uids;
+	char **subjects, **tokens;
+	size_t nsubjects, ntokens;
+	bool refuse;      /* default only: refuse identities that match no tenant */
+	uint64_t mem;     /* device memory on each device, all sessions together (0: none) */
+	unsigned mem_pct; /* or a share of each device's memory */
+	uint64_t module_bytes, host_bytes;
+	uint32_t modules, streams, sessions;
+	unsigned line; /* where the file named it (messages) */
+};
+
+struct tenant_table {
+	struct tenant *v; /* file order; v[n - 1] is default when the file did not name it */
+	size_t n;
+	struct tenant *def;
+};
+
+/* An empty table (only `default`, no limits). NULL: out of memory. */
+struct tenant_table *tenant_table_new(void);
+void tenant_table_free(struct tenant_table *t);
+
+/* One key of `[tenant NAME]` into t (creating the tenant at its first key). 0, or -1 with why. Main thread;
+ * may read the user and group databases. */
+int tenant_table_set(struct tenant_table *t, const char *name, const char *key, const char *value, char *why,
+		     size_t whylen);
+
+/* The tenant of id: the first that matches, else default; NULL when default refuses unknown identities. */
+struct tenant *tenant_match(const struct tenant_table *t, const struct peer_identity *id);
+
+/* The tenant named name in t, else t's default. */
+struct tenant *tenant_by_name(const struct tenant_table *t, const char *name);
+
+/* Whether s's tenant may take more: 0, or CUA_EQUOTA with the tenant's name, its limit and its use in e.
+ * Caller holds fe->lock. */
+int tenant_check_mem(struct fe *fe, const struct session *s, uint32_t dev, uint64_t bytes, cua_err *e);
+int tenant_check_module(struct fe *fe, const struct session *s, uint64_t image_bytes, cua_err *e);
+int tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e);
+int tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e);
+/* Whether t may have one more session (HELLO). */
+int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e);
+
+#endif
