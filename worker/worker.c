@@ -53,16 +53,36 @@ item_detail(const struct titem *it)
 	return it->detail ? it->detail : it->status ? cua_strerror((int)it->status) : NULL;
 }
 
+/* The length of an item's detail in its completion: at most cap bytes. */
+static uint32_t
+detail_len(const struct titem *it, size_t cap)
+{
+	const char *d = item_detail(it);
+	size_t n = d ? strlen(d) : 0;
+	return (uint32_t)(n < cap ? n : cap);
+}
+
 static size_t
-cpl_size(const struct tracker *t)
+cpl_size(const struct tracker *t, size_t cap)
 {
 	size_t n = sizeof(struct wcpl_req);
-	for (uint32_t i = 0; i < t->ncmds; i++) {
-		const struct titem *it = &t->items[i];
-		const char *d = item_detail(it);
-		n += sizeof(struct wcpl) + wrec_align8((uint32_t)(d ? strlen(d) : 0) + it->data_len);
-	}
+	for (uint32_t i = 0; i < t->ncmds; i++)
+		n += sizeof(struct wcpl) + wrec_align8(detail_len(&t->items[i], cap) + t->items[i].data_len);
 	return n;
+}
+
+/*
+ * The longest detail each item's completion may carry so that t's record fits the ring: all of them when they
+ * fit (always, but for a batch of thousands of failures with long messages), else cut to an equal share. A
+ * worker that could not write a completion would have to end, taking every session's context with it.
+ */
+static size_t
+detail_cap(const struct wk *w, const struct tracker *t)
+{
+	size_t max = ring_max_record(w->cpl), cap = CUA_ERR_DETAIL_MAX;
+	while (cap > 0 && cpl_size(t, cap) > max)
+		cap /= 2;
+	return cap;
 }
 
 /* Room for len bytes in the completion ring; waits for the front-end to read. Caller holds cpl_lock. */
@@ -84,7 +104,7 @@ cpl_reserve(struct wk *w, size_t len)
 static void
 emit(struct wk *w, struct tracker *t, uint32_t fatal)
 {
-	size_t len = cpl_size(t);
+	size_t cap = detail_cap(w, t), len = cpl_size(t, cap);
 	unsigned char *p = cpl_reserve(w, len);
 	struct wcpl_req h = {t->req, t->ncmds, fatal};
 	memcpy(p, &h, sizeof(h));
@@ -92,7 +112,7 @@ emit(struct wk *w, struct tracker *t, uint32_t fatal)
 	for (uint32_t i = 0; i < t->ncmds; i++) {
 		const struct titem *it = &t->items[i];
 		const char *d = item_detail(it);
-		struct wcpl c = {it->status, d ? (uint32_t)strlen(d) : 0, it->data_len, 0, it->value};
+		struct wcpl c = {it->status, detail_len(it, cap), it->data_len, 0, it->value};
 		memcpy(p + off, &c, sizeof(c));
 		off += sizeof(c);
 		if (c.detail_len)
