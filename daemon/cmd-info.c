@@ -31,8 +31,11 @@ assign_tenant(struct fe *fe, struct request *r, cua_err *e)
 				   "operator to add it to a tenant of the configuration file",
 				   who);
 	int rc = tenant_check_session(fe, t, e);
-	if (rc == 0)
+	if (rc == 0) {
 		r->s->tenant = t;
+		if (t->isolation >= 0) /* its pool of workers runs: options_reload starts it before such a tenant */
+			r->s->isolation = (enum isolation)t->isolation;
+	}
 	return rc;
 }
 

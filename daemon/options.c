@@ -7,6 +7,7 @@
 #include "conffile.h"
 #include "cua_log.h"
 #include "options.h"
+#include "request.h"
 #include "session.h"
 #include "tenant.h"
 
@@ -598,6 +599,13 @@ options_reload(struct fe *fe, char *status, size_t len)
 		goto out;
 	}
 	config_settle(&next, conf.given[O_SESSION_PENDING] || pending);
+	if (tenant_table_wants_session(next.tenants) && request_pool_ensure(fe) != 0) {
+		tenant_table_free(next.tenants);
+		snprintf(err, sizeof(err), "a tenant asks for isolation = session and no session worker starts");
+		log_error("SIGHUP: %s; the configuration in effect is kept", err);
+		snprintf(status, len, "configuration not reloaded: %s", err);
+		goto out;
+	}
 	pthread_mutex_lock(&fe->lock);
 	list_changed(live_fields, sizeof(live_fields) / sizeof(live_fields[0]), &fe->cfg, &next, changed,
 		     sizeof(changed));

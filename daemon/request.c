@@ -9,6 +9,7 @@
 #include "cua_log.h"
 #include "scheduler.h"
 #include "streampool.h"
+#include "tenant.h"
 #include "workerpool.h"
 
 #include <stdarg.h>
@@ -583,7 +584,7 @@ do_request_close_session(struct fe *fe, struct session *s)
 	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
 	/* Release its device objects through the shared workers, after its work in flight (a session's own
 	 * workers are stopped when it is gone: request_session_gone). */
-	for (int d = 0; d < fe->ndevs && fe->cfg.isolation == ISO_SHARED; d++) {
+	for (int d = 0; d < fe->ndevs && s->isolation == ISO_SHARED; d++) {
 		struct request *r = cleanup_request(fe, s, d);
 		if (r == NULL)
 			continue;
@@ -664,7 +665,7 @@ static void
 do_request_session_gone(struct fe *fe, struct session *s)
 {
 	for (int i = 0; i < fe->ndevs; i++)
-		if (fe->cfg.isolation == ISO_SESSION && s->worker[i] != NULL) {
+		if (s->worker[i] != NULL) {
 			do_pool_retire(fe, s->worker[i]);
 			s->worker[i] = NULL;
 		}
@@ -703,9 +704,16 @@ static const struct sched_ops request_sched_ops = {do_dispatch, do_request_close
 						   do_request_gap_expired};
 
 int
+request_pool_ensure(struct fe *fe)
+{
+	return pool_running() ? 0 : pool_start(fe, do_request_done);
+}
+
+int
 request_start(struct fe *fe)
 {
-	if (fe->cfg.isolation == ISO_SESSION && pool_start(fe, do_request_done) != 0)
+	bool pool = fe->cfg.isolation == ISO_SESSION || tenant_table_wants_session(fe->cfg.tenants);
+	if (pool && request_pool_ensure(fe) != 0)
 		return -1;
 	return sched_start(fe, &request_sched_ops);
 }
@@ -734,7 +742,7 @@ take_session_workers(struct fe *fe, size_t *n)
 	*n = 0;
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
-		for (int i = 0; i < fe->ndevs && fe->cfg.isolation == ISO_SESSION; i++) {
+		for (int i = 0; i < fe->ndevs; i++) {
 			if (s->worker[i] == NULL)
 				continue;
 			if (*n == cap) {

@@ -131,6 +131,9 @@ void do_request_done(struct fe *fe, struct request *r);
 /* Starts the dispatcher (0 or -1); stops it, stops the devices and frees every request and session
  * without answering (after the edge stopped receiving). Main thread, without fe->lock. */
 int request_start(struct fe *fe);
+/* Starts the pool of one-session workers unless it runs (a reload gave a tenant `isolation = session`): 0 or
+ * -1. Main thread, without fe->lock (it starts workers and waits for them). */
+int request_pool_ensure(struct fe *fe);
 void request_stop(struct fe *fe);
 
 /* Frees r without answering (shutdown). */

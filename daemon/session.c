@@ -31,6 +31,7 @@ do_session_new(struct fe *fe, uint32_t pipe)
 	s->pipe = pipe;
 	s->next_seq = 1;
 	s->born_ms = now_ms();
+	s->isolation = fe->cfg.isolation;
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->parked);
 	struct timespec ts;
@@ -378,7 +379,7 @@ do_sessions_mark_stale(struct fe *fe, const struct device *d, uint32_t old_gen)
 struct device *
 do_session_worker(struct fe *fe, const struct session *s, int dev)
 {
-	return fe->cfg.isolation == ISO_SESSION ? s->worker[dev] : &fe->devs[dev];
+	return s->isolation == ISO_SESSION ? s->worker[dev] : &fe->devs[dev];
 }
 
 uint32_t

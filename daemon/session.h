@@ -60,10 +60,11 @@ struct session {
 	bool operator;  /* connected through the operator endpoint: STATUS shows every session */
 	bool pipe_gone; /* the edge saw the connection leave; the dispatcher closes the session */
 	bool closing;
-	bool zombie;           /* to be freed once the dispatcher's pass ends */
-	bool hello_overdue;    /* no HELLO within --hello-timeout: the edge was told to close its connection */
-	uint64_t born_ms;      /* when the connection came (now_ms) */
-	struct tenant *tenant; /* tenant.h: set at HELLO; NULL before */
+	bool zombie;              /* to be freed once the dispatcher's pass ends */
+	bool hello_overdue;       /* no HELLO within --hello-timeout: the edge was told to close its connection */
+	uint64_t born_ms;         /* when the connection came (now_ms) */
+	struct tenant *tenant;    /* tenant.h: set at HELLO; NULL before */
+	enum isolation isolation; /* its workers: the shared ones, or its own (--isolation, else its tenant's) */
 	uint16_t tag_salt;
 
 	struct hslot *slots;

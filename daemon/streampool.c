@@ -25,7 +25,7 @@ uint32_t
 do_spool_slot(struct fe *fe, struct request *r, int dev)
 {
 	uint32_t k = r->s->next_pool++ % pool_size(fe, dev);
-	if (fe->cfg.isolation == ISO_SESSION) /* the worker's own pool is the session's */
+	if (r->s->isolation == ISO_SESSION) /* the worker's own pool is the session's */
 		return k;
 	r->uses_pool = true;
 	return SPOOL_STREAM | k;

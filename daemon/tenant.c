@@ -41,7 +41,7 @@ tenant_get(struct tenant_table *T, const char *name)
 	if (v == NULL)
 		return NULL;
 	T->v = v;
-	struct tenant t = {.name = strdup(name)};
+	struct tenant t = {.name = strdup(name), .isolation = -1};
 	if (t.name == NULL)
 		return NULL;
 	v[T->n++] = t;
@@ -228,10 +228,14 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 		rc = parse_u32(v, &t->streams);
 	else if (strcmp(key, "sessions") == 0)
 		rc = parse_u32(v, &t->sessions);
+	else if (strcmp(key, "isolation") == 0)
+		rc = strcmp(v, "session") == 0  ? (t->isolation = ISO_SESSION, 0)
+		     : strcmp(v, "shared") == 0 ? (t->isolation = ISO_SHARED, 0)
+						: -1;
 	else {
 		snprintf(why, whylen,
 			 "unknown key '%s' in [tenant %s] (who: uid, user, group, subject, token; limits: mem, "
-			 "modules, module-bytes, streams, host-bytes, sessions%s)",
+			 "modules, module-bytes, streams, host-bytes, sessions; isolation%s)",
 			 key, name, is_default ? "; refuse" : "");
 		return -1;
 	}
@@ -265,6 +269,15 @@ matches(const struct tenant *t, const struct peer_identity *id)
 			    has_u32(t->member_uids, t->nmember_uids, id->uid)))
 		return true;
 	return has_str(t->subjects, t->nsubjects, id->subject) || has_str(t->tokens, t->ntokens, id->token);
+}
+
+bool
+tenant_table_wants_session(const struct tenant_table *T)
+{
+	for (size_t i = 0; T != NULL && i < T->n; i++)
+		if (T->v[i].isolation == ISO_SESSION)
+			return true;
+	return false;
 }
 
 struct tenant *

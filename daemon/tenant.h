@@ -42,6 +42,7 @@ struct tenant {
 	char **subjects, **tokens;
 	size_t nsubjects, ntokens;
 	bool refuse;      /* default only: refuse identities that match no tenant */
+	int isolation;    /* its sessions' isolation (enum isolation), or -1: the daemon's --isolation */
 	uint64_t mem;     /* device memory on each device, all sessions together (0: none) */
 	unsigned mem_pct; /* or a share of each device's memory */
 	uint64_t module_bytes, host_bytes;
@@ -63,6 +64,9 @@ void tenant_table_free(struct tenant_table *t);
  * may read the user and group databases. */
 int tenant_table_set(struct tenant_table *t, const char *name, const char *key, const char *value, char *why,
 		     size_t whylen);
+
+/* Whether a tenant of t asks for `isolation = session` (the pool of one-session workers must run). */
+bool tenant_table_wants_session(const struct tenant_table *t);
 
 /* The tenant of id: the first that matches, else default; NULL when default refuses unknown identities. */
 struct tenant *tenant_match(const struct tenant_table *t, const struct peer_identity *id);

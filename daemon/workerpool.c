@@ -116,6 +116,12 @@ pool_start(struct fe *fe, dev_done_fn done)
 	return 0;
 }
 
+bool
+pool_running(void)
+{
+	return P.started;
+}
+
 void
 pool_stop(struct fe *fe)
 {

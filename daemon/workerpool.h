@@ -13,6 +13,8 @@
 int pool_start(struct fe *fe, dev_done_fn done);
 /* Stops it, with every idle and given-back worker (without fe->lock; nothing may be in flight on them). */
 void pool_stop(struct fe *fe);
+/* Whether pool_start ran (and pool_stop did not since). Main thread. */
+bool pool_running(void);
 /* An idle worker of device dev for session s (its owner from now on), or NULL when none is ready yet: the pool
  * thread starts one and wakes the dispatcher. Caller holds fe->lock. */
 struct device *do_pool_take(struct fe *fe, int dev, struct session *s);

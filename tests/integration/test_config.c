@@ -381,6 +381,35 @@ START_TEST(unknown_identities_are_refused_when_default_refuses)
 }
 END_TEST
 
+/* Two sessions' first allocations: in one shared worker they differ; each in a fresh worker of its own
+ * (isolation = session) they are the same address of two separate address spaces. */
+static bool
+first_allocs_coincide(const struct daemon *d)
+{
+	cua_client *a = connect_to(d), *b = connect_to(d);
+	cua_deviceptr pa, pb;
+	CK(cua_mem_alloc(a, 0, 4096, &pa));
+	CK(cua_mem_alloc(b, 0, 4096, &pb));
+	cua_disconnect(a);
+	cua_disconnect(b);
+	return pa == pb;
+}
+
+/* A tenant's `isolation = session` gives each of its sessions a worker of its own in a shared daemon. */
+START_TEST(a_tenant_can_have_its_own_isolation)
+{
+	make_dir();
+	struct daemon d;
+	start_with(&d, "[tenant me]\nuid = %u\n", NULL);
+	ck_assert_msg(!first_allocs_coincide(&d), "a shared tenant's sessions share one worker");
+	daemon_stop(&d);
+	start_with(&d, "[tenant me]\nuid = %u\nisolation = session\n", NULL);
+	ck_assert_msg(first_allocs_coincide(&d), "isolation = session: each session in a fresh worker");
+	daemon_stop(&d);
+	remove_dir();
+}
+END_TEST
+
 /* A reload rebuilds the tenants: sessions move to the tenant of the same name and its new limits. */
 START_TEST(sighup_moves_sessions_to_the_new_tenants)
 {
@@ -429,6 +458,7 @@ config_suite(void)
 	tcase_add_test(tc, tenant_limits_are_summed_over_its_sessions);
 	tcase_add_test(tc, unknown_identities_are_refused_when_default_refuses);
 	tcase_add_test(tc, sighup_moves_sessions_to_the_new_tenants);
+	tcase_add_test(tc, a_tenant_can_have_its_own_isolation);
 	suite_add_tcase(s, tc);
 	return s;
 }
