@@ -73,6 +73,8 @@ shm_destroy(struct device *d)
 		munmap(d->shm, d->shm_len);
 		d->shm = NULL;
 	}
+	d->cmd = d->cpl = NULL; /* they lay in it: a failed restart must not leave them to dev_stop */
+	d->staging = NULL;
 	if (d->shm_fd >= 0) {
 		close(d->shm_fd);
 		d->shm_fd = -1;
