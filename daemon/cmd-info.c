@@ -3,24 +3,34 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cmd.h"
 #include "cua_log.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* HELLO: the version, then the credentials (auth.c). The log line says who the peer is as the transport and
+ * the token vouch for it (never the token itself); the pid the client states is only its word. */
 static int
 v_hello(struct fe *fe, struct request *r, cua_err *e)
 {
-	(void)fe;
 	const struct cua_req_hello *q = &r->w.body.hello;
+	char who[256];
+	int rc;
 	if (q->min_version > CUA_PROTO_VERSION || q->max_version < CUA_PROTO_VERSION_MIN ||
 	    q->min_version > q->max_version)
 		return cua_err_set(e, CUA_EVERSION, "client speaks versions %u..%u, this daemon %u..%u", q->min_version,
 				   q->max_version, CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION);
+	if ((rc = do_auth_hello(fe, r->s, &q->token, e)) != 0) {
+		log_warn("session %llu: HELLO refused (%s) from %s", (unsigned long long)r->s->id,
+			 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)));
+		return rc;
+	}
 	if (!r->s->hello)
-		log_info("session %llu: hello from '%.*s' (pid %u)", (unsigned long long)r->s->id, (int)q->client.len,
-			 (const char *)q->client.ptr, q->pid);
+		log_info("session %llu: hello from '%.*s' (says pid %u) over %s", (unsigned long long)r->s->id,
+			 (int)q->client.len, (const char *)q->client.ptr, q->pid,
+			 auth_describe(r->s, who, sizeof(who)));
 	r->s->hello = true;
 	return 0;
 }
@@ -150,6 +160,7 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	*scratch = ds;
 	b->status = (struct cua_rep_status){.uptime_ms = now_ms() - fe->start_ms, .devices = ds, .ndevices = n};
 	b->status.session = r->s->counts;
+	b->status.insecure_listeners = fe->insecure_listeners;
 	b->status.session.in_flight = r->s->in_flight + r->s->queued;
 	if (r->s->operator)
 		status_all(fe, &b->status, ds);

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cua_log.h"
 #include "devlink.h"
 #include "edge.h"
@@ -69,6 +70,12 @@ enum {
 	O_SUBMIT_THREADS,
 	O_DRAIN_TIMEOUT,
 	O_HELLO_TIMEOUT,
+	/* authentication (issue 12, auth.c) */
+	O_ALLOW_INSECURE_TCP,
+	O_TLS_CA,
+	O_TOKEN_FILE,
+	O_OPERATOR_GROUP,
+	O_SOCKET_GROUP,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -155,6 +162,19 @@ static const struct opt_row {
 	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway (default 30)"},
 	{"hello-timeout", 1, O_HELLO_TIMEOUT, "SECONDS",
 	 "close a connection that has not sent HELLO after this long (default 10; 0: never)"},
+	{"allow-insecure-tcp", 0, O_ALLOW_INSECURE_TCP, NULL,
+	 "allow plain tcp:// listeners (unencrypted, unauthenticated: anyone reaching the port is served); without "
+	 "it they are refused at start: use tls+tcp://"},
+	{"tls-ca", 1, O_TLS_CA, "FILE",
+	 "mutual TLS: tls+tcp:// clients must present a certificate signed by a CA in FILE (PEM)"},
+	{"token-file", 1, O_TOKEN_FILE, "FILE",
+	 "name:token lines (# comments; not readable by every user): tcp:// and tls+tcp:// sessions must send one "
+	 "in HELLO, else UNAUTHENTICATED"},
+	{"operator-group", 1, O_OPERATOR_GROUP, "GROUP",
+	 "its members may use the operator endpoint too (besides root and the daemon's own uid); it also gets the "
+	 "operator socket"},
+	{"socket-group", 1, O_SOCKET_GROUP, "GROUP",
+	 "group of the ipc:// socket files (with --ipc-mode 0660: only its members may connect)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -180,7 +200,11 @@ usage(FILE *f)
 	}
 	fprintf(f, "\nDefault listen URL: ipc:///run/cuasyncd/cuasyncd.sock as root, else under $XDG_RUNTIME_DIR or "
 		   "/tmp.\n"
-		   "Environment: CUASYNC_URL is what clients connect to.\n");
+		   "Who is who: ipc:// peers by their kernel credentials (uid, gid, pid; logged at HELLO), tls+tcp://\n"
+		   "peers by a certificate of --tls-ca, and by a token of --token-file. The operator endpoint serves\n"
+		   "root, the daemon's own uid and the members of --operator-group only (others: PERMISSION_DENIED).\n"
+		   "Environment: CUASYNC_URL is what clients connect to; CUASYNC_TOKEN or CUASYNC_TOKEN_FILE their\n"
+		   "token, CUASYNC_TLS_CA / CUASYNC_TLS_CERT / CUASYNC_TLS_KEY their TLS files.\n");
 }
 
 /* "64M", "1G", "4096": bytes. Returns -1 on a malformed value. */
@@ -459,6 +483,11 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SUBMIT_THREADS: return parse_uint(arg, 0, 64, &c->submit_threads);
 	case O_DRAIN_TIMEOUT: return parse_uint(arg, 0, 86400, &c->drain_timeout);
 	case O_HELLO_TIMEOUT: return parse_uint(arg, 0, 86400, &c->hello_timeout);
+	case O_ALLOW_INSECURE_TCP: c->allow_insecure_tcp = true; return 0;
+	case O_TLS_CA: c->tls_ca = arg; return 0;
+	case O_TOKEN_FILE: c->token_file = arg; return 0;
+	case O_OPERATOR_GROUP: c->operator_group = arg; return 0;
+	case O_SOCKET_GROUP: c->socket_group = arg; return 0;
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);
@@ -622,8 +651,10 @@ serve(struct fe *fe)
 	sigset_t block;
 	int sig = 0, usable;
 	cua_log_set_ident("cuasyncd");
-	if (settle_config(&fe->cfg) != 0)
+	if (settle_config(&fe->cfg) != 0 || auth_start(fe) != 0) {
+		auth_fini(fe);
 		return 1;
+	}
 	/* Only this process may hold the ready pipe: a worker that inherited it would keep a reader waiting for
 	 * its end after "ready" was written and the daemon closed it. */
 	if (fe->cfg.ready_fd >= 0 && fcntl(fe->cfg.ready_fd, F_SETFD, FD_CLOEXEC) != 0) {
@@ -653,6 +684,7 @@ serve(struct fe *fe)
 	request_stop(fe);
 	edge_fini(&ed);
 	free(fe->devs);
+	auth_fini(fe);
 	return 0;
 }
 

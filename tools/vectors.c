@@ -103,7 +103,7 @@ static cua_item_result p_results[] = {
 };
 static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
-static const struct cua_rep_status p_status = {5230, 1, 24, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+static const struct cua_rep_status p_status = {5230, 1, 24, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
 
 /* ------------------------------------------------------------------ the table */
 

@@ -91,7 +91,7 @@ stub_drop(void *ctx)
 	(void)ctx;
 }
 
-static const struct edge_ops stub_edge = {stub_reply, stub_drop, stub_msg_free, stub_peer_pid};
+static const struct edge_ops stub_edge = {stub_reply, stub_drop, stub_msg_free, stub_peer_pid, NULL};
 
 /* ------------------------------------------------------------------ the front-end and a session's state */
 
@@ -225,7 +225,7 @@ add_function(struct session *s, uint64_t mod, int dev, uint32_t gen, uint64_t wi
 static void
 setup_pipe(struct env *e)
 {
-	request_pipe_added(&e->fe, PIPE);
+	request_pipe_added(&e->fe, PIPE, false);
 	e->s = do_session_by_pipe(&e->fe, PIPE);
 	ck_assert_ptr_nonnull(e->s);
 }
