@@ -23,8 +23,9 @@ v_hello(struct fe *fe, struct request *r, cua_err *e)
 		return cua_err_set(e, CUA_EVERSION, "client speaks versions %u..%u, this daemon %u..%u", q->min_version,
 				   q->max_version, CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION);
 	if ((rc = do_auth_hello(fe, r->s, &q->token, e)) != 0) {
-		log_warn("session %llu: HELLO refused (%s) from %s", (unsigned long long)r->s->id,
-			 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)));
+		if (r->s->ident.refused++ == 0)
+			log_warn("session %llu: HELLO refused (%s) from %s", (unsigned long long)r->s->id,
+				 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)));
 		return rc;
 	}
 	if (!r->s->hello)

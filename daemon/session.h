@@ -71,6 +71,7 @@ struct identity {
 	bool need_token;       /* HELLO must carry a valid token before anything else is served (auth.c) */
 	bool authenticated;    /* the transport or a token vouches for the peer (kernel, certificate, token) */
 	bool operator_allowed; /* auth_is_operator: may use the operator endpoint */
+	uint32_t refused;      /* HELLOs refused (only the first is logged: a peer must not flood the log) */
 };
 
 #define CUAD_SPOOL_MAX 16 /* pool streams per session and device, at most (--pool-streams) */
