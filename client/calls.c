@@ -48,12 +48,51 @@ cuac_call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out)
 
 /* ------------------------------------------------------------------ session and devices */
 
+/* The token HELLO carries: $CUASYNC_TOKEN, else the first line of the file $CUASYNC_TOKEN_FILE, else none.
+ * 0 (buf holds it, possibly empty) or a status with the last error set (an unreadable or too long token). */
+static int
+hello_token(char *buf, size_t len)
+{
+	const char *env = getenv("CUASYNC_TOKEN"), *path = getenv("CUASYNC_TOKEN_FILE");
+	int r = 0;
+	FILE *f = NULL;
+	buf[0] = '\0';
+	if (env && *env) {
+		if (strlen(env) >= len)
+			r = cuac_fail(CUA_EBAD_ARGUMENT, "$CUASYNC_TOKEN is longer than %u bytes", CUA_MAX_TOKEN);
+		else
+			snprintf(buf, len, "%s", env);
+		goto out;
+	}
+	if (path == NULL || *path == '\0')
+		goto out;
+	if ((f = fopen(path, "re")) == NULL) {
+		r = cuac_fail(CUA_EBAD_ARGUMENT, "$CUASYNC_TOKEN_FILE %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fgets(buf, (int)len, f) == NULL)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+out:
+	if (f != NULL)
+		fclose(f);
+	return r;
+}
+
 int
 cuac_hello(cua_client *c)
 {
-	struct cua_req_hello h = {CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION, {"libcuasync", 10}, (uint32_t)getpid()};
+	char token[CUA_MAX_TOKEN + 2];
+	struct cua_req_hello h = {CUA_PROTO_VERSION_MIN,
+				  CUA_PROTO_VERSION,
+				  {"libcuasync", 10},
+				  (uint32_t)getpid(),
+				  {token, 0}};
 	struct cuac_reply rep;
-	int r;
+	int r = hello_token(token, sizeof(token));
+	if (r != 0)
+		return r;
+	h.token.len = (uint32_t)strlen(token);
 	/* HELLO is safe to repeat: a connection reset before the daemon's socket took the pipe (a listener
 	 * being restarted) loses nothing, and the dialer reconnects by itself. */
 	for (int attempt = 0;; attempt++) {
@@ -64,6 +103,7 @@ cuac_hello(cua_client *c)
 		if (r != CUA_ETRANSPORT || attempt == 4)
 			break;
 	}
+	explicit_bzero(token, sizeof(token));
 	return r;
 }
 
@@ -133,6 +173,7 @@ cua_status(cua_client *c, cua_daemon_status *out)
 		}
 		memcpy(&out->session, &s->session, sizeof(out->session));
 		memcpy(&out->total, &s->total, sizeof(out->total));
+		out->insecure_listeners = s->insecure_listeners;
 	}
 	cuac_reply_done(&rep);
 	return r;

@@ -51,9 +51,12 @@ extern "C" {
 	X(CUA_EDEVICE_HUNG, "DEVICE_HUNG", 21,                                                                         \
 	  "the device's worker stopped making progress and was restarted; recreate modules, memory and streams")       \
 	X(CUA_ESHUTTING_DOWN, "SHUTTING_DOWN", 22,                                                                     \
-	  "cuasyncd is shutting down and did not run this request: reconnect (to its successor) and send it again") \
-	X(CUA_EPERMISSION_DENIED, "PERMISSION_DENIED", 23,                                                             \
-	  "the daemon knows who you are and does not let you do this: ask its operator (tenants, operator group)")
+	  "cuasyncd is shutting down and did not run this request: reconnect (to its successor) and send it again")    \
+	X(CUA_EUNAUTHENTICATED, "UNAUTHENTICATED", 23,                                                                 \
+	  "the daemon wants credentials this connection did not give: set $CUASYNC_TOKEN (or $CUASYNC_TOKEN_FILE) "    \
+	  "to a token of the daemon's --token-file, or connect over ipc://")                                           \
+	X(CUA_EPERMISSION_DENIED, "PERMISSION_DENIED", 24,                                                             \
+	  "the daemon knows who you are but does not allow this: ask its operator (see the message for the rule)")
 
 enum cua_status {
 #define CUA_X_ENUM(code, name, value, msg) code = value,
@@ -112,15 +115,20 @@ typedef struct cua_daemon_status {
 		uint32_t generation, restarts, in_flight;
 		uint64_t allocations, alloc_bytes;
 	} devices[64];
-	cua_status_counts session; /* this connection */
-	cua_status_counts total;   /* every connection */
+	cua_status_counts session;   /* this connection */
+	cua_status_counts total;     /* every connection */
+	uint32_t insecure_listeners; /* plain tcp:// listeners the daemon was allowed to open (--allow-insecure-tcp) */
 } cua_daemon_status;
 
 /* ---- connection ---- */
 
 /* Connects to url (NULL: $CUASYNC_URL, else the default socket: ipc:///run/cuasyncd/cuasyncd.sock for root,
  * else $XDG_RUNTIME_DIR/cuasyncd.sock or /tmp/cuasyncd.sock) and opens a session. For tls+tcp:// URLs,
- * $CUASYNC_TLS_CA names the CA file that must have signed the daemon's certificate. */
+ * $CUASYNC_TLS_CA names the CA file that must have signed the daemon's certificate, and $CUASYNC_TLS_CERT a
+ * PEM file with this client's certificate and key (its key in $CUASYNC_TLS_KEY when apart) for a daemon that
+ * asks for one (--tls-ca). HELLO carries the token in $CUASYNC_TOKEN, else the first line of the file
+ * $CUASYNC_TOKEN_FILE, for a daemon with --token-file. CUA_EUNAUTHENTICATED: the daemon wanted a (valid)
+ * token; CUA_EPERMISSION_DENIED: this identity may not use that endpoint (the operator's). */
 int cua_connect(const char *url, cua_client **out);
 /* Waits for launches still queued in the client, closes the session (the daemon frees everything it
  * holds) and frees c. Futures must have been freed before. */

@@ -61,8 +61,53 @@ default_url(char *buf, size_t len)
 	return buf;
 }
 
-/* The TLS configuration of a tls+ dialer: $CUASYNC_TLS_CA verifies the server (else no verification), and
- * the URL's host is the expected server name. Returns 0 or an NNG error. */
+/* A PEM file as a NUL-terminated string (at most 1 MiB), or NULL. The caller frees it. */
+static char *
+read_pem(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t n = 0;
+	if (f == NULL || (buf = malloc(1 << 20)) == NULL)
+		goto out;
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	buf[n] = '\0';
+out:
+	if (f != NULL)
+		fclose(f);
+	return buf;
+}
+
+/* This client's own certificate for a daemon that asks for one (--tls-ca): $CUASYNC_TLS_CERT, a PEM file
+ * with the certificate and its key, or the key apart in $CUASYNC_TLS_KEY. 0 (also when none is set) or an
+ * NNG error. */
+static int
+tls_own_cert(nng_tls_config *cfg)
+{
+	const char *cert = getenv("CUASYNC_TLS_CERT"), *key = getenv("CUASYNC_TLS_KEY");
+	char *cpem = NULL, *kpem = NULL;
+	int rv = 0;
+	if (cert == NULL || *cert == '\0')
+		goto out;
+	if (key == NULL || *key == '\0') {
+		rv = nng_tls_config_cert_key_file(cfg, cert, NULL);
+		goto out;
+	}
+	if ((cpem = read_pem(cert)) == NULL || (kpem = read_pem(key)) == NULL) {
+		rv = NNG_ENOENT;
+		goto out;
+	}
+	rv = nng_tls_config_own_cert(cfg, cpem, kpem, NULL);
+out:
+	free(cpem);
+	if (kpem != NULL)
+		explicit_bzero(kpem, strlen(kpem));
+	free(kpem);
+	return rv;
+}
+
+/* The TLS configuration of a tls+ dialer: $CUASYNC_TLS_CA verifies the server (else no verification), the
+ * URL's host is the expected server name, and tls_own_cert presents ours. Returns 0 or an NNG error. */
 static int
 tls_setup(nng_dialer d, const char *url)
 {
@@ -89,6 +134,8 @@ tls_setup(nng_dialer d, const char *url)
 	}
 	if (rv == 0 && host[0])
 		rv = nng_tls_config_server_name(cfg, host);
+	if (rv == 0)
+		rv = tls_own_cert(cfg);
 	if (rv == 0)
 		rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg);
 	nng_tls_config_free(cfg);

@@ -19,6 +19,7 @@
 #define CUA_WIRE_MAX_DEPTH 8u                    /* nesting of arrays/maps */
 #define CUA_MAX_NAME 1024u                       /* kernel names */
 #define CUA_MAX_IDENT 128u                       /* client/server names, backend names */
+#define CUA_MAX_TOKEN 256u                       /* HELLO's bearer token */
 #define CUA_MAX_MESSAGE_TEXT 65536u              /* human message in a reply (JIT logs) */
 #define CUA_MAX_ARGS 1024u                       /* arguments of one launch */
 #define CUA_MAX_ARG_BYTES 4096u                  /* one by-value argument */
@@ -145,6 +146,7 @@ struct cua_req_hello {
 	uint32_t min_version, max_version;
 	cua_bytes client;
 	uint32_t pid;
+	cua_bytes token; /* a bearer token of the daemon's --token-file, or empty (PROTOCOL.md §2) */
 };
 struct cua_rep_hello {
 	uint32_t version;
@@ -297,8 +299,9 @@ struct cua_rep_status {
 	uint64_t requests, errors;
 	cua_wire_dev_status *devices;
 	uint32_t ndevices;
-	cua_wire_counts session; /* the asking session */
-	cua_wire_counts total;   /* every session */
+	cua_wire_counts session;     /* the asking session */
+	cua_wire_counts total;       /* every session */
+	uint32_t insecure_listeners; /* plain tcp:// listeners (--allow-insecure-tcp) */
 };
 
 /* Every request body, by op. */

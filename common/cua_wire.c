@@ -194,7 +194,7 @@ static const struct schema empty_schema = {"empty", 0, NULL};
 
 SCHEMA(s_req_hello, "HELLO", U32(struct cua_req_hello, min_version, UINT32_MAX),
        U32(struct cua_req_hello, max_version, UINT32_MAX), STR(struct cua_req_hello, client, CUA_MAX_IDENT),
-       U32(struct cua_req_hello, pid, UINT32_MAX));
+       U32(struct cua_req_hello, pid, UINT32_MAX), STR(struct cua_req_hello, token, CUA_MAX_TOKEN));
 SCHEMA(s_rep_hello, "HELLO reply", U32(struct cua_rep_hello, version, UINT32_MAX), U64(struct cua_rep_hello, session),
        STR(struct cua_rep_hello, server, CUA_MAX_IDENT), U64(struct cua_rep_hello, max_message),
        U32(struct cua_rep_hello, max_batch, UINT32_MAX), U32(struct cua_rep_hello, max_args, UINT32_MAX),
@@ -278,7 +278,8 @@ SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
        U32(struct cua_rep_status, sessions, UINT32_MAX), U64(struct cua_rep_status, requests),
        U64(struct cua_rep_status, errors),
        ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_wire_dev_status),
-       NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts));
+       NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts),
+       U32(struct cua_rep_status, insecure_listeners, UINT32_MAX));
 
 /* clang-format on */
 

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cmd.h"
 #include "cua_log.h"
 #include "tenant.h"
@@ -17,13 +18,13 @@
 static int
 assign_tenant(struct fe *fe, struct request *r, cua_err *e)
 {
-	struct peer_identity id = {0};
-	char who[64] = "an identity without credentials (tcp://)";
+	const struct identity *in = &r->s->ident;
+	struct peer_identity id = {in->has_cred, in->uid, in->gid, in->subject[0] ? in->subject : NULL,
+				   in->token_name[0] ? in->token_name : NULL};
+	char who[256];
 	if (fe->cfg.tenants == NULL || r->s->operator) /* no configuration read (unit tests); the operator */
 		return 0;
-	id.has_uid = fe->edge->peer_cred != NULL && fe->edge->peer_cred(r->pipe, &id.uid, &id.gid) == 0;
-	if (id.has_uid)
-		snprintf(who, sizeof(who), "uid %u, gid %u", id.uid, id.gid);
+	auth_describe(r->s, who, sizeof(who));
 	struct tenant *t = tenant_match(fe->cfg.tenants, &id);
 	if (t == NULL)
 		return cua_err_set(e, CUA_EPERMISSION_DENIED,
@@ -39,21 +40,35 @@ assign_tenant(struct fe *fe, struct request *r, cua_err *e)
 	return rc;
 }
 
+/* HELLO: the version, then the credentials (auth.c). The log line says who the peer is as the transport and
+ * the token vouch for it (never the token itself); the pid the client states is only its word. */
 static int
 v_hello(struct fe *fe, struct request *r, cua_err *e)
 {
 	const struct cua_req_hello *q = &r->w.body.hello;
+	char who[256];
 	int rc;
 	if (q->min_version > CUA_PROTO_VERSION || q->max_version < CUA_PROTO_VERSION_MIN ||
 	    q->min_version > q->max_version)
 		return cua_err_set(e, CUA_EVERSION, "client speaks versions %u..%u, this daemon %u..%u", q->min_version,
 				   q->max_version, CUA_PROTO_VERSION_MIN, CUA_PROTO_VERSION);
+	if ((rc = do_auth_hello(fe, r->s, &q->token, e)) != 0) {
+		if (r->s->ident.refused++ == 0)
+			log_warn("session %llu: HELLO refused (%s) from %s", (unsigned long long)r->s->id,
+				 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)));
+		return rc;
+	}
 	if (r->s->hello)
 		return 0;
-	if ((rc = assign_tenant(fe, r, e)) != 0)
+	if ((rc = assign_tenant(fe, r, e)) != 0) {
+		if (r->s->ident.refused++ == 0)
+			log_warn("session %llu: HELLO refused (%s) from %s: %s", (unsigned long long)r->s->id,
+				 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)), e->detail);
 		return rc;
-	log_info("session %llu: hello from '%.*s' (pid %u), tenant %s", (unsigned long long)r->s->id,
-		 (int)q->client.len, (const char *)q->client.ptr, q->pid, r->s->tenant ? r->s->tenant->name : "-");
+	}
+	log_info("session %llu: hello from '%.*s' (says pid %u) over %s, tenant %s", (unsigned long long)r->s->id,
+		 (int)q->client.len, (const char *)q->client.ptr, q->pid, auth_describe(r->s, who, sizeof(who)),
+		 r->s->tenant ? r->s->tenant->name : "- (operator)");
 	r->s->hello = true;
 	return 0;
 }
@@ -183,6 +198,7 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	*scratch = ds;
 	b->status = (struct cua_rep_status){.uptime_ms = now_ms() - fe->start_ms, .devices = ds, .ndevices = n};
 	b->status.session = r->s->counts;
+	b->status.insecure_listeners = fe->insecure_listeners;
 	b->status.session.in_flight = r->s->in_flight + r->s->queued;
 	if (r->s->operator)
 		status_all(fe, &b->status, ds);

@@ -71,6 +71,12 @@ struct config {
 	unsigned submit_threads; /* --submit-threads: a worker's threads issuing stream work (0: derived) */
 	unsigned drain_timeout;  /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
 	unsigned hello_timeout;  /* s: a connection that has not said HELLO by then is closed (0: never) */
+	/* authentication (auth.c) */
+	bool allow_insecure_tcp;    /* plain tcp:// listeners allowed (--allow-insecure-tcp) */
+	const char *tls_ca;         /* tls+tcp:// peers must present a certificate signed by it (--tls-ca) */
+	const char *token_file;     /* name:token lines (--token-file) */
+	const char *operator_group; /* its members are operators too (--operator-group) */
+	const char *socket_group;   /* group of the ipc:// socket files (--socket-group) */
 	const char *self_exe;
 };
 
@@ -83,6 +89,8 @@ struct request;
 struct session;
 struct device;
 struct reply;
+struct identity;
+struct auth;
 
 /* What the NNG edge gives the core. All are called with fe->lock held and must not block or call back. */
 struct edge_ops {
@@ -98,8 +106,9 @@ struct edge_ops {
 	void (*msg_free)(void *msg);
 	/* The pid of the peer of connection pipe when the kernel vouches for it (ipc://), else -1. */
 	int64_t (*peer_pid)(uint32_t pipe);
-	/* Its effective uid and gid, likewise: 0, or -1 when the transport cannot say (tcp://, tls+tcp://). */
-	int (*peer_cred)(uint32_t pipe, uint32_t *uid, uint32_t *gid);
+	/* Fills in what the transport of connection pipe says about its peer (struct identity in session.h:
+	 * transport, kernel credentials, certificate verified); leaves the rest alone. NULL: nothing known. */
+	void (*peer)(uint32_t pipe, struct identity *id);
 };
 
 TAILQ_HEAD(session_list, session);
@@ -139,7 +148,9 @@ struct fe {
 	atomic_int stopping;
 	bool tearing_down; /* request_stop runs: completions no longer free sessions (it frees them at the end) */
 	bool draining;     /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
-	uint32_t client_in_flight; /* client requests (not cleanups) inside the workers */
+	uint32_t client_in_flight;   /* client requests (not cleanups) inside the workers */
+	struct auth *auth;           /* tokens and operators (auth.c); NULL: auth_start not called, nothing required */
+	uint32_t insecure_listeners; /* plain tcp:// listeners, for STATUS */
 };
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cua_log.h"
 #include "edge.h"
 #include "request.h"
@@ -63,6 +64,10 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 		rv = nng_tls_config_cert_key_file(tls, ed->fe->cfg.tls_cert, NULL);
 		if (rv == 0 && ed->fe->cfg.tls_key)
 			rv = nng_tls_config_cert_key_file(tls, ed->fe->cfg.tls_key, NULL);
+		if (rv == 0 && ed->fe->cfg.tls_ca) /* mutual TLS: no certificate of that CA, no handshake */
+			rv = nng_tls_config_ca_file(tls, ed->fe->cfg.tls_ca);
+		if (rv == 0 && ed->fe->cfg.tls_ca)
+			rv = nng_tls_config_auth_mode(tls, NNG_TLS_AUTH_MODE_REQUIRED);
 		if (rv == 0)
 			rv = nng_listener_set_ptr(fl->l, NNG_OPT_TLS_CONFIG, tls);
 		nng_tls_config_free(tls); /* the listener holds its own reference */
@@ -74,6 +79,9 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 		nng_listener_close(fl->l);
 		return -1;
 	}
+	long gid = auth_socket_gid(ed->fe, fl->operator);
+	if (gid >= 0 && strncmp(fl->url, "ipc://", 6) == 0 && chown(fl->url + 6, (uid_t)-1, (gid_t)gid) != 0)
+		log_warn("listen %s: cannot give the socket to group %ld: %s", fl->url, gid, strerror(errno));
 	nng_sockaddr sa;
 	fl->kind = strncmp(fl->url, "ipc://", 6) == 0 ? EL_IPC : strncmp(fl->url, "tcp", 3) == 0 ? EL_TCP : EL_OTHER;
 	if (fl->kind == EL_TCP && nng_listener_get_addr(fl->l, NNG_OPT_LOCADDR, &sa) == 0 && sa.s_family == NNG_AF_INET)
@@ -82,7 +90,8 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 		fl->kind = EL_OTHER; /* IPv6: not probed */
 	return 0;
 tls_fail:
-	log_error("listen %s: TLS set-up with %s: %s", fl->url, ed->fe->cfg.tls_cert, nng_strerror(rv));
+	log_error("listen %s: TLS set-up with %s%s%s: %s", fl->url, ed->fe->cfg.tls_cert,
+		  ed->fe->cfg.tls_ca ? " and CA " : "", ed->fe->cfg.tls_ca ? ed->fe->cfg.tls_ca : "", nng_strerror(rv));
 	nng_listener_close(fl->l);
 	return -1;
 }

@@ -8,6 +8,7 @@
 #include "cua_nngmsg.h"
 #include "cua_wire.h"
 #include "edge.h"
+#include "session.h"
 
 #include <nng/protocol/reqrep0/rep.h>
 #include <stdlib.h>
@@ -88,21 +89,33 @@ edge_peer_pid(uint32_t pipe)
 	return nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 ? (int64_t)pid : -1;
 }
 
-static int
-edge_peer_cred(uint32_t pipe, uint32_t *uid, uint32_t *gid)
+/* edge_ops.peer: ipc:// pipes answer the kernel's credentials of the peer (NNG reads SO_PEERCRED, which holds
+ * them as of connect()); tls+tcp:// pipes whether the peer's certificate was verified; anything else is tcp. */
+static void
+edge_peer(uint32_t pipe, struct identity *id)
 {
 	nng_pipe p = NNG_PIPE_INITIALIZER;
-	uint64_t u, g;
+	uint64_t uid, gid, pid;
+	bool verified;
 	p.id = pipe;
-	if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &u) != 0 ||
-	    nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_GID, &g) != 0)
-		return -1;
-	*uid = (uint32_t)u;
-	*gid = (uint32_t)g;
-	return 0;
+	if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0) {
+		id->transport = ID_IPC;
+		if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_GID, &gid) == 0) {
+			id->has_cred = true;
+			id->uid = (uint32_t)uid;
+			id->gid = (uint32_t)gid;
+		}
+		if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0)
+			id->pid = (int64_t)pid;
+	} else if (nng_pipe_get_bool(p, NNG_OPT_TLS_VERIFIED, &verified) == 0) {
+		id->transport = ID_TLS;
+		id->cert_verified = verified;
+	} else {
+		id->transport = ID_TCP;
+	}
 }
 
-static const struct edge_ops nng_edge_ops = {edge_reply, edge_drop, edge_msg_free, edge_peer_pid, edge_peer_cred};
+static const struct edge_ops nng_edge_ops = {edge_reply, edge_drop, edge_msg_free, edge_peer_pid, edge_peer};
 
 static void grow_contexts(struct edge *ed);
 
@@ -175,7 +188,7 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	} else if (ev == NNG_PIPE_EV_ADD_POST && edge_listener_is_probe(ed, p))
 		atomic_fetch_add(&ed->probe_adds, 1); /* the listener watchdog's probe: not a client */
 	else if (ev == NNG_PIPE_EV_ADD_POST)
-		request_pipe_added(ed->fe, nng_pipe_id(p));
+		request_pipe_added(ed->fe, nng_pipe_id(p), edge_pipe_is_operator(ed, p));
 	else if (ev == NNG_PIPE_EV_REM_POST)
 		request_pipe_removed(ed->fe, nng_pipe_id(p));
 }

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cua_log.h"
 #include "devlink.h"
 #include "edge.h"
@@ -255,8 +256,10 @@ serve(struct fe *fe)
 	sigset_t block;
 	int sig = 0, usable;
 	cua_log_set_ident("cuasyncd");
-	if (settle_config(&fe->cfg) != 0)
+	if (settle_config(&fe->cfg) != 0 || auth_start(fe) != 0) {
+		auth_fini(fe);
 		return 1;
+	}
 	/* Only this process may hold the ready pipe: a worker that inherited it would keep a reader waiting for
 	 * its end after "ready" was written and the daemon closed it. */
 	if (fe->cfg.ready_fd >= 0 && fcntl(fe->cfg.ready_fd, F_SETFD, FD_CLOEXEC) != 0) {
@@ -286,6 +289,7 @@ serve(struct fe *fe)
 	request_stop(fe);
 	edge_fini(&ed);
 	free(fe->devs);
+	auth_fini(fe);
 	tenant_table_free(fe->cfg.tenants);
 	return 0;
 }

@@ -66,6 +66,12 @@ enum {
 	O_SUBMIT_THREADS,
 	O_DRAIN_TIMEOUT,
 	O_HELLO_TIMEOUT,
+	/* authentication (issue 12, auth.c) */
+	O_ALLOW_INSECURE_TCP,
+	O_TLS_CA,
+	O_TOKEN_FILE,
+	O_OPERATOR_GROUP,
+	O_SOCKET_GROUP,
 	O_CONFIG,
 	O_HELP,
 	O_VERSION,
@@ -154,6 +160,19 @@ static const struct opt_row {
 	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway (default 30)"},
 	{"hello-timeout", 1, O_HELLO_TIMEOUT, "SECONDS",
 	 "close a connection that has not sent HELLO after this long (default 10; 0: never)"},
+	{"allow-insecure-tcp", 0, O_ALLOW_INSECURE_TCP, NULL,
+	 "allow plain tcp:// listeners (unencrypted, unauthenticated: anyone reaching the port is served); without "
+	 "it they are refused at start: use tls+tcp://"},
+	{"tls-ca", 1, O_TLS_CA, "FILE",
+	 "mutual TLS: tls+tcp:// clients must present a certificate signed by a CA in FILE (PEM)"},
+	{"token-file", 1, O_TOKEN_FILE, "FILE",
+	 "name:token lines (# comments; not readable by every user): tcp:// and tls+tcp:// sessions must send one "
+	 "in HELLO, else UNAUTHENTICATED"},
+	{"operator-group", 1, O_OPERATOR_GROUP, "GROUP",
+	 "its members may use the operator endpoint too (besides root and the daemon's own uid); it also gets the "
+	 "operator socket"},
+	{"socket-group", 1, O_SOCKET_GROUP, "GROUP",
+	 "group of the ipc:// socket files (with --ipc-mode 0660: only its members may connect)"},
 	{"config", 1, O_CONFIG, "FILE",
 	 "read options from FILE: INI, its [daemon] keys are these options without the dashes, e.g. `session-mem = "
 	 "50%` (default " CUAD_CONF_DEFAULT " when it exists); the command line wins over the file; SIGHUP re-reads "
@@ -183,7 +202,11 @@ usage(FILE *f)
 	}
 	fprintf(f, "\nDefault listen URL: ipc:///run/cuasyncd/cuasyncd.sock as root, else under $XDG_RUNTIME_DIR or "
 		   "/tmp.\n"
-		   "Environment: CUASYNC_URL is what clients connect to.\n");
+		   "Who is who: ipc:// peers by their kernel credentials (uid, gid, pid; logged at HELLO), tls+tcp://\n"
+		   "peers by a certificate of --tls-ca, and by a token of --token-file. The operator endpoint serves\n"
+		   "root, the daemon's own uid and the members of --operator-group only (others: PERMISSION_DENIED).\n"
+		   "Environment: CUASYNC_URL is what clients connect to; CUASYNC_TOKEN or CUASYNC_TOKEN_FILE their\n"
+		   "token, CUASYNC_TLS_CA / CUASYNC_TLS_CERT / CUASYNC_TLS_KEY their TLS files.\n");
 }
 
 /* "64M", "1G", "4096": bytes. Returns -1 on a malformed value. */
@@ -352,6 +375,11 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SUBMIT_THREADS: return opt_parse_uint(arg, 0, 64, &c->submit_threads);
 	case O_DRAIN_TIMEOUT: return opt_parse_uint(arg, 0, 86400, &c->drain_timeout);
 	case O_HELLO_TIMEOUT: return opt_parse_uint(arg, 0, 86400, &c->hello_timeout);
+	case O_ALLOW_INSECURE_TCP: c->allow_insecure_tcp = true; return 0;
+	case O_TLS_CA: c->tls_ca = arg; return 0;
+	case O_TOKEN_FILE: c->token_file = arg; return 0;
+	case O_OPERATOR_GROUP: c->operator_group = arg; return 0;
+	case O_SOCKET_GROUP: c->socket_group = arg; return 0;
 	case O_CONFIG: conf.path = arg; return 0;
 	case O_LOG_LEVEL_NUM:
 		bad = opt_parse_uint(arg, 0, 3, &u);
@@ -395,9 +423,9 @@ file_apply(void *ud, const char *section, const char *key, const char *value, ch
 		return -1;
 	}
 	for (size_t i = 0; i < NOPTS && o == NULL; i++)
-		if (opt_rows[i].help != NULL && opt_rows[i].arg != NULL && strcmp(opt_rows[i].name, key) == 0)
+		if (opt_rows[i].help != NULL && strcmp(opt_rows[i].name, key) == 0)
 			o = &opt_rows[i];
-	if (o == NULL || o->id == O_CONFIG || o->id == O_READY_FD) {
+	if (o == NULL || o->id == O_CONFIG || o->id == O_READY_FD || o->id == O_HELP || o->id == O_VERSION) {
 		snprintf(why, whylen,
 			 "unknown key '%s' (keys are the long options of `cuasyncd --help` without the dashes; "
 			 "config and ready-fd only on the command line)",
@@ -406,6 +434,14 @@ file_apply(void *ud, const char *section, const char *key, const char *value, ch
 	}
 	if (conf.given[o->id]) /* the command line wins */
 		return 0;
+	if (o->arg == NULL) { /* a flag: yes or no */
+		bool yes = strcmp(value, "yes") == 0, no = strcmp(value, "no") == 0;
+		if (!yes && !no) {
+			snprintf(why, whylen, "invalid value '%s' for %s (expected yes or no)", value, key);
+			return -1;
+		}
+		return yes ? apply_option(F->c, &wo, o->id, NULL) : 0;
+	}
 	if (apply_option(F->c, &wo, o->id, value) != 0) {
 		snprintf(why, whylen, "invalid value '%s' for %s (expected %s; see --help)", value, key, o->arg);
 		return -1;
@@ -517,6 +553,7 @@ static const struct cfg_field {
 		LIVE("emu-threads", emu_threads),
 		LIVE("submit-threads", submit_threads),
 		LIVE("hello-timeout", hello_timeout),
+		LIVE("allow-insecure-tcp", allow_insecure_tcp),
 };
 #undef LIVE
 
@@ -559,7 +596,11 @@ list_restart_only(const struct config *a, const struct config *b, char *list, si
 		    {"devices", a->devices, b->devices},
 		    {"tls-cert", a->tls_cert, b->tls_cert},
 		    {"tls-key", a->tls_key, b->tls_key},
-		    {"operator-url", a->operator_url, b->operator_url}};
+		    {"operator-url", a->operator_url, b->operator_url},
+		    {"tls-ca", a->tls_ca, b->tls_ca},
+		    {"token-file", a->token_file, b->token_file},
+		    {"operator-group", a->operator_group, b->operator_group},
+		    {"socket-group", a->socket_group, b->socket_group}};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (str_differ(strs[i].a, strs[i].b))
 			list_add(list, len, strs[i].name);

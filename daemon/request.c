@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cmd.h"
 #include "cua_log.h"
 #include "scheduler.h"
@@ -175,6 +176,9 @@ do_validate(struct fe *fe, struct request *r)
 		return request_fail(r, CUA_ENOMEM, "daemon out of memory"), true;
 	if (row == NULL)
 		return request_fail(r, CUA_EUNKNOWN_OP, "unknown request kind %u", r->op), true;
+	int rc = do_auth_gate(fe, s, r->op, &e);
+	if (rc != 0)
+		return request_fail(r, rc, "%s", e.detail), true;
 	if (row->needs_hello && !s->hello)
 		return request_fail(r, CUA_ENO_SESSION, "send HELLO first"), true;
 	if (s->queued + s->in_flight >= fe->cfg.session_inflight && r->op != CUA_OP_STATUS)
@@ -191,7 +195,7 @@ do_validate(struct fe *fe, struct request *r)
 				    (unsigned long long)s->reply_bytes,
 				    (unsigned long long)fe->cfg.session_reply_bytes),
 		       true;
-	int rc = row->validate(fe, r, &e);
+	rc = row->validate(fe, r, &e);
 	if (rc != 0) {
 		request_fail(r, rc, "%s", e.detail[0] ? e.detail : cua_strerror(rc));
 		free(r->cmds);
@@ -373,13 +377,12 @@ request_receive(struct fe *fe, const struct incoming *in)
 	r->op = r->w.op;
 	r->seq = r->w.seq;
 	r->s = do_session_by_pipe(fe, in->pipe);
-	if (r->s == NULL && !do_pipe_gone(fe, in->pipe))
-		r->s = do_session_new(fe, in->pipe); /* the message beat the edge's pipe-added event */
+	if (r->s == NULL && !do_pipe_gone(fe, in->pipe) && (r->s = do_session_new(fe, in->pipe)) != NULL)
+		do_auth_session(fe, r->s, in->operator); /* the message beat the edge's pipe-added event */
 	if (r->s == NULL) {
 		do_answer_early(fe, r->reply_ctx, r->op, CUA_ECLOSED, "the connection is closing");
 		goto drop;
 	}
-	r->s->operator|= in->operator;
 	r->s->requests++;
 	do_admit(fe, r);
 	pthread_mutex_unlock(&fe->lock);
@@ -448,13 +451,13 @@ do_dispatch(struct fe *fe, struct request *r)
 /* ------------------------------------------------------------------ sessions coming and going */
 
 void
-request_pipe_added(struct fe *fe, uint32_t pipe)
+request_pipe_added(struct fe *fe, uint32_t pipe, bool operator)
 {
 	pthread_mutex_lock(&fe->lock);
 	if (!do_pipe_gone(fe, pipe)) {
 		struct session *s = do_session_by_pipe(fe, pipe);
-		if (s == NULL)
-			s = do_session_new(fe, pipe);
+		if (s == NULL && (s = do_session_new(fe, pipe)) != NULL)
+			do_auth_session(fe, s, operator);
 		if (s == NULL)
 			log_error("out of memory for a session");
 		else

@@ -105,8 +105,9 @@ void request_receive(struct fe *fe, const struct incoming *in);
  * connection or its send failed; its receive context is the edge's again. Any thread, takes fe->lock. */
 void request_reply_sent(struct fe *fe, uint32_t pipe, size_t bytes);
 
-/* Session events from the edge (any thread, takes fe->lock). */
-void request_pipe_added(struct fe *fe, uint32_t pipe);
+/* Session events from the edge (any thread, takes fe->lock). operator: the connection came through the
+ * operator endpoint (auth.c decides whether its peer may use it). */
+void request_pipe_added(struct fe *fe, uint32_t pipe, bool operator);
 /* The connection left: the dispatcher closes its session (answers what waits, releases what it held). */
 void request_pipe_removed(struct fe *fe, uint32_t pipe);
 /* Dispatcher thread, fe->lock held: closes s (see request_pipe_removed). */

@@ -51,13 +51,38 @@ struct alloc_rec {
 
 TAILQ_HEAD(request_queue, request);
 
+/*
+ * Who is on the other end of a session's connection (auth.c decides what it may do). The edge fills in what
+ * the transport vouches for (edge_ops.peer) when the session is made: the kernel's credentials of an ipc://
+ * peer (SO_PEERCRED, read once when the connection came), whether a tls+tcp:// peer's certificate was verified
+ * against --tls-ca. HELLO adds the name of the token it carried. Nothing here is ever a secret.
+ */
+enum id_transport { ID_UNKNOWN, ID_IPC, ID_TCP, ID_TLS };
+struct identity {
+	enum id_transport transport;
+	bool has_cred;      /* ipc://: uid, gid and pid come from the kernel */
+	uint32_t uid, gid;  /* the peer process's effective ids when it connected */
+	int64_t pid;        /* -1: unknown */
+	bool cert_verified; /* tls+tcp:// with --tls-ca: the peer's certificate chains to that CA */
+	/* The certificate's subject: NNG 1.5.2 does not expose the peer certificate (no NNG_OPT_TLS_PEER_CN),
+	 * so this stays empty until a newer NNG does. */
+	char subject[128];
+	char token_name[64];   /* the --token-file entry its HELLO's token matched ("": none) */
+	bool need_token;       /* HELLO must carry a valid token before anything else is served (auth.c) */
+	bool authenticated;    /* the transport or a token vouches for the peer (kernel, certificate, token) */
+	bool operator_allowed; /* auth_is_operator: may use the operator endpoint */
+	uint32_t refused;      /* HELLOs refused (only the first is logged: a peer must not flood the log) */
+};
+
 #define CUAD_SPOOL_MAX 16 /* pool streams per session and device, at most (--pool-streams) */
 
 struct session {
 	uint64_t id;
 	uint32_t pipe;
 	bool hello;
-	bool operator;  /* connected through the operator endpoint: STATUS shows every session */
+	bool operator; /* through the operator endpoint with an operator identity: STATUS shows every session */
+	bool denied;   /* through the operator endpoint without one: every request answers PERMISSION_DENIED */
+	struct identity ident;
 	bool pipe_gone; /* the edge saw the connection leave; the dispatcher closes the session */
 	bool closing;
 	bool zombie;              /* to be freed once the dispatcher's pass ends */

@@ -76,6 +76,10 @@ main(int argc, char **argv)
 			       (unsigned long long)st.devices[d].allocations,
 			       (double)st.devices[d].alloc_bytes / (1 << 20));
 		print_counts("total", &st.total);
+		if (st.insecure_listeners > 0)
+			printf("insecure  %u plain tcp:// listener(s) (--allow-insecure-tcp): unauthenticated, "
+			       "unencrypted\n",
+			       st.insecure_listeners);
 	} else if (strcmp(cmd, "devices") == 0) {
 		int n;
 		cua_device_count(c, &n);

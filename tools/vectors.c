@@ -103,7 +103,7 @@ static cua_item_result p_results[] = {
 };
 static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
-static const struct cua_rep_status p_status = {5230, 1, 24, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+static const struct cua_rep_status p_status = {5230, 1, 24, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
 
 /* ------------------------------------------------------------------ the table */
 
@@ -180,6 +180,10 @@ const struct vec_row vec_rows[] = {
 	    "FUNCTION_GET.name: 1100 bytes exceed the limit of 1024", "decoding: a value over a limit"),
 	ERR("rep_error_no_session", CUA_OP_DEVICES, CUA_ENO_SESSION, "send HELLO first",
 	    "session: a request before HELLO"),
+	ERR("rep_error_unauthenticated", CUA_OP_HELLO, CUA_EUNAUTHENTICATED,
+	    "the token is not one of the daemon's --token-file: check $CUASYNC_TOKEN or $CUASYNC_TOKEN_FILE (the token "
+	    "was not logged)",
+	    "session: a HELLO whose token the daemon does not know"),
 	ERR("rep_error_bad_argument", CUA_OP_LAUNCH, CUA_EBAD_ARGUMENT,
 	    "argument 3 is 4 bytes, the kernel's parameter 3 is 8 bytes",
 	    "arguments: axpy's n passed as 4 bytes"),

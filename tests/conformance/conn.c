@@ -16,9 +16,11 @@
 #define REPLY_MS 20000 /* the longest any reply may take in this suite */
 
 static const char *const st_names[] = {
-	"OK",           "INTERNAL", "PROTOCOL",        "VERSION",   "UNKNOWN_OP", "BAD_ARGUMENT", "NOT_FOUND",
-	"CONTEXT_LOST", "QUOTA",    "PDL_UNSUPPORTED", "NO_MEMORY", "DEVICE",     "TOO_LARGE",    "TIMEOUT",
-	"TRANSPORT",    "CLOSED",   "NO_SESSION",      "BUSY",      "NO_DEVICE",  "UNSUPPORTED",  "MODULE",
+	"OK",           "INTERNAL",    "PROTOCOL",      "VERSION",         "UNKNOWN_OP",
+	"BAD_ARGUMENT", "NOT_FOUND",   "CONTEXT_LOST",  "QUOTA",           "PDL_UNSUPPORTED",
+	"NO_MEMORY",    "DEVICE",      "TOO_LARGE",     "TIMEOUT",         "TRANSPORT",
+	"CLOSED",       "NO_SESSION",  "BUSY",          "NO_DEVICE",       "UNSUPPORTED",
+	"MODULE",       "DEVICE_HUNG", "SHUTTING_DOWN", "UNAUTHENTICATED", "PERMISSION_DENIED",
 };
 
 const char *
@@ -222,7 +224,7 @@ void
 conn_hello(struct conn *c, uint64_t *max_message)
 {
 	struct reply r;
-	expect(c, OP_HELLO, 0, ST_OK, &r, "[uusu]", (uint64_t)1, (uint64_t)1, "conformance", (uint64_t)getpid());
+	expect(c, OP_HELLO, 0, ST_OK, &r, "[uusus]", (uint64_t)1, (uint64_t)1, "conformance", (uint64_t)getpid(), "");
 	ck_assert_uint_eq(r.body->len, 7);
 	ck_assert_uint_eq(r.body->a[0].u, 1);
 	if (max_message)

@@ -66,7 +66,11 @@ enum {
 	ST_BUSY,
 	ST_NO_DEVICE,
 	ST_UNSUPPORTED,
-	ST_MODULE
+	ST_MODULE,
+	ST_DEVICE_HUNG,
+	ST_SHUTTING_DOWN,
+	ST_UNAUTHENTICATED,
+	ST_PERMISSION_DENIED
 };
 /* The stable name of status code st ("?" past the table). */
 const char *st_name(uint64_t st);
@@ -106,7 +110,7 @@ void conn_close(struct conn *c);
 void conn_raw(struct conn *c, const void *msg, size_t n, struct reply *out);
 /* Sends [version, op, seq, body] where body is encoded from fmt (mpb_fmt) and waits for the reply. */
 void conn_req(struct conn *c, uint64_t version, uint64_t op, uint64_t seq, struct reply *out, const char *fmt, ...);
-/* HELLO [1, 1, "conformance", pid] on seq 0, asserting OK; returns max_message when want is not NULL. */
+/* HELLO [1, 1, "conformance", pid, ""] on seq 0, asserting OK; returns max_message when want is not NULL. */
 void conn_hello(struct conn *c, uint64_t *max_message);
 /* One request at version 1, asserting the status; out may be NULL (freed). */
 void expect(struct conn *c, uint64_t op, uint64_t seq, uint64_t status, struct reply *out, const char *fmt, ...);

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "rules.h"
 
 #include <arpa/inet.h>
@@ -288,7 +289,7 @@ START_TEST(r_hello_version)
 		struct conn c;
 		struct reply r;
 		conn_open(&c, D.url);
-		conn_req(&c, PV, OP_HELLO, 0, &r, "[uusu]", rows[k].lo, rows[k].hi, "conf", U(getpid()));
+		conn_req(&c, PV, OP_HELLO, 0, &r, "[uusus]", rows[k].lo, rows[k].hi, "conf", U(getpid()), "");
 		ck_assert_msg(r.status == rows[k].st, "[%llu, %llu]: %s", (unsigned long long)rows[k].lo,
 			      (unsigned long long)rows[k].hi, r.name);
 		ck_assert_uint_eq(r.op, OP_HELLO);
@@ -553,7 +554,7 @@ total_count(struct conn *c, int k)
 {
 	struct reply r;
 	expect(c, OP_STATUS, 0, ST_OK, &r, "[]");
-	ck_assert_uint_eq(r.body->len, 7);
+	ck_assert_uint_eq(r.body->len, 8);
 	ck_assert_uint_eq(r.body->a[6].len, 6);
 	uint64_t v = r.body->a[6].a[k].u;
 	reply_free(&r);
@@ -1036,7 +1037,7 @@ START_TEST(r_hostbuf_ipc)
 	char tcp[64];
 	snprintf(tcp, sizeof(tcp), "tcp://127.0.0.1:%d", free_port());
 	struct dmn d;
-	dmn_start(&d, (const char *const[]){"--listen", tcp, NULL});
+	dmn_start(&d, (const char *const[]){"--listen", tcp, "--allow-insecure-tcp", NULL});
 	int fd = memfd(4096, true);
 	struct conn c;
 	sess(&c, &d);
@@ -1505,6 +1506,9 @@ rules_get(struct rule *out, size_t cap)
 		{"pending-quota", r_pending_quota},
 		{"malformed-survives", r_malformed_survives},
 		{"emu-sm", r_emu_sm},
+		{"auth-first", conf_auth_first()},
+		{"hello-token", conf_hello_token()},
+		{"operator-identity", conf_operator_identity()},
 	};
 	size_t n = sizeof(rules) / sizeof(rules[0]);
 	if (n > cap)

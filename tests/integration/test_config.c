@@ -381,6 +381,38 @@ START_TEST(unknown_identities_are_refused_when_default_refuses)
 }
 END_TEST
 
+/* A token's name places a session in a tenant: the bearer of alice's token is tenant `tok` whatever its uid. */
+START_TEST(a_token_names_the_tenant)
+{
+	make_dir();
+	char tokens[128];
+	snprintf(tokens, sizeof(tokens), "%s/tokens", dir);
+	int fd = open(tokens, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	const char line[] = "alice:0123456789abcdef0123456789abcdef\n";
+	ck_assert_int_eq(write(fd, line, sizeof(line) - 1), (ssize_t)(sizeof(line) - 1));
+	close(fd);
+	struct daemon d;
+	const char *more[] = {"--token-file", tokens, NULL};
+	start_with(&d, "[tenant tok]\ntoken = alice\nmodules = 1\n[tenant default]\nrefuse = yes\n", more);
+	cua_client *c = NULL;
+	int rc = cua_connect(d.url, &c);
+	ck_assert_msg(rc == CUA_EPERMISSION_DENIED, "no token, no tenant: %s", cua_strerror_name(rc));
+	setenv("CUASYNC_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+	rc = cua_connect(d.url, &c);
+	unsetenv("CUASYNC_TOKEN");
+	CK(rc);
+	try_load(c, &rc);
+	CK(rc);
+	try_load(c, &rc);
+	ck_assert_msg(rc == CUA_EQUOTA && strstr(cua_last_error(), "tenant 'tok'") != NULL, "%s: %s",
+		      cua_strerror_name(rc), cua_last_error());
+	cua_disconnect(c);
+	daemon_stop(&d);
+	remove_dir();
+}
+END_TEST
+
 /* Two sessions' first allocations: in one shared worker they differ; each in a fresh worker of its own
  * (isolation = session) they are the same address of two separate address spaces. */
 static bool
@@ -459,6 +491,7 @@ config_suite(void)
 	tcase_add_test(tc, unknown_identities_are_refused_when_default_refuses);
 	tcase_add_test(tc, sighup_moves_sessions_to_the_new_tenants);
 	tcase_add_test(tc, a_tenant_can_have_its_own_isolation);
+	tcase_add_test(tc, a_token_names_the_tenant);
 	suite_add_tcase(s, tc);
 	return s;
 }

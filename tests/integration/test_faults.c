@@ -46,7 +46,8 @@ up_sm80(void)
 static void
 up_small(void)
 {
-	static const char *const args[] = {"--max-message", "64K", "--listen", "tcp://127.0.0.1:0", NULL};
+	static const char *const args[] = {"--max-message",        "64K", "--listen", "tcp://127.0.0.1:0",
+					   "--allow-insecure-tcp", NULL};
 	daemon_start(&D, args);
 }
 
@@ -867,7 +868,7 @@ up_tcp(void)
 {
 	/* a port of our own: 20000 + pid, so parallel test runs do not collide */
 	snprintf(tcp_url, sizeof(tcp_url), "tcp://127.0.0.1:%d", 20000 + (int)(getpid() % 20000));
-	const char *args[] = {"--listen", tcp_url, NULL};
+	const char *args[] = {"--listen", tcp_url, "--allow-insecure-tcp", NULL};
 	daemon_start(&D, args);
 }
 

@@ -225,7 +225,7 @@ add_function(struct session *s, uint64_t mod, int dev, uint32_t gen, uint64_t wi
 static void
 setup_pipe(struct env *e)
 {
-	request_pipe_added(&e->fe, PIPE);
+	request_pipe_added(&e->fe, PIPE, false);
 	e->s = do_session_by_pipe(&e->fe, PIPE);
 	ck_assert_ptr_nonnull(e->s);
 }
