@@ -122,8 +122,8 @@ typedef struct cua_daemon_status {
 
 /* ---- connection ---- */
 
-/* Connects to url (NULL: $CUASYNC_URL, else the default socket: ipc:///run/cuasyncd/cuasyncd.sock for root,
- * else $XDG_RUNTIME_DIR/cuasyncd.sock or /tmp/cuasyncd.sock) and opens a session. For tls+tcp:// URLs,
+/* Connects to url (NULL: $CUASYNC_URL, else the default socket: ipc:///run/cuasyncd/cuasyncd.sock, the system
+ * service's, for root or when it exists, else $XDG_RUNTIME_DIR/cuasyncd.sock or /tmp/cuasyncd.sock) and opens a session. For tls+tcp:// URLs,
  * $CUASYNC_TLS_CA names the CA file that must have signed the daemon's certificate, and $CUASYNC_TLS_CERT a
  * PEM file with this client's certificate and key (its key in $CUASYNC_TLS_KEY when apart) for a daemon that
  * asks for one (--tls-ca). HELLO carries the token in $CUASYNC_TOKEN, else the first line of the file

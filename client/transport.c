@@ -52,7 +52,8 @@ default_url(char *buf, size_t len)
 	const char *env = getenv("CUASYNC_URL");
 	if (env && *env)
 		return env;
-	if (geteuid() == 0) {
+	/* the system service's socket when there is one (any user may be in its group), else a daemon of one's own */
+	if (geteuid() == 0 || access("/run/cuasyncd/cuasyncd.sock", F_OK) == 0) {
 		snprintf(buf, len, "ipc:///run/cuasyncd/cuasyncd.sock");
 	} else {
 		const char *dir = getenv("XDG_RUNTIME_DIR");

@@ -34,7 +34,10 @@ static char default_url[PATH_MAX + 16];
 static const char *
 default_listen(void)
 {
-	if (geteuid() == 0) {
+	const char *rt = getenv("RUNTIME_DIRECTORY"); /* systemd's RuntimeDirectory= (the unit's /run/cuasyncd) */
+	if (rt != NULL && *rt == '/' && strchr(rt, ':') == NULL) {
+		snprintf(default_url, sizeof(default_url), "ipc://%s/cuasyncd.sock", rt);
+	} else if (geteuid() == 0) {
 		mkdir("/run/cuasyncd", 0755);
 		snprintf(default_url, sizeof(default_url), "ipc:///run/cuasyncd/cuasyncd.sock");
 	} else {

@@ -200,7 +200,8 @@ usage(FILE *f)
 			 opt_rows[i].arg ? opt_rows[i].arg : "");
 		fprintf(f, "  %-28s %s\n", left, opt_rows[i].help);
 	}
-	fprintf(f, "\nDefault listen URL: ipc:///run/cuasyncd/cuasyncd.sock as root, else under $XDG_RUNTIME_DIR or "
+	fprintf(f, "\nDefault listen URL: cuasyncd.sock in $RUNTIME_DIRECTORY (systemd), else "
+		   "ipc:///run/cuasyncd/cuasyncd.sock as root, else under $XDG_RUNTIME_DIR or "
 		   "/tmp.\n"
 		   "Who is who: ipc:// peers by their kernel credentials (uid, gid, pid; logged at HELLO), tls+tcp://\n"
 		   "peers by a certificate of --tls-ca, and by a token of --token-file. The operator endpoint serves\n"
