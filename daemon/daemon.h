@@ -18,6 +18,7 @@
 
 #include "cua_error.h"
 #include "cua_proto.h"
+#include "stats.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,6 +71,10 @@ struct config {
 	unsigned submit_threads; /* --submit-threads: a worker's threads issuing stream work (0: derived) */
 	unsigned drain_timeout;  /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
 	unsigned hello_timeout;  /* s: a connection that has not said HELLO by then is closed (0: never) */
+
+	/* monitoring (issue 14: metrics.c) */
+	const char *metrics_listen; /* --metrics-listen: http:// address of the Prometheus endpoint (NULL: off) */
+	bool metrics_sessions;      /* --metrics-sessions: per-session series on it too */
 	const char *self_exe;
 };
 
@@ -137,12 +142,14 @@ struct fe {
 	bool tearing_down; /* request_stop runs: completions no longer free sessions (it frees them at the end) */
 	bool draining;     /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
 	uint32_t client_in_flight; /* client requests (not cleanups) inside the workers */
+	struct stats stats;        /* monitoring counters (stats.h), bumped where requests finish */
 };
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */
 void fe_init(struct fe *fe);
 
-/* Monotonic milliseconds. Any thread. */
+/* Monotonic milliseconds, and nanoseconds (a vDSO call, cheap enough for every request). Any thread. */
 uint64_t now_ms(void);
+uint64_t now_ns(void);
 
 #endif

@@ -8,6 +8,7 @@
 #include "cua_log.h"
 #include "devlink.h"
 #include "edge.h"
+#include "metrics.h"
 #include "request.h"
 #include "worker.h"
 
@@ -69,6 +70,8 @@ enum {
 	O_SUBMIT_THREADS,
 	O_DRAIN_TIMEOUT,
 	O_HELLO_TIMEOUT,
+	O_METRICS_LISTEN,
+	O_METRICS_SESSIONS,
 	O_HELP,
 	O_VERSION,
 	/* worker mode (internal) */
@@ -155,6 +158,11 @@ static const struct opt_row {
 	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway (default 30)"},
 	{"hello-timeout", 1, O_HELLO_TIMEOUT, "SECONDS",
 	 "close a connection that has not sent HELLO after this long (default 10; 0: never)"},
+	{"metrics-listen", 1, O_METRICS_LISTEN, "URL",
+	 "serve Prometheus metrics (GET /metrics) and a health check (GET /healthz) at URL, e.g. "
+	 "http://127.0.0.1:9464 (default: off; port 0 picks a free port, logged)"},
+	{"metrics-sessions", 0, O_METRICS_SESSIONS, NULL,
+	 "add per-session series to /metrics (one set per client connection: mind the cardinality)"},
 	{"help", 0, O_HELP, NULL, "this help"},
 	{"version", 0, O_VERSION, NULL, "print the version"},
 	{"worker", 1, O_WORKER, NULL, NULL},
@@ -459,6 +467,8 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SUBMIT_THREADS: return parse_uint(arg, 0, 64, &c->submit_threads);
 	case O_DRAIN_TIMEOUT: return parse_uint(arg, 0, 86400, &c->drain_timeout);
 	case O_HELLO_TIMEOUT: return parse_uint(arg, 0, 86400, &c->hello_timeout);
+	case O_METRICS_LISTEN: c->metrics_listen = arg; return strncmp(arg, "http://", 7) != 0;
+	case O_METRICS_SESSIONS: c->metrics_sessions = true; return 0;
 	case O_LOG_LEVEL_NUM:
 		bad = parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);
@@ -619,6 +629,7 @@ static int
 serve(struct fe *fe)
 {
 	static struct edge ed;
+	static struct metrics metrics;
 	sigset_t block;
 	int sig = 0, usable;
 	cua_log_set_ident("cuasyncd");
@@ -640,6 +651,8 @@ serve(struct fe *fe)
 		return 1;
 	if (request_start(fe) != 0 || edge_start(&ed, fe) != 0)
 		return 1;
+	if (fe->cfg.metrics_listen != NULL && metrics_start(&metrics, fe) != 0)
+		return 1;
 	log_info("serving %d device(s) with the %s backend", usable, fe->backend);
 	if (fe->cfg.ready_fd >= 0) {
 		dprintf(fe->cfg.ready_fd, "ready %s\n", fe->cfg.listen[0]);
@@ -649,6 +662,7 @@ serve(struct fe *fe)
 	sig = wait_for_stop(fe, &block);
 	log_info("signal %d: shutting down", sig);
 	drain(fe, &ed, &block);
+	metrics_stop(&metrics); /* before the core goes: its handlers read fe */
 	edge_stop(&ed);
 	request_stop(fe);
 	edge_fini(&ed);

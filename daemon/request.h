@@ -49,6 +49,7 @@ enum req_kind {
 
 struct request {
 	uint64_t id;
+	uint64_t recv_ns; /* monotonic ns at receipt (the latency histogram, stats.h) */
 	struct fe *fe;
 	struct session *s;
 	enum req_kind kind;
