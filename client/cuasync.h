@@ -114,6 +114,19 @@ typedef struct cua_daemon_status {
 	cua_status_counts total;   /* every connection */
 } cua_daemon_status;
 
+/* One session, as cua_sessions lists it. */
+typedef struct cua_session_info {
+	uint64_t id;
+	char client[129];  /* the name its HELLO gave ("libcuasync") */
+	uint32_t pid;      /* the pid its HELLO gave */
+	uint32_t peer_pid; /* the pid the kernel reports for a local (ipc://) peer; 0: unknown */
+	uint64_t age_ms, requests, errors;
+	uint64_t in_flight;   /* its requests queued, waiting for their turn or in a worker */
+	uint64_t alloc_bytes; /* device memory it holds, all devices */
+	uint64_t streams, modules;
+	int operator_endpoint; /* 1: connected through the operator endpoint */
+} cua_session_info;
+
 /* ---- connection ---- */
 
 /* Connects to url (NULL: $CUASYNC_URL, else the default socket: ipc:///run/cuasyncd/cuasyncd.sock for root,
@@ -127,6 +140,10 @@ void cua_disconnect(cua_client *c);
 void cua_set_timeout(cua_client *c, int timeout_ms);
 int cua_ping(cua_client *c);
 int cua_status(cua_client *c, cua_daemon_status *out);
+/* The daemon's sessions, oldest first: through the operator endpoint every session that said HELLO (at most
+ * 4096), elsewhere this connection's own. *out is a malloc'd array of *n rows (the caller frees it), NULL when
+ * the call fails. */
+int cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n);
 
 /* ---- devices ---- */
 int cua_device_count(cua_client *c, int *n);

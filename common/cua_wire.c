@@ -279,6 +279,13 @@ SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
        U64(struct cua_rep_status, errors),
        ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_wire_dev_status),
        NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts));
+SCHEMA(s_session_info, "session", U64(cua_wire_session, session), STR(cua_wire_session, client, CUA_MAX_IDENT),
+       U32(cua_wire_session, pid, UINT32_MAX), U32(cua_wire_session, peer_pid, UINT32_MAX),
+       U64(cua_wire_session, age_ms), U64(cua_wire_session, requests), U64(cua_wire_session, errors),
+       U64(cua_wire_session, in_flight), U64(cua_wire_session, alloc_bytes), U64(cua_wire_session, streams),
+       U64(cua_wire_session, modules), U32(cua_wire_session, operator, 1));
+SCHEMA(s_rep_sessions, "SESSIONS reply",
+       ARR(struct cua_rep_sessions, sessions, nsessions, CUA_MAX_SESSIONS_LIST, s_session_info, cua_wire_session));
 
 /* clang-format on */
 
@@ -309,6 +316,7 @@ static const struct {
 	[CUA_OP_HOST_UNREGISTER] = {&s_req_host_unregister, &empty_schema},
 	[CUA_OP_MEMCPY_HTOD_HOST] = {&s_req_htod_host, &empty_schema},
 	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_dtoh_host, &empty_schema},
+	[CUA_OP_SESSIONS] = {&empty_schema, &s_rep_sessions},
 };
 
 static int

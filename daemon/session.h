@@ -65,6 +65,10 @@ struct session {
 	uint64_t born_ms;   /* when the connection came (now_ms) */
 	uint16_t tag_salt;
 
+	/* who it is, as its HELLO said (SESSIONS) */
+	char client[CUA_MAX_IDENT + 1];
+	uint32_t client_pid;
+
 	struct hslot *slots;
 	uint32_t nslots, slots_cap;
 	uint32_t free_slot; /* first free slot + 1, 0: none */

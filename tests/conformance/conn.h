@@ -41,7 +41,8 @@ enum {
 	OP_HOST_REGISTER,
 	OP_HOST_UNREGISTER,
 	OP_MEMCPY_HTOD_HOST,
-	OP_MEMCPY_DTOH_HOST
+	OP_MEMCPY_DTOH_HOST,
+	OP_SESSIONS
 };
 
 /* Status codes, from the table of PROTOCOL.md §5. */

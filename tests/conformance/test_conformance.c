@@ -592,6 +592,61 @@ START_TEST(r_status_private)
 }
 END_TEST
 
+/* SESSIONS row i of the reply r (12 fields, PROTOCOL.md §4 session_info). */
+static const struct mpv *
+session_row(const struct reply *r, uint32_t i)
+{
+	ck_assert_uint_eq(r->body->len, 1);
+	ck_assert_uint_gt(r->body->a[0].len, i);
+	const struct mpv *row = &r->body->a[0].a[i];
+	ck_assert_uint_eq(row->len, 12);
+	return row;
+}
+
+/* SESSIONS: a client sees its own row only, the operator every session, oldest first. */
+START_TEST(r_sessions_private)
+{
+	struct conn a, b, op;
+	struct reply r;
+	sess(&a, &D);
+	sess(&b, &D);
+	sess_operator(&op, &D);
+	alloc(&a, 1 << 20);
+	expect(&b, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	const struct mpv *row = session_row(&r, 0);
+	ck_assert_uint_eq(r.body->a[0].len, 1); /* its own */
+	ck_assert_uint_eq(row->a[1].len, strlen("conformance"));
+	ck_assert(memcmp(row->a[1].p, "conformance", row->a[1].len) == 0);
+	ck_assert_uint_eq(row->a[2].u, (uint64_t)getpid());
+	ck_assert_uint_eq(row->a[3].u, (uint64_t)getpid()); /* ipc://: the kernel's word */
+	ck_assert_uint_eq(row->a[8].u, 0);                  /* a's memory is not b's business */
+	ck_assert_uint_eq(row->a[11].u, 0);
+	uint64_t b_id = row->a[0].u;
+	reply_free(&r);
+	expect(&a, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	ck_assert_uint_eq(r.body->a[0].len, 1);
+	ck_assert_uint_eq(session_row(&r, 0)->a[8].u, 1 << 20);
+	uint64_t a_id = session_row(&r, 0)->a[0].u;
+	reply_free(&r);
+	expect(&op, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	uint32_t n = r.body->a[0].len, seen = 0;
+	ck_assert_uint_ge(n, 3);
+	for (uint32_t i = 0; i < n; i++) {
+		row = session_row(&r, i);
+		if (i > 0)
+			ck_assert_uint_gt(row->a[0].u, session_row(&r, i - 1)->a[0].u); /* oldest first */
+		seen |= (row->a[0].u == a_id && row->a[8].u == 1 << 20) ? 1u : 0u;
+		seen |= row->a[0].u == b_id ? 2u : 0u;
+		seen |= row->a[11].u == 1 ? 4u : 0u;
+	}
+	ck_assert_uint_eq(seen, 7);
+	reply_free(&r);
+	conn_close(&a);
+	conn_close(&b);
+	conn_close(&op);
+}
+END_TEST
+
 START_TEST(r_session_release)
 {
 	struct conn a, b;
@@ -1480,6 +1535,7 @@ rules_get(struct rule *out, size_t cap)
 		{"hello-first", r_hello_first},
 		{"session-release", r_session_release},
 		{"status-private", r_status_private},
+		{"sessions-private", r_sessions_private},
 		{"isolation", r_isolation},
 		{"handle-scope", r_handle_scope},
 		{"handle-stale", r_handle_stale},
