@@ -1,6 +1,7 @@
-/* The Prometheus endpoint (--metrics-listen, issue 14): the daemon serves it on a port the kernel chose (port 0,
- * read back from its log); requests of every kind move the counters by exactly what was done, /healthz answers
- * 200, and `promtool check metrics` accepts the text when promtool is installed (CI installs it). */
+/* Monitoring (issue 14). The Prometheus endpoint (--metrics-listen): the daemon serves it on a port the kernel
+ * chose (port 0, read back from its log); requests of every kind move the counters by exactly what was done,
+ * /healthz answers 200, and `promtool check metrics` accepts the text when promtool is installed (CI installs
+ * it). And the operator's view of sessions: `cuasyncctl sessions`, and --json of every cuasyncctl command. */
 #include "config.h"
 
 #include "harness.h"
@@ -204,6 +205,68 @@ START_TEST(promtool_accepts_the_text)
 }
 END_TEST
 
+/* Runs `cuasyncctl --url OPERATOR args` and returns its stdout (malloc'd); asserts it exited 0. */
+static char *
+ctl(const char *args)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url %s %s", builddir(), D.op_url, args);
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	char *out = calloc(1, 65536);
+	size_t n = fread(out, 1, 65535, f);
+	out[n] = '\0';
+	ck_assert_msg(pclose(f) == 0, "%s failed: %s", cmd, out);
+	return out;
+}
+
+/* out is one JSON object on one line; python3 (when there) parses it. */
+static void
+assert_json(const char *what, const char *out)
+{
+	size_t n = strlen(out);
+	ck_assert_msg(n > 2 && out[0] == '{' && out[n - 2] == '}' && out[n - 1] == '\n' &&
+			      strchr(out, '\n') == out + n - 1,
+		      "%s: not one JSON document on one line: %s", what, out);
+	if (system("command -v python3 >/dev/null 2>&1") != 0)
+		return;
+	char path[400], cmd[600];
+	snprintf(path, sizeof(path), "%s/ctl.json", D.dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(out, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "python3 -m json.tool %s >/dev/null", path);
+	ck_assert_msg(system(cmd) == 0, "%s: python3 rejects %s", what, out);
+}
+
+START_TEST(cuasyncctl_lists_sessions)
+{
+	cua_client *c = connect_to(&D);
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 3 << 20, &p));
+	char want[160];
+	char *out = ctl("sessions");
+	snprintf(want, sizeof(want), " %d ", (int)getpid()); /* HELLO's pid and the kernel's both */
+	ck_assert_msg(strstr(out, "SESSION") && strstr(out, "libcuasync") && strstr(out, want), "%s", out);
+	ck_assert_msg(strstr(out, "3.0") && strstr(out, "(operator)"), "%s", out);
+	free(out);
+	out = ctl("--json sessions");
+	assert_json("sessions", out);
+	snprintf(want, sizeof(want), "\"pid\":%d,\"peer_pid\":%d,", (int)getpid(), (int)getpid());
+	ck_assert_msg(strstr(out, want) && strstr(out, "\"alloc_bytes\":3145728,"), "%s", out);
+	ck_assert_msg(strstr(out, "\"operator\":true") && strstr(out, "\"operator\":false"), "%s", out);
+	free(out);
+	static const char *const verbs[] = {"--json status", "--json devices", "--json ping"};
+	for (int v = 0; v < 3; v++) {
+		out = ctl(verbs[v]);
+		assert_json(verbs[v], out);
+		free(out);
+	}
+	cua_disconnect(c);
+}
+END_TEST
+
 static Suite *
 metrics_suite(void)
 {
@@ -214,6 +277,7 @@ metrics_suite(void)
 	tcase_add_test(tc, counters_move_by_what_was_done);
 	tcase_add_test(tc, healthz_ok_while_serving);
 	tcase_add_test(tc, promtool_accepts_the_text);
+	tcase_add_test(tc, cuasyncctl_lists_sessions);
 	suite_add_tcase(s, tc);
 	return s;
 }
