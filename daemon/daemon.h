@@ -3,7 +3,8 @@
  *
  * The front-end never calls CUDA (GPU work happens in worker processes, see worker/) and its core never
  * touches NNG or msgpack: edge.c is the only file that does, and it hands the core decoded bytes and a reply
- * function (struct edge_ops). A request's life is request.c; the parts it uses are below it:
+ * function (struct edge_ops). (metrics.c serves the core's counters over NNG's HTTP server; it only reads them,
+ * through stats.h.) A request's life is request.c; the parts it uses are below it:
  *
  *   edge.c ──▶ request.c ──▶ scheduler.c   (sequence order, fairness)
  *                  │   └────▶ cmd-*.c   (one file per family of operations: validate, plan, complete, reply)
