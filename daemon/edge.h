@@ -2,7 +2,8 @@
  * edge.h — the NNG edge of cuasyncd: the only part of the daemon that touches NNG but for metrics.c's HTTP
  * server (and, through the wire codec, msgpack). One REP socket with many contexts, each with its own aio: a
  * context receives a request, hands its bytes to the core (request_receive), and later sends the reply the core
- * gives it back through struct edge_ops. Listeners, their TLS configuration and their watchdog live here too (edge-listen.c).
+ * gives it back through struct edge_ops. Listeners, their TLS configuration and their watchdog live here too
+ * (edge-listen.c).
  */
 #ifndef CUAD_EDGE_H
 #define CUAD_EDGE_H
