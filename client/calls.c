@@ -176,6 +176,13 @@ cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n)
 }
 
 int
+cua_disconnect_session(cua_client *c, uint64_t id)
+{
+	struct cua_req_disconnect q = {id};
+	return cuac_call(c, CUA_OP_DISCONNECT, &q);
+}
+
+int
 cua_device_count(cua_client *c, int *n)
 {
 	pthread_mutex_lock(&c->lock);

@@ -144,6 +144,10 @@ int cua_status(cua_client *c, cua_daemon_status *out);
  * 4096), elsewhere this connection's own. *out is a malloc'd array of *n rows (the caller frees it), NULL when
  * the call fails. */
 int cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n);
+/* Operator endpoint only: closes session id's connection within a second, as if its client had gone (its work
+ * in the workers runs to its end, everything it holds is released). NOT_FOUND when there is no such session,
+ * UNSUPPORTED on a client socket. */
+int cua_disconnect_session(cua_client *c, uint64_t id);
 
 /* ---- devices ---- */
 int cua_device_count(cua_client *c, int *n);

@@ -54,7 +54,8 @@
 	X(HOST_UNREGISTER, 21)                                                                                         \
 	X(MEMCPY_HTOD_HOST, 22)                                                                                        \
 	X(MEMCPY_DTOH_HOST, 23)                                                                                        \
-	X(SESSIONS, 24)
+	X(SESSIONS, 24)                                                                                                \
+	X(DISCONNECT, 25)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
@@ -316,6 +317,9 @@ struct cua_rep_sessions {
 	cua_wire_session *sessions;
 	uint32_t nsessions;
 };
+struct cua_req_disconnect {
+	uint64_t session;
+};
 
 /* Every request body, by op. */
 typedef union cua_req_body {
@@ -337,6 +341,7 @@ typedef union cua_req_body {
 	struct cua_req_host_register host_register;
 	struct cua_req_host_unregister host_unregister;
 	struct cua_req_memcpy_host memcpy_host;
+	struct cua_req_disconnect disconnect;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */

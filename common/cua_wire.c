@@ -286,6 +286,7 @@ SCHEMA(s_session_info, "session", U64(cua_wire_session, session), STR(cua_wire_s
        U64(cua_wire_session, modules), U32(cua_wire_session, operator, 1));
 SCHEMA(s_rep_sessions, "SESSIONS reply",
        ARR(struct cua_rep_sessions, sessions, nsessions, CUA_MAX_SESSIONS_LIST, s_session_info, cua_wire_session));
+SCHEMA(s_req_disconnect, "DISCONNECT", U64(struct cua_req_disconnect, session));
 
 /* clang-format on */
 
@@ -317,6 +318,7 @@ static const struct {
 	[CUA_OP_MEMCPY_HTOD_HOST] = {&s_req_htod_host, &empty_schema},
 	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_dtoh_host, &empty_schema},
 	[CUA_OP_SESSIONS] = {&empty_schema, &s_rep_sessions},
+	[CUA_OP_DISCONNECT] = {&s_req_disconnect, &empty_schema},
 };
 
 static int

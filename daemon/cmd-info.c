@@ -161,48 +161,7 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-/* One session's row of a SESSIONS reply. */
-static cua_wire_session
-session_row(struct fe *fe, const struct session *s, uint64_t now)
-{
-	int64_t peer = fe->edge->peer_pid(s->pipe);
-	uint64_t bytes = 0;
-	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
-		bytes += s->dev_bytes[i];
-	return (cua_wire_session){s->id, text(s->client, sizeof(s->client)), s->client_pid,
-				  peer > 0 && peer <= UINT32_MAX ? (uint32_t)peer : 0, now - s->born_ms, s->requests,
-				  s->errors, (uint64_t)s->queued + s->nparked + s->in_flight, bytes, s->counts.streams,
-				  s->counts.modules, s->operator? 1u : 0u };
-}
-
-/* SESSIONS: on the operator endpoint every live session that said HELLO, oldest first (at most
- * CUA_MAX_SESSIONS_LIST); elsewhere the asking session alone (a tenant's usage is not another's business). */
-static int
-r_sessions(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
-{
-	const struct session *s;
-	uint32_t n = 0, cap = r->s->operator? CUA_MAX_SESSIONS_LIST : 1;
-	uint64_t now = now_ms();
-	cua_wire_session *rows = calloc(cap, sizeof(*rows));
-	if (rows == NULL)
-		return CUA_ENOMEM;
-	if (!r->s->operator)
-		rows[n++] = session_row(fe, r->s, now);
-	else
-		TAILQ_FOREACH_REVERSE(s, &fe->sessions, session_list, link)
-		{
-			if (n == cap)
-				break;
-			if (s->hello && !s->closing && !s->pipe_gone)
-				rows[n++] = session_row(fe, s, now);
-		}
-	*scratch = rows;
-	b->sessions = (struct cua_rep_sessions){rows, n};
-	return 0;
-}
-
 const struct cmd_entry cmd_hello_entry = {CUA_OP_HELLO, false, v_hello, NULL, r_hello};
 const struct cmd_entry cmd_ping_entry = {CUA_OP_PING, false, v_none, NULL, r_ping};
 const struct cmd_entry cmd_devices_entry = {CUA_OP_DEVICES, true, v_none, NULL, r_devices};
 const struct cmd_entry cmd_status_entry = {CUA_OP_STATUS, true, v_none, NULL, r_status};
-const struct cmd_entry cmd_sessions_entry = {CUA_OP_SESSIONS, true, v_none, NULL, r_sessions};

@@ -37,7 +37,7 @@ struct cmd_entry {
 const struct cmd_entry *cmd_find(uint32_t op);
 
 extern const struct cmd_entry cmd_hello_entry, cmd_ping_entry, cmd_devices_entry, cmd_status_entry;
-extern const struct cmd_entry cmd_sessions_entry;
+extern const struct cmd_entry cmd_sessions_entry, cmd_disconnect_entry;
 extern const struct cmd_entry cmd_module_load_entry, cmd_module_unload_entry, cmd_function_get_entry;
 extern const struct cmd_entry cmd_mem_alloc_entry, cmd_mem_free_entry;
 extern const struct cmd_entry cmd_memcpy_htod_entry, cmd_memcpy_dtoh_entry, cmd_memcpy_dtod_entry, cmd_memset_entry;

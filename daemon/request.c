@@ -622,9 +622,10 @@ request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max)
 	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = now_ms();
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
-		if (n == max || limit == 0)
+		if (n == max)
 			break;
-		if (s->hello || s->hello_overdue || s->pipe_gone || s->closing || now - s->born_ms < limit)
+		bool late = limit != 0 && !s->hello && now - s->born_ms >= limit;
+		if (s->hello_overdue || s->pipe_gone || s->closing || !(late || s->kicked))
 			continue;
 		s->hello_overdue = true;
 		pipes[n++] = s->pipe;

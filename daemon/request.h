@@ -120,8 +120,9 @@ void do_request_close_session(struct fe *fe, struct session *s);
 uint32_t request_drain_begin(struct fe *fe);
 uint32_t request_in_flight(struct fe *fe);
 
-/* The connections that have not said HELLO within --hello-timeout, marked so that each is reported once:
- * up to max pipe ids into pipes, for the edge to close. Returns how many. Any thread, without fe->lock. */
+/* The connections that have not said HELLO within --hello-timeout, or whose session an operator's DISCONNECT
+ * named, marked so that each is reported once: up to max pipe ids into pipes, for the edge to close. Returns how
+ * many. Any thread, without fe->lock. */
 unsigned request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max);
 
 /* A request's last step: its reply goes out (or is recorded for fire-and-forget), staging is released,

@@ -6,6 +6,8 @@
  *   cuasyncctl [--url URL] [--json] ping       round-trip time
  *   cuasyncctl [--url URL] [--json] sessions   one line per session: id, client and pid, requests, work in
  *                                              flight, memory, streams
+ *   cuasyncctl [--url URL] [--json] disconnect SESSION
+ *                                              close a session's connection (operator endpoint only)
  *
  * URL defaults to $CUASYNC_OPERATOR_URL, else the operator socket of a system daemon
  * (/run/cuasyncd/operator.sock, when it is there), else $CUASYNC_URL or the default socket. Through the
@@ -70,8 +72,9 @@ json_counts(const char *label, const cua_status_counts *c)
 }
 
 static int
-cmd_status(cua_client *c, bool json)
+cmd_status(cua_client *c, bool json, const char *arg)
 {
+	(void)arg;
 	cua_daemon_status st;
 	int rc = cua_status(c, &st);
 	if (rc != CUA_OK)
@@ -120,8 +123,9 @@ json_device(int d, const cua_device_info *in)
 }
 
 static int
-cmd_devices(cua_client *c, bool json)
+cmd_devices(cua_client *c, bool json, const char *arg)
 {
+	(void)arg;
 	static cua_device_info in[64];
 	int n = 0, rc;
 	cua_device_count(c, &n);
@@ -146,8 +150,9 @@ cmd_devices(cua_client *c, bool json)
 }
 
 static int
-cmd_ping(cua_client *c, bool json)
+cmd_ping(cua_client *c, bool json, const char *arg)
 {
+	(void)arg;
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	int rc = cua_ping(c);
@@ -172,8 +177,9 @@ json_session(const cua_session_info *s, bool first)
 }
 
 static int
-cmd_sessions(cua_client *c, bool json)
+cmd_sessions(cua_client *c, bool json, const char *arg)
 {
+	(void)arg;
 	cua_session_info *rows = NULL;
 	uint32_t n = 0;
 	int rc = cua_sessions(c, &rows, &n);
@@ -205,21 +211,38 @@ cmd_sessions(cua_client *c, bool json)
 	return 0;
 }
 
-/* The commands: one row each. */
+static int
+cmd_disconnect(cua_client *c, bool json, const char *arg)
+{
+	char *end;
+	unsigned long long id = strtoull(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0') {
+		fprintf(stderr, "cuasyncctl: disconnect: '%s' is not a session id (see cuasyncctl sessions)\n", arg);
+		return 2;
+	}
+	int rc = cua_disconnect_session(c, id);
+	if (rc != CUA_OK)
+		return die("disconnect", rc);
+	printf(json ? "{\"disconnected\":%llu}\n" : "session %llu disconnected\n", id);
+	return 0;
+}
+
+/* The commands: one row each (arg: the name of the one argument it takes, NULL: none). */
 static const struct ctl_cmd {
-	const char *name;
-	int (*run)(cua_client *c, bool json);
+	const char *name, *arg;
+	int (*run)(cua_client *c, bool json, const char *arg);
 } cmds[] = {
-	{"status", cmd_status},
-	{"devices", cmd_devices},
-	{"ping", cmd_ping},
-	{"sessions", cmd_sessions},
+	{"status", NULL, cmd_status},
+	{"devices", NULL, cmd_devices},
+	{"ping", NULL, cmd_ping},
+	{"sessions", NULL, cmd_sessions},
+	{"disconnect", "SESSION", cmd_disconnect},
 };
 
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: cuasyncctl [--url URL] [--json] status|devices|ping|sessions\n");
+	fprintf(f, "usage: cuasyncctl [--url URL] [--json] status|devices|ping|sessions|disconnect SESSION\n");
 }
 
 int
@@ -247,8 +270,9 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(cmds[i].name, name) == 0)
 			cmd = &cmds[i];
-	if (cmd == NULL || optind + 1 < argc) {
-		fprintf(stderr, "cuasyncctl: unknown command '%s'\n", cmd == NULL ? name : argv[optind + 1]);
+	int want = cmd != NULL && cmd->arg != NULL ? 2 : 1; /* words: the command and its argument */
+	if (cmd == NULL || (optind < argc && argc - optind != want)) {
+		fprintf(stderr, "cuasyncctl: %s '%s'\n", cmd == NULL ? "unknown command" : "wrong arguments for", name);
 		usage(stderr);
 		return 2;
 	}
@@ -260,7 +284,7 @@ main(int argc, char **argv)
 	int rc = cua_connect(url, &c);
 	if (rc != CUA_OK)
 		return die("connect", rc);
-	rc = cmd->run(c, json);
+	rc = cmd->run(c, json, want == 2 ? argv[optind + 1] : NULL);
 	cua_disconnect(c);
 	return rc;
 }

@@ -42,7 +42,8 @@ enum {
 	OP_HOST_UNREGISTER,
 	OP_MEMCPY_HTOD_HOST,
 	OP_MEMCPY_DTOH_HOST,
-	OP_SESSIONS
+	OP_SESSIONS,
+	OP_DISCONNECT
 };
 
 /* Status codes, from the table of PROTOCOL.md §5. */

@@ -647,6 +647,50 @@ START_TEST(r_sessions_private)
 }
 END_TEST
 
+/* Whether the operator's SESSIONS lists session id. */
+static bool
+session_listed(struct conn *op, uint64_t id)
+{
+	struct reply r;
+	bool found = false;
+	expect(op, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	for (uint32_t i = 0; i < r.body->a[0].len; i++)
+		found |= session_row(&r, i)->a[0].u == id;
+	reply_free(&r);
+	return found;
+}
+
+/* DISCONNECT: the operator's alone; the named session's connection closes and what it held is released. */
+START_TEST(r_disconnect)
+{
+	struct conn a, b, op;
+	struct reply r;
+	sess(&a, &D);
+	sess(&b, &D);
+	sess_operator(&op, &D);
+	alloc(&a, 1 << 20);
+	expect(&a, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	uint64_t a_id = session_row(&r, 0)->a[0].u;
+	reply_free(&r);
+	expect(&op, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	uint64_t op_id = session_row(&r, r.body->a[0].len - 1)->a[0].u; /* the newest */
+	reply_free(&r);
+	expect(&b, OP_DISCONNECT, 0, ST_UNSUPPORTED, NULL, "[u]", a_id); /* a client may not */
+	expect(&op, OP_DISCONNECT, 0, ST_NOT_FOUND, NULL, "[u]", U(1) << 40);
+	expect(&op, OP_DISCONNECT, 0, ST_BAD_ARGUMENT, NULL, "[u]", op_id);
+	ck_assert(session_listed(&op, a_id));
+	expect(&op, OP_DISCONNECT, 0, ST_OK, NULL, "[u]", a_id);
+	int k = 0; /* closed within a second; released after (poll, bounded: 5 s) */
+	for (; k < 500 && (session_listed(&op, a_id) || total_count(&op, 0) != 0); k++)
+		usleep(10000);
+	ck_assert_msg(k < 500, "session %llu still listed or its allocation held", (unsigned long long)a_id);
+	expect(&b, OP_PING, 0, ST_OK, NULL, "[u]", U(5)); /* the others are served on */
+	conn_close(&a);
+	conn_close(&b);
+	conn_close(&op);
+}
+END_TEST
+
 START_TEST(r_session_release)
 {
 	struct conn a, b;
@@ -1536,6 +1580,7 @@ rules_get(struct rule *out, size_t cap)
 		{"session-release", r_session_release},
 		{"status-private", r_status_private},
 		{"sessions-private", r_sessions_private},
+		{"disconnect", r_disconnect},
 		{"isolation", r_isolation},
 		{"handle-scope", r_handle_scope},
 		{"handle-stale", r_handle_stale},

@@ -267,6 +267,50 @@ START_TEST(cuasyncctl_lists_sessions)
 }
 END_TEST
 
+/* Whether the operator's SESSIONS lists session id. */
+static bool
+listed(cua_client *op, uint64_t id)
+{
+	cua_session_info *rows;
+	uint32_t n;
+	bool found = false;
+	CK(cua_sessions(op, &rows, &n));
+	for (uint32_t i = 0; i < n; i++)
+		found |= rows[i].id == id;
+	free(rows);
+	return found;
+}
+
+START_TEST(cuasyncctl_disconnects_a_session)
+{
+	cua_client *c = connect_to(&D), *op = connect_operator(&D);
+	cua_session_info *own;
+	uint32_t n;
+	CK(cua_sessions(c, &own, &n)); /* a client sees its own row only */
+	ck_assert_uint_eq(n, 1);
+	uint64_t id = own[0].id;
+	free(own);
+	ck_assert_int_eq(cua_disconnect_session(c, id), CUA_EUNSUPPORTED); /* the operator's alone */
+	ck_assert(listed(op, id));
+	char args[64], want[64];
+	snprintf(args, sizeof(args), "--json disconnect %llu", (unsigned long long)id);
+	char *out = ctl(args);
+	snprintf(want, sizeof(want), "{\"disconnected\":%llu}\n", (unsigned long long)id);
+	ck_assert_str_eq(out, want);
+	free(out);
+	int k = 0; /* the edge closes it within a second */
+	while (k++ < 500 && listed(op, id))
+		usleep(10000);
+	ck_assert_msg(k < 500, "session %llu still listed 5 s after DISCONNECT", (unsigned long long)id);
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url %s disconnect %llu 2>/dev/null", builddir(), D.op_url,
+		 (unsigned long long)id);
+	ck_assert_int_ne(system(cmd), 0); /* gone: NOT_FOUND */
+	cua_disconnect(op);
+	cua_disconnect(c);
+}
+END_TEST
+
 static Suite *
 metrics_suite(void)
 {
@@ -278,6 +322,7 @@ metrics_suite(void)
 	tcase_add_test(tc, healthz_ok_while_serving);
 	tcase_add_test(tc, promtool_accepts_the_text);
 	tcase_add_test(tc, cuasyncctl_lists_sessions);
+	tcase_add_test(tc, cuasyncctl_disconnects_a_session);
 	suite_add_tcase(s, tc);
 	return s;
 }
