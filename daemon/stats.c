@@ -229,7 +229,9 @@ static void
 fmt_requests(FILE *f, const struct stats_snap *snap)
 {
 	char l[96];
-	head(f, "requests_total", "counter", "Client requests answered, by request kind and status.");
+	head(f, "requests_total", "counter",
+	     "Client requests answered, by request kind and status (a batch: the status of its first item that "
+	     "failed).");
 	for (uint32_t op = 0; op < CUA_OP_MAX; op++)
 		for (uint32_t st = 0; st < STATS_NSTATUS; st++) {
 			const char *on = op ? cua_op_name(op) : "UNKNOWN";
@@ -240,7 +242,8 @@ fmt_requests(FILE *f, const struct stats_snap *snap)
 		}
 	head(f, "messages_total", "counter", "Messages received on the client and operator endpoints.");
 	sample(f, "messages_total", "", snap->requests);
-	head(f, "errors_total", "counter", "Requests and batch items answered with an error.");
+	head(f, "errors_total", "counter",
+	     "Requests answered with an error (a batch once, however many of its items failed).");
 	sample(f, "errors_total", "", snap->errors);
 	head(f, "requests_dropped_total", "counter",
 	     "Requests dropped unanswered: their connection held twice --session-pending unread replies.");
