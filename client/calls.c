@@ -183,6 +183,22 @@ cua_disconnect_session(cua_client *c, uint64_t id)
 }
 
 int
+cua_drain_device(cua_client *c, int dev, int drain, uint32_t *holding, uint32_t *in_flight)
+{
+	struct cua_req_drain q = {(uint32_t)dev, drain ? 1u : 0u};
+	struct cuac_reply rep;
+	if (dev < 0)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "device %d does not exist", dev);
+	int r = cuac_rpc(c, CUA_OP_DRAIN, &q, true, &rep);
+	if (r == 0 && holding != NULL)
+		*holding = rep.w.body.drain.holding;
+	if (r == 0 && in_flight != NULL)
+		*in_flight = rep.w.body.drain.in_flight;
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
 cua_device_count(cua_client *c, int *n)
 {
 	pthread_mutex_lock(&c->lock);

@@ -148,6 +148,11 @@ int cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n);
  * in the workers runs to its end, everything it holds is released). NOT_FOUND when there is no such session,
  * UNSUPPORTED on a client socket. */
 int cua_disconnect_session(cua_client *c, uint64_t id);
+/* Operator endpoint only: drain (drain = 1) device dev — it takes no new memory, modules, streams or host
+ * buffers (NO_DEVICE), while the sessions' work on what they hold there runs on — or undo it (drain = 0).
+ * *holding (sessions still holding objects or work on it) and *in_flight (requests in its workers) say when it
+ * is free: poll until both are 0, or disconnect the sessions. Either pointer may be NULL. */
+int cua_drain_device(cua_client *c, int dev, int drain, uint32_t *holding, uint32_t *in_flight);
 
 /* ---- devices ---- */
 int cua_device_count(cua_client *c, int *n);

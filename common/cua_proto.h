@@ -55,7 +55,8 @@
 	X(MEMCPY_HTOD_HOST, 22)                                                                                        \
 	X(MEMCPY_DTOH_HOST, 23)                                                                                        \
 	X(SESSIONS, 24)                                                                                                \
-	X(DISCONNECT, 25)
+	X(DISCONNECT, 25)                                                                                              \
+	X(DRAIN, 26)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
@@ -320,6 +321,14 @@ struct cua_rep_sessions {
 struct cua_req_disconnect {
 	uint64_t session;
 };
+struct cua_req_drain {
+	uint32_t device;
+	uint32_t drain; /* 1: drain, 0: take new objects again */
+};
+struct cua_rep_drain {
+	uint32_t holding;   /* sessions that still hold objects or work on the device */
+	uint32_t in_flight; /* requests in its workers */
+};
 
 /* Every request body, by op. */
 typedef union cua_req_body {
@@ -342,6 +351,7 @@ typedef union cua_req_body {
 	struct cua_req_host_unregister host_unregister;
 	struct cua_req_memcpy_host memcpy_host;
 	struct cua_req_disconnect disconnect;
+	struct cua_req_drain drain;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */
@@ -358,6 +368,7 @@ typedef union cua_rep_body {
 	struct cua_rep_status status;
 	struct cua_rep_host_register host_register;
 	struct cua_rep_sessions sessions;
+	struct cua_rep_drain drain;
 } cua_rep_body;
 
 #endif

@@ -287,6 +287,8 @@ SCHEMA(s_session_info, "session", U64(cua_wire_session, session), STR(cua_wire_s
 SCHEMA(s_rep_sessions, "SESSIONS reply",
        ARR(struct cua_rep_sessions, sessions, nsessions, CUA_MAX_SESSIONS_LIST, s_session_info, cua_wire_session));
 SCHEMA(s_req_disconnect, "DISCONNECT", U64(struct cua_req_disconnect, session));
+SCHEMA(s_req_drain, "DRAIN", U32(struct cua_req_drain, device, CUA_MAX_DEVICES - 1), U32(struct cua_req_drain, drain, 1));
+SCHEMA(s_rep_drain, "DRAIN reply", U32(struct cua_rep_drain, holding, UINT32_MAX), U32(struct cua_rep_drain, in_flight, UINT32_MAX));
 
 /* clang-format on */
 
@@ -319,6 +321,7 @@ static const struct {
 	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_dtoh_host, &empty_schema},
 	[CUA_OP_SESSIONS] = {&empty_schema, &s_rep_sessions},
 	[CUA_OP_DISCONNECT] = {&s_req_disconnect, &empty_schema},
+	[CUA_OP_DRAIN] = {&s_req_drain, &s_rep_drain},
 };
 
 static int

@@ -1,7 +1,7 @@
 /*
- * cmd-operator.c — SESSIONS and DISCONNECT: the operator's requests about sessions, answered by the front-end
- * itself. On the operator endpoint (--operator-url) they see and act on every session; a client sees only its
- * own session and may not disconnect anyone.
+ * cmd-operator.c — SESSIONS, DISCONNECT and DRAIN: the operator's requests about sessions and devices,
+ * answered by the front-end itself. On the operator endpoint (--operator-url) they see and act on every session;
+ * a client sees only its own session and may neither disconnect anyone nor drain a device.
  */
 #include "config.h"
 
@@ -91,5 +91,51 @@ v_disconnect(struct fe *fe, struct request *r, cua_err *e)
 	return 0;
 }
 
+static int
+v_drain(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_drain *q = &r->w.body.drain;
+	if (!r->s->operator)
+		return cua_err_set(e, CUA_EUNSUPPORTED, "DRAIN is the operator's: send it on the operator endpoint");
+	if (q->device >= (uint32_t)fe->ndevs)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "device %u does not exist (%d devices)", q->device, fe->ndevs);
+	uint64_t bit = (uint64_t)1 << q->device;
+	if (((fe->drained & bit) != 0) != (q->drain != 0))
+		log_info("device %u: %s by operator session %llu", q->device,
+			 q->drain ? "drained (no new objects)" : "takes new objects again",
+			 (unsigned long long)r->s->id);
+	fe->drained = q->drain ? fe->drained | bit : fe->drained & ~bit;
+	return 0;
+}
+
+/* Whether s holds anything on device dev: memory, handles (pool streams included) or work. */
+static bool
+holds(const struct session *s, int dev)
+{
+	if (s->dev_bytes[dev] != 0 || s->spool[dev].n != 0 || s->dev_in_flight[dev] != 0)
+		return true;
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slots[i].kind != 0 && s->slots[i].dev == dev)
+			return true;
+	return false;
+}
+
+/* DRAIN's reply: what still keeps the device busy (the operator polls until both are 0, or DISCONNECTs). */
+static int
+r_drain(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	(void)scratch;
+	int dev = (int)r->w.body.drain.device;
+	const struct session *s;
+	b->drain = (struct cua_rep_drain){0, 0};
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	{
+		b->drain.holding += holds(s, dev);
+		b->drain.in_flight += s->dev_in_flight[dev];
+	}
+	return 0;
+}
+
 const struct cmd_entry cmd_sessions_entry = {CUA_OP_SESSIONS, true, v_none, NULL, r_sessions};
 const struct cmd_entry cmd_disconnect_entry = {CUA_OP_DISCONNECT, true, v_disconnect, NULL, NULL};
+const struct cmd_entry cmd_drain_entry = {CUA_OP_DRAIN, true, v_drain, NULL, r_drain};

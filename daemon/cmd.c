@@ -14,6 +14,7 @@ static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
 	ROW(STATUS, cmd_status_entry),
 	ROW(SESSIONS, cmd_sessions_entry),
 	ROW(DISCONNECT, cmd_disconnect_entry),
+	ROW(DRAIN, cmd_drain_entry),
 	ROW(MODULE_LOAD, cmd_module_load_entry),
 	ROW(MODULE_UNLOAD, cmd_module_unload_entry),
 	ROW(FUNCTION_GET, cmd_function_get_entry),

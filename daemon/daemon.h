@@ -144,6 +144,7 @@ struct fe {
 	bool draining;     /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
 	uint32_t client_in_flight; /* client requests (not cleanups) inside the workers */
 	struct stats stats;        /* monitoring counters (stats.h), bumped where requests finish */
+	uint64_t drained;          /* bit i: the operator drained device i (DRAIN): it takes no new objects */
 };
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */

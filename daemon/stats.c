@@ -166,8 +166,11 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 	out->ndevs = fe->ndevs < (int)CUA_MAX_DEVICES ? fe->ndevs : (int)CUA_MAX_DEVICES;
 	for (int i = 0; i < out->ndevs; i++) {
 		const struct device *d = &fe->devs[i];
-		out->dev[i] =
-			(struct stats_device){d->gen, d->restarts, 0, 0, d->info.total_mem, d->state == DEV_READY};
+		out->dev[i] = (struct stats_device){.generation = d->gen,
+						    .restarts = d->restarts,
+						    .total_bytes = d->info.total_mem,
+						    .ready = d->state == DEV_READY,
+						    .drained = (fe->drained >> i & 1u) != 0};
 	}
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	snap_session(fe, s, out);
@@ -190,11 +193,12 @@ stats_healthy(const struct stats_snap *snap, char *why, size_t len)
 {
 	int ready = 0;
 	for (int i = 0; i < snap->ndevs; i++)
-		ready += snap->dev[i].ready;
+		ready += snap->dev[i].ready && !snap->dev[i].drained;
 	if (snap->draining)
 		snprintf(why, len, "shutting down");
 	else if (ready == 0)
-		snprintf(why, len, "no device ready (%d device(s), none serving: starting, restarting or failed)",
+		snprintf(why, len,
+			 "no device ready (%d device(s), none serving: starting, restarting, failed or drained)",
 			 snap->ndevs);
 	else
 		snprintf(why, len, "ok");
@@ -308,6 +312,7 @@ fmt_devices(FILE *f, const struct stats_snap *snap)
 		const char *name, *type, *help;
 	} rows[] = {
 		{"device_ready", "gauge", "1 when the device's worker serves, 0 while it starts, restarts or failed."},
+		{"device_drained", "gauge", "1 when the operator drained the device (no new objects on it)."},
 		{"device_memory_used_bytes", "gauge", "Device memory the sessions hold on the device."},
 		{"device_memory_total_bytes", "gauge", "The device's memory."},
 		{"device_requests_in_flight", "gauge", "Requests in the device's workers."},
@@ -318,8 +323,8 @@ fmt_devices(FILE *f, const struct stats_snap *snap)
 		head(f, rows[k].name, rows[k].type, rows[k].help);
 		for (int i = 0; i < snap->ndevs; i++) {
 			const struct stats_device *d = &snap->dev[i];
-			const unsigned long long v[] = {d->ready,     d->mem_bytes, d->total_bytes,
-							d->in_flight, d->restarts,  d->generation};
+			const unsigned long long v[] = {d->ready,     d->drained,  d->mem_bytes, d->total_bytes,
+							d->in_flight, d->restarts, d->generation};
 			sample_dev(f, rows[k].name, i, v[k]);
 		}
 	}

@@ -71,6 +71,7 @@ struct stats_device {
 	uint64_t mem_bytes;   /* device memory the sessions hold on it */
 	uint64_t total_bytes; /* the device's memory */
 	bool ready;
+	bool drained; /* by the operator (DRAIN): no new objects */
 };
 
 /* Everything the endpoint reports, copied out of the daemon at one moment. */
@@ -98,8 +99,8 @@ void stats_snap_free(struct stats_snap *snap);
  * (out of memory). Pure: no lock, any thread. */
 char *stats_format(const struct stats_snap *snap, size_t *len);
 
-/* The health verdict of snap: true when serving (not draining) with at least one device ready; else false
- * and why in why. */
+/* The health verdict of snap: true when serving (not shutting down) with at least one device ready and not
+ * drained by the operator; else false and why in why. */
 bool stats_healthy(const struct stats_snap *snap, char *why, size_t len);
 
 #endif

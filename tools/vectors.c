@@ -107,6 +107,8 @@ static const struct cua_rep_status p_status = {5230, 1, 24, 0, p_devstat, 1, {0,
 static cua_wire_session p_session_rows[] = {{7, BYTES("libcuasync"), 4242, 4242, 5230, 25, 0, 0, 0, 0, 0, 0}};
 static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
 static const struct cua_req_disconnect q_disconnect = {9};
+static const struct cua_req_drain q_drain = {0, 1};
+static const struct cua_rep_drain p_drain = {2, 5};
 
 /* ------------------------------------------------------------------ the table */
 
@@ -175,6 +177,8 @@ const struct vec_row vec_rows[] = {
 	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 25 requests"),
 	REQ("req_disconnect", DISCONNECT, 0, &q_disconnect, "on the operator endpoint: close session 9's connection"),
 	REP("rep_disconnect", DISCONNECT, NULL, "its connection is being closed"),
+	REQ("req_drain", DRAIN, 0, &q_drain, "on the operator endpoint: device 0 takes no new objects"),
+	REP("rep_drain", DRAIN, &p_drain, "2 sessions still hold objects on it, 5 requests are in its workers"),
 
 	/* An error reply of each family of status codes; the body is always []. */
 	ERR("rep_error_protocol", 0, CUA_EPROTOCOL, "message: expected an array of 4 elements",

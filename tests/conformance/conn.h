@@ -43,7 +43,8 @@ enum {
 	OP_MEMCPY_HTOD_HOST,
 	OP_MEMCPY_DTOH_HOST,
 	OP_SESSIONS,
-	OP_DISCONNECT
+	OP_DISCONNECT,
+	OP_DRAIN
 };
 
 /* Status codes, from the table of PROTOCOL.md §5. */

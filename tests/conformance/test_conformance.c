@@ -691,6 +691,32 @@ START_TEST(r_disconnect)
 }
 END_TEST
 
+/* DRAIN: the operator's alone; a drained device takes no new objects, what is held there works on. */
+START_TEST(r_drain)
+{
+	struct conn a, op;
+	struct reply r;
+	sess(&a, &D);
+	sess_operator(&op, &D);
+	uint64_t p = alloc(&a, 4096), s = stream_new(&a);
+	expect(&a, OP_DRAIN, 0, ST_UNSUPPORTED, NULL, "[uu]", U(0), U(1));
+	expect(&op, OP_DRAIN, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(63), U(1)); /* the daemon serves one device */
+	expect(&op, OP_DRAIN, 0, ST_OK, &r, "[uu]", U(0), U(1));
+	ck_assert_uint_eq(r.body->len, 2);
+	ck_assert_uint_ge(r.body->a[0].u, 1); /* a holds memory and a stream there */
+	reply_free(&r);
+	expect(&a, OP_MEM_ALLOC, 0, ST_NO_DEVICE, NULL, "[uu]", U(0), U(4096));
+	expect(&a, OP_STREAM_CREATE, 0, ST_NO_DEVICE, NULL, "[uiu]", U(0), (int64_t)0, U(0));
+	expect(&a, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", p, U(0), U(4), U(16), s); /* what it holds works */
+	expect(&a, OP_STREAM_DESTROY, 0, ST_OK, NULL, "[u]", s);
+	expect(&a, OP_MEM_FREE, 0, ST_OK, NULL, "[u]", p);
+	expect(&op, OP_DRAIN, 0, ST_OK, NULL, "[uu]", U(0), U(0)); /* undone */
+	alloc(&a, 4096);
+	conn_close(&a);
+	conn_close(&op);
+}
+END_TEST
+
 START_TEST(r_session_release)
 {
 	struct conn a, b;
@@ -1581,6 +1607,7 @@ rules_get(struct rule *out, size_t cap)
 		{"status-private", r_status_private},
 		{"sessions-private", r_sessions_private},
 		{"disconnect", r_disconnect},
+		{"drain", r_drain},
 		{"isolation", r_isolation},
 		{"handle-scope", r_handle_scope},
 		{"handle-stale", r_handle_stale},
