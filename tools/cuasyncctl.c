@@ -8,6 +8,9 @@
  *                                              flight, memory, streams
  *   cuasyncctl [--url URL] [--json] disconnect SESSION
  *                                              close a session's connection (operator endpoint only)
+ *   cuasyncctl [--url URL] [--json] drain|undrain DEVICE
+ *                                              the device takes no new objects (or again); says how many
+ *                                              sessions still hold it and how much work is in flight there
  *
  * URL defaults to $CUASYNC_OPERATOR_URL, else the operator socket of a system daemon
  * (/run/cuasyncd/operator.sock, when it is there), else $CUASYNC_URL or the default socket. Through the
@@ -227,6 +230,42 @@ cmd_disconnect(cua_client *c, bool json, const char *arg)
 	return 0;
 }
 
+/* drain DEVICE / undrain DEVICE. */
+static int
+drain_cmd(cua_client *c, bool json, const char *arg, int drain)
+{
+	char *end;
+	long dev = strtol(arg, &end, 10);
+	uint32_t holding = 0, in_flight = 0;
+	if (*arg == '\0' || *end != '\0' || dev < 0 || dev > 63) {
+		fprintf(stderr, "cuasyncctl: '%s' is not a device index (see cuasyncctl devices)\n", arg);
+		return 2;
+	}
+	int rc = cua_drain_device(c, (int)dev, drain, &holding, &in_flight);
+	if (rc != CUA_OK)
+		return die(drain ? "drain" : "undrain", rc);
+	if (json)
+		printf("{\"device\":%ld,\"drained\":%s,\"holding\":%u,\"in_flight\":%u}\n", dev,
+		       drain ? "true" : "false", holding, in_flight);
+	else
+		printf("device %ld %s; %u session(s) hold memory, streams, modules or work there, %u request(s) in "
+		       "flight\n",
+		       dev, drain ? "drained: it takes no new objects" : "takes new objects again", holding, in_flight);
+	return 0;
+}
+
+static int
+cmd_drain(cua_client *c, bool json, const char *arg)
+{
+	return drain_cmd(c, json, arg, 1);
+}
+
+static int
+cmd_undrain(cua_client *c, bool json, const char *arg)
+{
+	return drain_cmd(c, json, arg, 0);
+}
+
 /* The commands: one row each (arg: the name of the one argument it takes, NULL: none). */
 static const struct ctl_cmd {
 	const char *name, *arg;
@@ -237,12 +276,23 @@ static const struct ctl_cmd {
 	{"ping", NULL, cmd_ping},
 	{"sessions", NULL, cmd_sessions},
 	{"disconnect", "SESSION", cmd_disconnect},
+	{"drain", "DEVICE", cmd_drain},
+	{"undrain", "DEVICE", cmd_undrain},
 };
 
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: cuasyncctl [--url URL] [--json] status|devices|ping|sessions|disconnect SESSION\n");
+	fprintf(f,
+		"usage: cuasyncctl [--url URL] [--json] COMMAND\n\n"
+		"  status              sessions, requests, errors, per-device workers and memory\n"
+		"  devices             the devices and their backends\n"
+		"  ping                round-trip time\n"
+		"  sessions            one line per session (the operator endpoint lists every one)\n"
+		"  disconnect SESSION  close a session's connection (operator endpoint)\n"
+		"  drain DEVICE        the device takes no new objects; says what still holds it (operator endpoint)\n"
+		"  undrain DEVICE      it takes new objects again\n\n"
+		"--json prints one JSON document on stdout.\n");
 }
 
 int

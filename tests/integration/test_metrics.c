@@ -311,6 +311,40 @@ START_TEST(cuasyncctl_disconnects_a_session)
 }
 END_TEST
 
+/* drain: no new objects on the device, what is held works on, /healthz says 503 (the one device is drained),
+ * the metrics say drained; undrain undoes it all. */
+START_TEST(cuasyncctl_drains_a_device)
+{
+	cua_client *c = connect_to(&D);
+	cua_deviceptr p, q;
+	CK(cua_mem_alloc(c, 0, 4096, &p));
+	char *out = ctl("--json drain 0"), *body = NULL;
+	ck_assert_str_eq(out, "{\"device\":0,\"drained\":true,\"holding\":1,\"in_flight\":0}\n");
+	free(out);
+	ck_assert_int_eq(cua_mem_alloc(c, 0, 4096, &q), CUA_ENO_DEVICE);
+	ck_assert_msg(strstr(cua_last_error(), "drained"), "%s", cua_last_error());
+	static unsigned char host[4096];
+	CK(cua_memcpy_htod(c, p, host, sizeof(host))); /* what it holds works on */
+	ck_assert_int_eq(http_get("/healthz", &body), 503);
+	ck_assert_msg(strstr(body, "no device ready"), "%s", body);
+	free(body);
+	body = scrape();
+	ck_assert_double_eq(value(body, "cuasyncd_device_drained{device=\"0\"}"), 1);
+	free(body);
+	CK(cua_mem_free(c, p));
+	out = ctl("drain 0"); /* again: nothing held any more but the session's pool streams */
+	ck_assert_msg(strstr(out, "device 0 drained"), "%s", out);
+	free(out);
+	out = ctl("--json undrain 0");
+	ck_assert_msg(strstr(out, "\"drained\":false"), "%s", out);
+	free(out);
+	CK(cua_mem_alloc(c, 0, 4096, &q));
+	ck_assert_int_eq(http_get("/healthz", &body), 200);
+	free(body);
+	cua_disconnect(c);
+}
+END_TEST
+
 static Suite *
 metrics_suite(void)
 {
@@ -323,6 +357,7 @@ metrics_suite(void)
 	tcase_add_test(tc, promtool_accepts_the_text);
 	tcase_add_test(tc, cuasyncctl_lists_sessions);
 	tcase_add_test(tc, cuasyncctl_disconnects_a_session);
+	tcase_add_test(tc, cuasyncctl_drains_a_device);
 	suite_add_tcase(s, tc);
 	return s;
 }
