@@ -103,9 +103,8 @@ plan_need_device(struct fe *fe, uint32_t dev, cua_err *e)
 	int rc = device_usable(fe, dev, e);
 	if (rc == 0 && (fe->drained >> dev & 1u))
 		rc = cua_err_set(e, CUA_ENO_DEVICE,
-				 "device %u is drained by the operator: it takes no new memory, modules, streams or "
-				 "host "
-				 "buffers; use another device",
+				 "device %u is drained by the operator: no new memory, modules, streams or host "
+				 "buffers there; use another device",
 				 dev);
 	return rc;
 }
