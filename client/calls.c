@@ -180,6 +180,66 @@ cua_status(cua_client *c, cua_daemon_status *out)
 }
 
 int
+cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n)
+{
+	struct cuac_reply rep;
+	*out = NULL;
+	*n = 0;
+	int r = cuac_rpc(c, CUA_OP_SESSIONS, NULL, true, &rep);
+	if (r == 0) {
+		const struct cua_rep_sessions *b = &rep.w.body.sessions;
+		cua_session_info *rows = calloc(b->nsessions ? b->nsessions : 1, sizeof(*rows));
+		for (uint32_t i = 0; rows != NULL && i < b->nsessions; i++) {
+			const cua_wire_session *w = &b->sessions[i];
+			rows[i] = (cua_session_info){.id = w->session,
+						     .pid = w->pid,
+						     .peer_pid = w->peer_pid,
+						     .age_ms = w->age_ms,
+						     .requests = w->requests,
+						     .errors = w->errors,
+						     .in_flight = w->in_flight,
+						     .alloc_bytes = w->alloc_bytes,
+						     .streams = w->streams,
+						     .modules = w->modules,
+						     .operator_endpoint = (int)w->operator};
+			snprintf(rows[i].client, sizeof(rows[i].client), "%.*s", (int)w->client.len,
+				 (const char *)w->client.ptr);
+		}
+		if (rows == NULL)
+			r = cuac_fail(CUA_ENOMEM, "out of memory for %u session rows", b->nsessions);
+		else {
+			*out = rows; /* transferred */
+			*n = b->nsessions;
+		}
+	}
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_disconnect_session(cua_client *c, uint64_t id)
+{
+	struct cua_req_disconnect q = {id};
+	return cuac_call(c, CUA_OP_DISCONNECT, &q);
+}
+
+int
+cua_drain_device(cua_client *c, int dev, int drain, uint32_t *holding, uint32_t *in_flight)
+{
+	struct cua_req_drain q = {(uint32_t)dev, drain ? 1u : 0u};
+	struct cuac_reply rep;
+	if (dev < 0)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "device %d does not exist", dev);
+	int r = cuac_rpc(c, CUA_OP_DRAIN, &q, true, &rep);
+	if (r == 0 && holding != NULL)
+		*holding = rep.w.body.drain.holding;
+	if (r == 0 && in_flight != NULL)
+		*in_flight = rep.w.body.drain.in_flight;
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
 cua_device_count(cua_client *c, int *n)
 {
 	pthread_mutex_lock(&c->lock);

@@ -120,6 +120,19 @@ typedef struct cua_daemon_status {
 	uint32_t insecure_listeners; /* plain tcp:// listeners the daemon was allowed to open (--allow-insecure-tcp) */
 } cua_daemon_status;
 
+/* One session, as cua_sessions lists it. */
+typedef struct cua_session_info {
+	uint64_t id;
+	char client[129];  /* the name its HELLO gave ("libcuasync") */
+	uint32_t pid;      /* the pid its HELLO gave */
+	uint32_t peer_pid; /* the pid the kernel reports for a local (ipc://) peer; 0: unknown */
+	uint64_t age_ms, requests, errors;
+	uint64_t in_flight;   /* its requests queued, waiting for their turn or in a worker */
+	uint64_t alloc_bytes; /* device memory it holds, all devices */
+	uint64_t streams, modules;
+	int operator_endpoint; /* 1: connected through the operator endpoint */
+} cua_session_info;
+
 /* ---- connection ---- */
 
 /* Connects to url (NULL: $CUASYNC_URL, else the default socket: ipc:///run/cuasyncd/cuasyncd.sock, the system
@@ -137,6 +150,19 @@ void cua_disconnect(cua_client *c);
 void cua_set_timeout(cua_client *c, int timeout_ms);
 int cua_ping(cua_client *c);
 int cua_status(cua_client *c, cua_daemon_status *out);
+/* The daemon's sessions, oldest first: through the operator endpoint every session that said HELLO (at most
+ * 4096), elsewhere this connection's own. *out is a malloc'd array of *n rows (the caller frees it), NULL when
+ * the call fails. */
+int cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n);
+/* Operator endpoint only: closes session id's connection within a second, as if its client had gone (its work
+ * in the workers runs to its end, everything it holds is released). NOT_FOUND when there is no such session,
+ * UNSUPPORTED on a client socket. */
+int cua_disconnect_session(cua_client *c, uint64_t id);
+/* Operator endpoint only: drain (drain = 1) device dev — it takes no new memory, modules, streams or host
+ * buffers (NO_DEVICE), while the sessions' work on what they hold there runs on — or undo it (drain = 0).
+ * *holding (sessions still holding objects or work on it) and *in_flight (requests in its workers) say when it
+ * is free: poll until both are 0, or disconnect the sessions. Either pointer may be NULL. */
+int cua_drain_device(cua_client *c, int dev, int drain, uint32_t *holding, uint32_t *in_flight);
 
 /* ---- devices ---- */
 int cua_device_count(cua_client *c, int *n);

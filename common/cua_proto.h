@@ -28,6 +28,7 @@
 #define CUA_MAX_BATCH 4096u                      /* items in one batch */
 #define CUA_MAX_DEVICES 64u
 #define CUA_MAX_PING 1024u
+#define CUA_MAX_SESSIONS_LIST 4096u /* rows of one SESSIONS reply */
 
 /* ---- request kinds (the "op" of every message) ---- */
 #define CUA_OP_TABLE(X)                                                                                                \
@@ -53,7 +54,10 @@
 	X(HOST_REGISTER, 20)                                                                                           \
 	X(HOST_UNREGISTER, 21)                                                                                         \
 	X(MEMCPY_HTOD_HOST, 22)                                                                                        \
-	X(MEMCPY_DTOH_HOST, 23)
+	X(MEMCPY_DTOH_HOST, 23)                                                                                        \
+	X(SESSIONS, 24)                                                                                                \
+	X(DISCONNECT, 25)                                                                                              \
+	X(DRAIN, 26)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
@@ -304,6 +308,31 @@ struct cua_rep_status {
 	uint32_t insecure_listeners; /* plain tcp:// listeners (--allow-insecure-tcp) */
 };
 
+/* SESSIONS: one row per session (the operator sees every session, a client its own). */
+typedef struct cua_wire_session {
+	uint64_t session;
+	cua_bytes client;  /* the name its HELLO gave */
+	uint32_t pid;      /* the pid its HELLO gave */
+	uint32_t peer_pid; /* the pid the kernel reports for an ipc:// peer (0: unknown, e.g. tcp) */
+	uint64_t age_ms, requests, errors, in_flight, alloc_bytes, streams, modules;
+	uint32_t operator; /* 1: connected through the operator endpoint */
+} cua_wire_session;
+struct cua_rep_sessions {
+	cua_wire_session *sessions;
+	uint32_t nsessions;
+};
+struct cua_req_disconnect {
+	uint64_t session;
+};
+struct cua_req_drain {
+	uint32_t device;
+	uint32_t drain; /* 1: drain, 0: take new objects again */
+};
+struct cua_rep_drain {
+	uint32_t holding;   /* sessions that still hold objects or work on the device */
+	uint32_t in_flight; /* requests in its workers */
+};
+
 /* Every request body, by op. */
 typedef union cua_req_body {
 	struct cua_req_hello hello;
@@ -324,6 +353,8 @@ typedef union cua_req_body {
 	struct cua_req_host_register host_register;
 	struct cua_req_host_unregister host_unregister;
 	struct cua_req_memcpy_host memcpy_host;
+	struct cua_req_disconnect disconnect;
+	struct cua_req_drain drain;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */
@@ -339,6 +370,8 @@ typedef union cua_rep_body {
 	struct cua_rep_batch batch;
 	struct cua_rep_status status;
 	struct cua_rep_host_register host_register;
+	struct cua_rep_sessions sessions;
+	struct cua_rep_drain drain;
 } cua_rep_body;
 
 #endif

@@ -280,6 +280,16 @@ SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
        ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_wire_dev_status),
        NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts),
        U32(struct cua_rep_status, insecure_listeners, UINT32_MAX));
+SCHEMA(s_session_info, "session", U64(cua_wire_session, session), STR(cua_wire_session, client, CUA_MAX_IDENT),
+       U32(cua_wire_session, pid, UINT32_MAX), U32(cua_wire_session, peer_pid, UINT32_MAX),
+       U64(cua_wire_session, age_ms), U64(cua_wire_session, requests), U64(cua_wire_session, errors),
+       U64(cua_wire_session, in_flight), U64(cua_wire_session, alloc_bytes), U64(cua_wire_session, streams),
+       U64(cua_wire_session, modules), U32(cua_wire_session, operator, 1));
+SCHEMA(s_rep_sessions, "SESSIONS reply",
+       ARR(struct cua_rep_sessions, sessions, nsessions, CUA_MAX_SESSIONS_LIST, s_session_info, cua_wire_session));
+SCHEMA(s_req_disconnect, "DISCONNECT", U64(struct cua_req_disconnect, session));
+SCHEMA(s_req_drain, "DRAIN", U32(struct cua_req_drain, device, CUA_MAX_DEVICES - 1), U32(struct cua_req_drain, drain, 1));
+SCHEMA(s_rep_drain, "DRAIN reply", U32(struct cua_rep_drain, holding, UINT32_MAX), U32(struct cua_rep_drain, in_flight, UINT32_MAX));
 
 /* clang-format on */
 
@@ -310,6 +320,9 @@ static const struct {
 	[CUA_OP_HOST_UNREGISTER] = {&s_req_host_unregister, &empty_schema},
 	[CUA_OP_MEMCPY_HTOD_HOST] = {&s_req_htod_host, &empty_schema},
 	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_dtoh_host, &empty_schema},
+	[CUA_OP_SESSIONS] = {&empty_schema, &s_rep_sessions},
+	[CUA_OP_DISCONNECT] = {&s_req_disconnect, &empty_schema},
+	[CUA_OP_DRAIN] = {&s_req_drain, &s_rep_drain},
 };
 
 static int

@@ -70,6 +70,8 @@ v_hello(struct fe *fe, struct request *r, cua_err *e)
 		 (int)q->client.len, (const char *)q->client.ptr, q->pid, auth_describe(r->s, who, sizeof(who)),
 		 r->s->tenant ? r->s->tenant->name : "- (operator)");
 	r->s->hello = true;
+	snprintf(r->s->client, sizeof(r->s->client), "%.*s", (int)q->client.len, (const char *)q->client.ptr);
+	r->s->client_pid = q->pid;
 	return 0;
 }
 

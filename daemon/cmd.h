@@ -37,6 +37,7 @@ struct cmd_entry {
 const struct cmd_entry *cmd_find(uint32_t op);
 
 extern const struct cmd_entry cmd_hello_entry, cmd_ping_entry, cmd_devices_entry, cmd_status_entry;
+extern const struct cmd_entry cmd_sessions_entry, cmd_disconnect_entry, cmd_drain_entry;
 extern const struct cmd_entry cmd_module_load_entry, cmd_module_unload_entry, cmd_function_get_entry;
 extern const struct cmd_entry cmd_mem_alloc_entry, cmd_mem_free_entry;
 extern const struct cmd_entry cmd_memcpy_htod_entry, cmd_memcpy_dtoh_entry, cmd_memcpy_dtod_entry, cmd_memset_entry;
@@ -71,7 +72,8 @@ int plan_cmd(struct request *r, void *rec, size_t fixed, const void *extra, uint
  * Returns the stage index or -1 (out of memory). */
 int plan_stage(struct request *r, uint64_t len, const void *src);
 
-/* 0 when device dev exists and is usable, else BAD_ARGUMENT / NO_DEVICE with a message in e. */
+/* For requests that create objects on device dev (memory, modules, streams, host buffers): 0 when it exists, is
+ * usable and is not drained by the operator (DRAIN), else BAD_ARGUMENT / NO_DEVICE with a message in e. */
 int plan_need_device(struct fe *fe, uint32_t dev, cua_err *e);
 /* The request's device: the first one named fixes it (and the generation its objects belong to); later
  * items must agree. 0 or BAD_ARGUMENT. */

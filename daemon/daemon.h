@@ -3,7 +3,8 @@
  *
  * The front-end never calls CUDA (GPU work happens in worker processes, see worker/) and its core never
  * touches NNG or msgpack: edge.c is the only file that does, and it hands the core decoded bytes and a reply
- * function (struct edge_ops). A request's life is request.c; the parts it uses are below it:
+ * function (struct edge_ops). (metrics.c serves the core's counters over NNG's HTTP server; it only reads them,
+ * through stats.h.) A request's life is request.c; the parts it uses are below it:
  *
  *   edge.c ──▶ request.c ──▶ scheduler.c   (sequence order, fairness)
  *                  │   └────▶ cmd-*.c   (one file per family of operations: validate, plan, complete, reply)
@@ -18,6 +19,7 @@
 
 #include "cua_error.h"
 #include "cua_proto.h"
+#include "stats.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -77,6 +79,10 @@ struct config {
 	const char *token_file;     /* name:token lines (--token-file) */
 	const char *operator_group; /* its members are operators too (--operator-group) */
 	const char *socket_group;   /* group of the ipc:// socket files (--socket-group) */
+
+	/* monitoring (issue 14: metrics.c) */
+	const char *metrics_listen; /* --metrics-listen: http:// address of the Prometheus endpoint (NULL: off) */
+	bool metrics_sessions;      /* --metrics-sessions: per-session series on it too */
 	const char *self_exe;
 };
 
@@ -151,12 +157,15 @@ struct fe {
 	uint32_t client_in_flight;   /* client requests (not cleanups) inside the workers */
 	struct auth *auth;           /* tokens and operators (auth.c); NULL: auth_start not called, nothing required */
 	uint32_t insecure_listeners; /* plain tcp:// listeners, for STATUS */
+	struct stats stats;          /* monitoring counters (stats.h), bumped where requests finish */
+	uint64_t drained;            /* bit i: the operator drained device i (DRAIN): it takes no new objects */
 };
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */
 void fe_init(struct fe *fe);
 
-/* Monotonic milliseconds. Any thread. */
+/* Monotonic milliseconds, and nanoseconds (a vDSO call, cheap enough for every request). Any thread. */
 uint64_t now_ms(void);
+uint64_t now_ns(void);
 
 #endif

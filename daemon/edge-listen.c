@@ -179,7 +179,7 @@ edge_listener_is_probe(struct edge *ed, nng_pipe p)
 	return false;
 }
 
-/* Closes the connections that did not say HELLO in time. */
+/* Closes the connections that did not say HELLO in time, or that an operator disconnected. */
 static void
 close_overdue(struct edge *ed)
 {
@@ -191,8 +191,9 @@ close_overdue(struct edge *ed)
 			p.id = pipes[i];
 			nng_pipe_close(p);
 		}
-		log_info("closed %u connection(s) that sent no HELLO within %u s (--hello-timeout)", n,
-			 ed->fe->cfg.hello_timeout);
+		log_info("closed %u connection(s) that sent no HELLO within %u s (--hello-timeout) or that an operator "
+			 "disconnected",
+			 n, ed->fe->cfg.hello_timeout);
 	}
 }
 

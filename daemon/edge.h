@@ -1,8 +1,9 @@
 /*
- * edge.h — the NNG edge of cuasyncd: the only part of the daemon that touches NNG (and, through the wire
- * codec, msgpack). One REP socket with many contexts, each with its own aio: a context receives a request,
- * hands its bytes to the core (request_receive), and later sends the reply the core gives it back through
- * struct edge_ops. Listeners, their TLS configuration and their watchdog live here too (edge-listen.c).
+ * edge.h — the NNG edge of cuasyncd: the only part of the daemon that touches NNG but for metrics.c's HTTP
+ * server (and, through the wire codec, msgpack). One REP socket with many contexts, each with its own aio: a
+ * context receives a request, hands its bytes to the core (request_receive), and later sends the reply the core
+ * gives it back through struct edge_ops. Listeners, their TLS configuration and their watchdog live here too
+ * (edge-listen.c).
  */
 #ifndef CUAD_EDGE_H
 #define CUAD_EDGE_H
@@ -69,8 +70,9 @@ int edge_listener_open(struct edge *ed, struct edge_listener *el);
 bool edge_pipe_is_operator(struct edge *ed, nng_pipe p);
 /* true when p is the watchdog's own probe connection, not a client. Any thread. */
 bool edge_listener_is_probe(struct edge *ed, nng_pipe p);
-/* The watchdog also closes the connections that did not say HELLO in time (request_hello_overdue): closing a
- * pipe is not allowed inside NNG's pipe callback, so it is done from this thread. */
+/* The watchdog also closes the connections that did not say HELLO in time or that an operator's DISCONNECT
+ * named (request_hello_overdue): closing a pipe is not allowed inside NNG's pipe callback, so it is done from
+ * this thread. */
 int edge_watchdog_start(struct edge *ed);
 void edge_watchdog_stop(struct edge *ed);
 

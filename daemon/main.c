@@ -9,6 +9,7 @@
 #include "cua_log.h"
 #include "devlink.h"
 #include "edge.h"
+#include "metrics.h"
 #include "options.h"
 #include "request.h"
 #include "tenant.h"
@@ -256,6 +257,7 @@ static int
 serve(struct fe *fe)
 {
 	static struct edge ed;
+	static struct metrics metrics;
 	sigset_t block;
 	int sig = 0, usable;
 	cua_log_set_ident("cuasyncd");
@@ -279,6 +281,8 @@ serve(struct fe *fe)
 		return 1;
 	if (request_start(fe) != 0 || edge_start(&ed, fe) != 0)
 		return 1;
+	if (fe->cfg.metrics_listen != NULL && metrics_start(&metrics, fe) != 0)
+		return 1;
 	log_info("serving %d device(s) with the %s backend", usable, fe->backend);
 	if (fe->cfg.ready_fd >= 0) {
 		dprintf(fe->cfg.ready_fd, "ready %s\n", fe->cfg.listen[0]);
@@ -288,6 +292,7 @@ serve(struct fe *fe)
 	sig = wait_for_stop(fe, &block);
 	log_info("signal %d: shutting down", sig);
 	drain(fe, &ed, &block);
+	metrics_stop(&metrics); /* before the core goes: its handlers read fe */
 	edge_stop(&ed);
 	request_stop(fe);
 	edge_fini(&ed);

@@ -72,6 +72,8 @@ enum {
 	O_TOKEN_FILE,
 	O_OPERATOR_GROUP,
 	O_SOCKET_GROUP,
+	O_METRICS_LISTEN,
+	O_METRICS_SESSIONS,
 	O_CONFIG,
 	O_HELP,
 	O_VERSION,
@@ -173,6 +175,11 @@ static const struct opt_row {
 	 "operator socket"},
 	{"socket-group", 1, O_SOCKET_GROUP, "GROUP",
 	 "group of the ipc:// socket files (with --ipc-mode 0660: only its members may connect)"},
+	{"metrics-listen", 1, O_METRICS_LISTEN, "URL",
+	 "serve Prometheus metrics (GET /metrics) and a health check (GET /healthz) at URL, e.g. "
+	 "http://127.0.0.1:9464 (default: off; port 0 picks a free port, logged)"},
+	{"metrics-sessions", 0, O_METRICS_SESSIONS, NULL,
+	 "add per-session series to /metrics (one set per client connection: mind the cardinality)"},
 	{"config", 1, O_CONFIG, "FILE",
 	 "read options from FILE: INI, its [daemon] keys are these options without the dashes, e.g. `session-mem = "
 	 "50%` (default " CUAD_CONF_DEFAULT " when it exists); the command line wins over the file; SIGHUP re-reads "
@@ -381,6 +388,8 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_TOKEN_FILE: c->token_file = arg; return 0;
 	case O_OPERATOR_GROUP: c->operator_group = arg; return 0;
 	case O_SOCKET_GROUP: c->socket_group = arg; return 0;
+	case O_METRICS_LISTEN: c->metrics_listen = arg; return strncmp(arg, "http://", 7) != 0;
+	case O_METRICS_SESSIONS: c->metrics_sessions = true; return 0;
 	case O_CONFIG: conf.path = arg; return 0;
 	case O_LOG_LEVEL_NUM:
 		bad = opt_parse_uint(arg, 0, 3, &u);
@@ -601,7 +610,8 @@ list_restart_only(const struct config *a, const struct config *b, char *list, si
 		    {"tls-ca", a->tls_ca, b->tls_ca},
 		    {"token-file", a->token_file, b->token_file},
 		    {"operator-group", a->operator_group, b->operator_group},
-		    {"socket-group", a->socket_group, b->socket_group}};
+		    {"socket-group", a->socket_group, b->socket_group},
+		    {"metrics-listen", a->metrics_listen, b->metrics_listen}};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (str_differ(strs[i].a, strs[i].b))
 			list_add(list, len, strs[i].name);

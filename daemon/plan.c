@@ -86,14 +86,27 @@ plan_stage(struct request *r, uint64_t len, const void *src)
 	return (int)r->nstages++;
 }
 
-int
-plan_need_device(struct fe *fe, uint32_t dev, cua_err *e)
+/* 0 when device dev exists and is usable, else BAD_ARGUMENT / NO_DEVICE with a message in e. */
+static int
+device_usable(struct fe *fe, uint32_t dev, cua_err *e)
 {
 	if (dev >= (uint32_t)fe->ndevs)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "device %u does not exist (%d devices)", dev, fe->ndevs);
 	if (fe->devs[dev].state == DEV_FAILED)
 		return cua_err_set(e, CUA_ENO_DEVICE, "device %u is unusable: %s", dev, fe->devs[dev].why);
 	return 0;
+}
+
+int
+plan_need_device(struct fe *fe, uint32_t dev, cua_err *e)
+{
+	int rc = device_usable(fe, dev, e);
+	if (rc == 0 && (fe->drained >> dev & 1u))
+		rc = cua_err_set(e, CUA_ENO_DEVICE,
+				 "device %u is drained by the operator: no new memory, modules, streams or host "
+				 "buffers there; use another device",
+				 dev);
+	return rc;
 }
 
 int
@@ -116,8 +129,8 @@ plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *dev,
 	if (len == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "zero-byte range at 0x%llx", (unsigned long long)p);
 	int rc = do_alloc_find(fe, r->s, p, len, dev, NULL, e);
-	if (rc == 0)
-		rc = plan_need_device(fe, (uint32_t)*dev, e);
+	if (rc == 0) /* an allocation it holds: usable on a drained device too */
+		rc = device_usable(fe, (uint32_t)*dev, e);
 	if (rc == 0)
 		rc = plan_bind_device(fe, r, *dev, do_session_gen(fe, r->s, *dev), e);
 	return rc;

@@ -135,6 +135,10 @@ do_request_finish(struct fe *fe, struct request *r)
 		fe->errors++;
 		s->errors++;
 	}
+	if (r->kind == REQ_CLIENT) {
+		do_stats_request(fe, r->op, st, now_ns() - r->recv_ns);
+		do_stats_work(fe, r);
+	}
 	if (r->kind == REQ_CLEANUP)
 		s->cleanup_pending--;
 	else if (r->kind == REQ_POOL)
@@ -260,6 +264,7 @@ do_refuse_pending(struct fe *fe, struct request *r)
 		return;
 	}
 	fe->errors++;
+	do_stats_request(fe, r->op, CUA_EQUOTA, now_ns() - r->recv_ns);
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)
@@ -273,6 +278,7 @@ static void
 do_drop(struct fe *fe, struct request *r)
 {
 	struct session *s = r->s;
+	fe->stats.dropped++;
 	if (s->dropped++ % 1024 == 0)
 		log_warn("session %llu: %u requests unanswered or replies unsent (the connection does not read its "
 			 "replies?); dropping its requests (%llu so far) until it reads, or --send-timeout closes it",
@@ -331,6 +337,7 @@ do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *m
 {
 	struct reply rep = {op, (uint32_t)status, msg, NULL, false};
 	fe->errors++;
+	do_stats_request(fe, op, (uint32_t)status, UINT64_MAX);
 	fe->edge->reply(ctx, &rep);
 }
 
@@ -347,6 +354,7 @@ request_receive(struct fe *fe, const struct incoming *in)
 		pthread_mutex_unlock(&fe->lock);
 		return;
 	}
+	r->recv_ns = now_ns();
 	r->fe = fe;
 	r->msg = in->msg; /* transferred */
 	r->reply_ctx = in->reply_ctx;
@@ -618,9 +626,10 @@ request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max)
 	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = now_ms();
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
-		if (n == max || limit == 0)
+		if (n == max)
 			break;
-		if (s->hello || s->hello_overdue || s->pipe_gone || s->closing || now - s->born_ms < limit)
+		bool late = limit != 0 && !s->hello && now - s->born_ms >= limit;
+		if (s->hello_overdue || s->pipe_gone || s->closing || !(late || s->kicked))
 			continue;
 		s->hello_overdue = true;
 		pipes[n++] = s->pipe;

@@ -49,6 +49,7 @@ enum req_kind {
 
 struct request {
 	uint64_t id;
+	uint64_t recv_ns; /* monotonic ns at receipt (the latency histogram, stats.h) */
 	struct fe *fe;
 	struct session *s;
 	enum req_kind kind;
@@ -120,8 +121,9 @@ void do_request_close_session(struct fe *fe, struct session *s);
 uint32_t request_drain_begin(struct fe *fe);
 uint32_t request_in_flight(struct fe *fe);
 
-/* The connections that have not said HELLO within --hello-timeout, marked so that each is reported once:
- * up to max pipe ids into pipes, for the edge to close. Returns how many. Any thread, without fe->lock. */
+/* The connections that have not said HELLO within --hello-timeout, or whose session an operator's DISCONNECT
+ * named, marked so that each is reported once: up to max pipe ids into pipes, for the edge to close. Returns how
+ * many. Any thread, without fe->lock. */
 unsigned request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max);
 
 /* A request's last step: its reply goes out (or is recorded for fire-and-forget), staging is released,

@@ -85,12 +85,17 @@ struct session {
 	struct identity ident;
 	bool pipe_gone; /* the edge saw the connection leave; the dispatcher closes the session */
 	bool closing;
-	bool zombie;              /* to be freed once the dispatcher's pass ends */
-	bool hello_overdue;       /* no HELLO within --hello-timeout: the edge was told to close its connection */
-	uint64_t born_ms;         /* when the connection came (now_ms) */
+	bool zombie;        /* to be freed once the dispatcher's pass ends */
+	bool hello_overdue; /* no HELLO within --hello-timeout, or kicked: the edge was told to close its connection */
+	uint64_t born_ms;   /* when the connection came (now_ms) */
 	struct tenant *tenant;    /* tenant.h: set at HELLO; NULL before */
 	enum isolation isolation; /* its workers: the shared ones, or its own (--isolation, else its tenant's) */
 	uint16_t tag_salt;
+
+	/* who it is, as its HELLO said (SESSIONS) */
+	char client[CUA_MAX_IDENT + 1];
+	uint32_t client_pid;
+	bool kicked; /* DISCONNECT: the edge is to close its connection (told once, as for hello_overdue) */
 
 	struct hslot *slots;
 	uint32_t nslots, slots_cap;

@@ -1,18 +1,27 @@
 /*
  * cuasyncctl — look at a running cuasyncd.
  *
- *   cuasyncctl [--url URL] status     sessions, requests, errors, per-device workers and memory
- *   cuasyncctl [--url URL] devices    the devices and their backends
- *   cuasyncctl [--url URL] ping       round-trip time
+ *   cuasyncctl [--url URL] [--json] status     sessions, requests, errors, per-device workers and memory
+ *   cuasyncctl [--url URL] [--json] devices    the devices and their backends
+ *   cuasyncctl [--url URL] [--json] ping       round-trip time
+ *   cuasyncctl [--url URL] [--json] sessions   one line per session: id, client and pid, requests, work in
+ *                                              flight, memory, streams
+ *   cuasyncctl [--url URL] [--json] disconnect SESSION
+ *                                              close a session's connection (operator endpoint only)
+ *   cuasyncctl [--url URL] [--json] drain|undrain DEVICE
+ *                                              the device takes no new objects (or again); says how many
+ *                                              sessions still hold it and how much work is in flight there
  *
  * URL defaults to $CUASYNC_OPERATOR_URL, else the operator socket of a system daemon
  * (/run/cuasyncd/operator.sock, when it is there), else $CUASYNC_URL or the default socket. Through the
- * daemon's operator endpoint STATUS shows every session; through a client socket only this connection's own.
- * Exit status 0 when the daemon answered.
+ * daemon's operator endpoint STATUS and SESSIONS show every session; through a client socket only this
+ * connection's own. --json prints one JSON document on stdout and nothing else there (errors go to stderr).
+ * Exit status 0 when the daemon answered, 1 when it did not or refused, 2 for a usage error.
  */
 #include "cuasync.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +38,22 @@ die(const char *what, int rc)
 	return 1;
 }
 
+/* s as a JSON string, quotes included. */
+static void
+json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
 static void
 print_counts(const char *label, const cua_status_counts *c)
 {
@@ -39,21 +64,271 @@ print_counts(const char *label, const cua_status_counts *c)
 	       (unsigned long long)c->in_flight);
 }
 
+static void
+json_counts(const char *label, const cua_status_counts *c)
+{
+	printf("\"%s\":{\"allocations\":%llu,\"alloc_bytes\":%llu,\"modules\":%llu,\"functions\":%llu,\"streams\":%llu,"
+	       "\"in_flight\":%llu}",
+	       label, (unsigned long long)c->allocations, (unsigned long long)c->alloc_bytes,
+	       (unsigned long long)c->modules, (unsigned long long)c->functions, (unsigned long long)c->streams,
+	       (unsigned long long)c->in_flight);
+}
+
+static int
+cmd_status(cua_client *c, bool json, const char *arg)
+{
+	(void)arg;
+	cua_daemon_status st;
+	int rc = cua_status(c, &st);
+	if (rc != CUA_OK)
+		return die("status", rc);
+	if (json) {
+		printf("{\"uptime_ms\":%llu,\"sessions\":%u,\"requests\":%llu,\"errors\":%llu,\"devices\":[",
+		       (unsigned long long)st.uptime_ms, st.sessions, (unsigned long long)st.requests,
+		       (unsigned long long)st.errors);
+		for (uint32_t d = 0; d < st.ndevices; d++)
+			printf("%s{\"index\":%u,\"generation\":%u,\"restarts\":%u,\"in_flight\":%u,\"allocations\":%"
+			       "llu,"
+			       "\"alloc_bytes\":%llu}",
+			       d ? "," : "", d, st.devices[d].generation, st.devices[d].restarts,
+			       st.devices[d].in_flight, (unsigned long long)st.devices[d].allocations,
+			       (unsigned long long)st.devices[d].alloc_bytes);
+		printf("],");
+		json_counts("session", &st.session);
+		putchar(',');
+		json_counts("total", &st.total);
+		printf(",\"insecure_listeners\":%u}\n", st.insecure_listeners);
+		return 0;
+	}
+	printf("uptime    %.1f s\nsessions  %u (this one included)\nrequests  %llu (%llu errors)\n",
+	       (double)st.uptime_ms / 1000, st.sessions, (unsigned long long)st.requests,
+	       (unsigned long long)st.errors);
+	for (uint32_t d = 0; d < st.ndevices; d++)
+		printf("device %u  worker generation %u (%u restarts), %u requests in flight, %llu allocations "
+		       "(%.1f MiB)\n",
+		       d, st.devices[d].generation, st.devices[d].restarts, st.devices[d].in_flight,
+		       (unsigned long long)st.devices[d].allocations, (double)st.devices[d].alloc_bytes / (1 << 20));
+	print_counts("total", &st.total);
+	if (st.insecure_listeners > 0)
+		printf("insecure  %u plain tcp:// listener(s) (--allow-insecure-tcp): unauthenticated, unencrypted\n",
+		       st.insecure_listeners);
+	return 0;
+}
+
+static void
+json_device(int d, const cua_device_info *in)
+{
+	printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
+	json_str(in->name);
+	printf(",\"sm\":\"%d%d\",\"total_mem\":%llu,\"multiprocessors\":%d,\"priority_least\":%d,"
+	       "\"priority_greatest\":%d,\"backend\":",
+	       in->sm_major, in->sm_minor, (unsigned long long)in->total_mem, in->multiprocessors, in->priority_least,
+	       in->priority_greatest);
+	json_str(in->backend);
+	printf(",\"generation\":%u}", in->generation);
+}
+
+static int
+cmd_devices(cua_client *c, bool json, const char *arg)
+{
+	(void)arg;
+	static cua_device_info in[64];
+	int n = 0, rc;
+	cua_device_count(c, &n);
+	n = n < 64 ? n : 64;
+	for (int d = 0; d < n; d++) /* all of them first: a failure prints no half document */
+		if ((rc = cua_device_get_info(c, d, &in[d])) != CUA_OK)
+			return die("devices", rc);
+	if (json)
+		printf("{\"devices\":[");
+	for (int d = 0; d < n; d++)
+		if (json)
+			json_device(d, &in[d]);
+		else
+			printf("device %d  %s  sm_%d%d  %.1f GiB  %d SMs  priorities %d..%d  %s backend  generation "
+			       "%u\n",
+			       d, in[d].name, in[d].sm_major, in[d].sm_minor, (double)in[d].total_mem / (1 << 30),
+			       in[d].multiprocessors, in[d].priority_least, in[d].priority_greatest, in[d].backend,
+			       in[d].generation);
+	if (json)
+		printf("]}\n");
+	return 0;
+}
+
+static int
+cmd_ping(cua_client *c, bool json, const char *arg)
+{
+	(void)arg;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int rc = cua_ping(c);
+	if (rc != CUA_OK)
+		return die("ping", rc);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double us = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3;
+	printf(json ? "{\"round_trip_us\":%.1f}\n" : "pong in %.1f us\n", us);
+	return 0;
+}
+
+static void
+json_session(const cua_session_info *s, bool first)
+{
+	printf("%s{\"id\":%llu,\"client\":", first ? "" : ",", (unsigned long long)s->id);
+	json_str(s->client);
+	printf(",\"pid\":%u,\"peer_pid\":%u,\"age_ms\":%llu,\"requests\":%llu,\"errors\":%llu,\"in_flight\":%llu,"
+	       "\"alloc_bytes\":%llu,\"streams\":%llu,\"modules\":%llu,\"operator\":%s}",
+	       s->pid, s->peer_pid, (unsigned long long)s->age_ms, (unsigned long long)s->requests,
+	       (unsigned long long)s->errors, (unsigned long long)s->in_flight, (unsigned long long)s->alloc_bytes,
+	       (unsigned long long)s->streams, (unsigned long long)s->modules, s->operator_endpoint ? "true" : "false");
+}
+
+static int
+cmd_sessions(cua_client *c, bool json, const char *arg)
+{
+	(void)arg;
+	cua_session_info *rows = NULL;
+	uint32_t n = 0;
+	int rc = cua_sessions(c, &rows, &n);
+	if (rc != CUA_OK)
+		return die("sessions", rc);
+	if (json)
+		printf("{\"sessions\":[");
+	else
+		printf("%-8s %-16s %8s %8s %9s %9s %7s %9s %10s %7s %7s\n", "SESSION", "CLIENT", "PID", "PEER", "AGE_S",
+		       "REQUESTS", "ERRORS", "IN_FLIGHT", "MEMORY_MIB", "STREAMS", "MODULES");
+	for (uint32_t i = 0; i < n; i++) {
+		const cua_session_info *s = &rows[i];
+		if (json) {
+			json_session(s, i == 0);
+			continue;
+		}
+		char peer[16] = "-";
+		if (s->peer_pid != 0)
+			snprintf(peer, sizeof(peer), "%u", s->peer_pid);
+		printf("%-8llu %-16.16s %8u %8s %9.1f %9llu %7llu %9llu %10.1f %7llu %7llu%s\n",
+		       (unsigned long long)s->id, s->client, s->pid, peer, (double)s->age_ms / 1000,
+		       (unsigned long long)s->requests, (unsigned long long)s->errors, (unsigned long long)s->in_flight,
+		       (double)s->alloc_bytes / (1 << 20), (unsigned long long)s->streams,
+		       (unsigned long long)s->modules, s->operator_endpoint ? "  (operator)" : "");
+	}
+	if (json)
+		printf("]}\n");
+	free(rows);
+	return 0;
+}
+
+static int
+cmd_disconnect(cua_client *c, bool json, const char *arg)
+{
+	char *end;
+	unsigned long long id = strtoull(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0') {
+		fprintf(stderr, "cuasyncctl: disconnect: '%s' is not a session id (see cuasyncctl sessions)\n", arg);
+		return 2;
+	}
+	int rc = cua_disconnect_session(c, id);
+	if (rc != CUA_OK)
+		return die("disconnect", rc);
+	printf(json ? "{\"disconnected\":%llu}\n" : "session %llu disconnected\n", id);
+	return 0;
+}
+
+/* drain DEVICE / undrain DEVICE. */
+static int
+drain_cmd(cua_client *c, bool json, const char *arg, int drain)
+{
+	char *end;
+	long dev = strtol(arg, &end, 10);
+	uint32_t holding = 0, in_flight = 0;
+	if (*arg == '\0' || *end != '\0' || dev < 0 || dev > 63) {
+		fprintf(stderr, "cuasyncctl: '%s' is not a device index (see cuasyncctl devices)\n", arg);
+		return 2;
+	}
+	int rc = cua_drain_device(c, (int)dev, drain, &holding, &in_flight);
+	if (rc != CUA_OK)
+		return die(drain ? "drain" : "undrain", rc);
+	if (json)
+		printf("{\"device\":%ld,\"drained\":%s,\"holding\":%u,\"in_flight\":%u}\n", dev,
+		       drain ? "true" : "false", holding, in_flight);
+	else
+		printf("device %ld %s; %u session(s) hold memory, streams, modules or work there, %u request(s) in "
+		       "flight\n",
+		       dev, drain ? "drained: it takes no new objects" : "takes new objects again", holding, in_flight);
+	return 0;
+}
+
+static int
+cmd_drain(cua_client *c, bool json, const char *arg)
+{
+	return drain_cmd(c, json, arg, 1);
+}
+
+static int
+cmd_undrain(cua_client *c, bool json, const char *arg)
+{
+	return drain_cmd(c, json, arg, 0);
+}
+
+/* The commands: one row each (arg: the name of the one argument it takes, NULL: none). */
+static const struct ctl_cmd {
+	const char *name, *arg;
+	int (*run)(cua_client *c, bool json, const char *arg);
+} cmds[] = {
+	{"status", NULL, cmd_status},
+	{"devices", NULL, cmd_devices},
+	{"ping", NULL, cmd_ping},
+	{"sessions", NULL, cmd_sessions},
+	{"disconnect", "SESSION", cmd_disconnect},
+	{"drain", "DEVICE", cmd_drain},
+	{"undrain", "DEVICE", cmd_undrain},
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cuasyncctl [--url URL] [--json] COMMAND\n\n"
+		"  status              sessions, requests, errors, per-device workers and memory\n"
+		"  devices             the devices and their backends\n"
+		"  ping                round-trip time\n"
+		"  sessions            one line per session (the operator endpoint lists every one)\n"
+		"  disconnect SESSION  close a session's connection (operator endpoint)\n"
+		"  drain DEVICE        the device takes no new objects; says what still holds it (operator endpoint)\n"
+		"  undrain DEVICE      it takes new objects again\n\n"
+		"--json prints one JSON document on stdout.\n");
+}
+
 int
 main(int argc, char **argv)
 {
 	const char *url = NULL;
-	static const struct option opts[] = {{"url", 1, NULL, 'u'}, {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	bool json = false;
+	static const struct option opts[] = {{"url", 1, NULL, 'u'},
+					     {"json", 0, NULL, 'j'},
+					     {"help", 0, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (ch == 'u') {
 			url = optarg;
+		} else if (ch == 'j') {
+			json = true;
 		} else {
-			fprintf(ch == 'h' ? stdout : stderr, "usage: cuasyncctl [--url URL] status|devices|ping\n");
+			usage(ch == 'h' ? stdout : stderr);
 			return ch == 'h' ? 0 : 2;
 		}
 	}
-	const char *cmd = optind < argc ? argv[optind] : "status";
+	const char *name = optind < argc ? argv[optind] : "status";
+	const struct ctl_cmd *cmd = NULL;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(cmds[i].name, name) == 0)
+			cmd = &cmds[i];
+	int want = cmd != NULL && cmd->arg != NULL ? 2 : 1; /* words: the command and its argument */
+	if (cmd == NULL || (optind < argc && argc - optind != want)) {
+		fprintf(stderr, "cuasyncctl: %s '%s'\n", cmd == NULL ? "unknown command" : "wrong arguments for", name);
+		usage(stderr);
+		return 2;
+	}
 	if (url == NULL)
 		url = getenv("CUASYNC_OPERATOR_URL");
 	if (url == NULL && access(OPERATOR_SOCKET, F_OK) == 0)
@@ -62,49 +337,7 @@ main(int argc, char **argv)
 	int rc = cua_connect(url, &c);
 	if (rc != CUA_OK)
 		return die("connect", rc);
-	if (strcmp(cmd, "status") == 0) {
-		cua_daemon_status st;
-		if ((rc = cua_status(c, &st)) != CUA_OK)
-			return die("status", rc);
-		printf("uptime    %.1f s\nsessions  %u (this one included)\nrequests  %llu (%llu errors)\n",
-		       (double)st.uptime_ms / 1000, st.sessions, (unsigned long long)st.requests,
-		       (unsigned long long)st.errors);
-		for (uint32_t d = 0; d < st.ndevices; d++)
-			printf("device %u  worker generation %u (%u restarts), %u requests in flight, %llu allocations "
-			       "(%.1f MiB)\n",
-			       d, st.devices[d].generation, st.devices[d].restarts, st.devices[d].in_flight,
-			       (unsigned long long)st.devices[d].allocations,
-			       (double)st.devices[d].alloc_bytes / (1 << 20));
-		print_counts("total", &st.total);
-		if (st.insecure_listeners > 0)
-			printf("insecure  %u plain tcp:// listener(s) (--allow-insecure-tcp): unauthenticated, "
-			       "unencrypted\n",
-			       st.insecure_listeners);
-	} else if (strcmp(cmd, "devices") == 0) {
-		int n;
-		cua_device_count(c, &n);
-		for (int d = 0; d < n; d++) {
-			cua_device_info in;
-			if ((rc = cua_device_get_info(c, d, &in)) != CUA_OK)
-				return die("devices", rc);
-			printf("device %d  %s  sm_%d%d  %.1f GiB  %d SMs  priorities %d..%d  %s backend  generation "
-			       "%u\n",
-			       d, in.name, in.sm_major, in.sm_minor, (double)in.total_mem / (1 << 30),
-			       in.multiprocessors, in.priority_least, in.priority_greatest, in.backend, in.generation);
-		}
-	} else if (strcmp(cmd, "ping") == 0) {
-		struct timespec a, b;
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		if ((rc = cua_ping(c)) != CUA_OK)
-			return die("ping", rc);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		printf("pong in %.1f us\n",
-		       (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3);
-	} else {
-		fprintf(stderr, "cuasyncctl: unknown command '%s' (status, devices, ping)\n", cmd);
-		cua_disconnect(c);
-		return 2;
-	}
+	rc = cmd->run(c, json, want == 2 ? argv[optind + 1] : NULL);
 	cua_disconnect(c);
-	return 0;
+	return rc;
 }

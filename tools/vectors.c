@@ -104,6 +104,11 @@ static cua_item_result p_results[] = {
 static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
 static const struct cua_rep_status p_status = {5230, 1, 24, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
+static cua_wire_session p_session_rows[] = {{7, BYTES("libcuasync"), 4242, 4242, 5230, 25, 0, 0, 0, 0, 0, 0}};
+static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
+static const struct cua_req_disconnect q_disconnect = {9};
+static const struct cua_req_drain q_drain = {0, 1};
+static const struct cua_rep_drain p_drain = {2, 5};
 
 /* ------------------------------------------------------------------ the table */
 
@@ -168,14 +173,20 @@ const struct vec_row vec_rows[] = {
 	REP("rep_module_unload", MODULE_UNLOAD, NULL, "unloaded"),
 	REQ("req_status", STATUS, 0, NULL, "unordered (seq 0)"),
 	REP("rep_status", STATUS, &p_status, "uptime 5.2 s, 1 session, 24 requests, 0 errors; nothing left allocated"),
+	REQ("req_sessions", SESSIONS, 0, NULL, "unordered (seq 0)"),
+	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 25 requests"),
+	REQ("req_disconnect", DISCONNECT, 0, &q_disconnect, "on the operator endpoint: close session 9's connection"),
+	REP("rep_disconnect", DISCONNECT, NULL, "its connection is being closed"),
+	REQ("req_drain", DRAIN, 0, &q_drain, "on the operator endpoint: device 0 takes no new objects"),
+	REP("rep_drain", DRAIN, &p_drain, "2 sessions still hold objects on it, 5 requests are in its workers"),
 
 	/* An error reply of each family of status codes; the body is always []. */
 	ERR("rep_error_protocol", 0, CUA_EPROTOCOL, "message: expected an array of 4 elements",
 	    "decoding: a message that is not a request; op 0, since none could be read"),
 	ERR("rep_error_version", CUA_OP_HELLO, CUA_EVERSION,
 	    "protocol version 2 is not supported; this side speaks 1..1", "decoding: a request of version 2"),
-	ERR("rep_error_unknown_op", 24, CUA_EUNKNOWN_OP, "unknown op 24",
-	    "decoding: op 24 (a newer client) is echoed though this daemon does not know it"),
+	ERR("rep_error_unknown_op", 200, CUA_EUNKNOWN_OP, "unknown op 200",
+	    "decoding: op 200 (a newer client) is echoed though this daemon does not know it"),
 	ERR("rep_error_too_large", CUA_OP_FUNCTION_GET, CUA_ETOO_LARGE,
 	    "FUNCTION_GET.name: 1100 bytes exceed the limit of 1024", "decoding: a value over a limit"),
 	ERR("rep_error_no_session", CUA_OP_DEVICES, CUA_ENO_SESSION, "send HELLO first",

@@ -593,6 +593,131 @@ START_TEST(r_status_private)
 }
 END_TEST
 
+/* SESSIONS row i of the reply r (12 fields, PROTOCOL.md §4 session_info). */
+static const struct mpv *
+session_row(const struct reply *r, uint32_t i)
+{
+	ck_assert_uint_eq(r->body->len, 1);
+	ck_assert_uint_gt(r->body->a[0].len, i);
+	const struct mpv *row = &r->body->a[0].a[i];
+	ck_assert_uint_eq(row->len, 12);
+	return row;
+}
+
+/* SESSIONS: a client sees its own row only, the operator every session, oldest first. */
+START_TEST(r_sessions_private)
+{
+	struct conn a, b, op;
+	struct reply r;
+	sess(&a, &D);
+	sess(&b, &D);
+	sess_operator(&op, &D);
+	alloc(&a, 1 << 20);
+	expect(&b, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	const struct mpv *row = session_row(&r, 0);
+	ck_assert_uint_eq(r.body->a[0].len, 1); /* its own */
+	ck_assert_uint_eq(row->a[1].len, strlen("conformance"));
+	ck_assert(memcmp(row->a[1].p, "conformance", row->a[1].len) == 0);
+	ck_assert_uint_eq(row->a[2].u, (uint64_t)getpid());
+	ck_assert_uint_eq(row->a[3].u, (uint64_t)getpid()); /* ipc://: the kernel's word */
+	ck_assert_uint_eq(row->a[8].u, 0);                  /* a's memory is not b's business */
+	ck_assert_uint_eq(row->a[11].u, 0);
+	uint64_t b_id = row->a[0].u;
+	reply_free(&r);
+	expect(&a, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	ck_assert_uint_eq(r.body->a[0].len, 1);
+	ck_assert_uint_eq(session_row(&r, 0)->a[8].u, 1 << 20);
+	uint64_t a_id = session_row(&r, 0)->a[0].u;
+	reply_free(&r);
+	expect(&op, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	uint32_t n = r.body->a[0].len, seen = 0;
+	ck_assert_uint_ge(n, 3);
+	for (uint32_t i = 0; i < n; i++) {
+		row = session_row(&r, i);
+		if (i > 0)
+			ck_assert_uint_gt(row->a[0].u, session_row(&r, i - 1)->a[0].u); /* oldest first */
+		seen |= (row->a[0].u == a_id && row->a[8].u == 1 << 20) ? 1u : 0u;
+		seen |= row->a[0].u == b_id ? 2u : 0u;
+		seen |= row->a[11].u == 1 ? 4u : 0u;
+	}
+	ck_assert_uint_eq(seen, 7);
+	reply_free(&r);
+	conn_close(&a);
+	conn_close(&b);
+	conn_close(&op);
+}
+END_TEST
+
+/* Whether the operator's SESSIONS lists session id. */
+static bool
+session_listed(struct conn *op, uint64_t id)
+{
+	struct reply r;
+	bool found = false;
+	expect(op, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	for (uint32_t i = 0; i < r.body->a[0].len; i++)
+		found |= session_row(&r, i)->a[0].u == id;
+	reply_free(&r);
+	return found;
+}
+
+/* DISCONNECT: the operator's alone; the named session's connection closes and what it held is released. */
+START_TEST(r_disconnect)
+{
+	struct conn a, b, op;
+	struct reply r;
+	sess(&a, &D);
+	sess(&b, &D);
+	sess_operator(&op, &D);
+	alloc(&a, 1 << 20);
+	expect(&a, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	uint64_t a_id = session_row(&r, 0)->a[0].u;
+	reply_free(&r);
+	expect(&op, OP_SESSIONS, 0, ST_OK, &r, "[]");
+	uint64_t op_id = session_row(&r, r.body->a[0].len - 1)->a[0].u; /* the newest */
+	reply_free(&r);
+	expect(&b, OP_DISCONNECT, 0, ST_PERMISSION_DENIED, NULL, "[u]", a_id); /* a client may not */
+	expect(&op, OP_DISCONNECT, 0, ST_NOT_FOUND, NULL, "[u]", U(1) << 40);
+	expect(&op, OP_DISCONNECT, 0, ST_BAD_ARGUMENT, NULL, "[u]", op_id);
+	ck_assert(session_listed(&op, a_id));
+	expect(&op, OP_DISCONNECT, 0, ST_OK, NULL, "[u]", a_id);
+	int k = 0; /* closed within a second; released after (poll, bounded: 5 s) */
+	for (; k < 500 && (session_listed(&op, a_id) || total_count(&op, 0) != 0); k++)
+		usleep(10000);
+	ck_assert_msg(k < 500, "session %llu still listed or its allocation held", (unsigned long long)a_id);
+	expect(&b, OP_PING, 0, ST_OK, NULL, "[u]", U(5)); /* the others are served on */
+	conn_close(&a);
+	conn_close(&b);
+	conn_close(&op);
+}
+END_TEST
+
+/* DRAIN: the operator's alone; a drained device takes no new objects, what is held there works on. */
+START_TEST(r_drain)
+{
+	struct conn a, op;
+	struct reply r;
+	sess(&a, &D);
+	sess_operator(&op, &D);
+	uint64_t p = alloc(&a, 4096), s = stream_new(&a);
+	expect(&a, OP_DRAIN, 0, ST_PERMISSION_DENIED, NULL, "[uu]", U(0), U(1));
+	expect(&op, OP_DRAIN, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(63), U(1)); /* the daemon serves one device */
+	expect(&op, OP_DRAIN, 0, ST_OK, &r, "[uu]", U(0), U(1));
+	ck_assert_uint_eq(r.body->len, 2);
+	ck_assert_uint_ge(r.body->a[0].u, 1); /* a holds memory and a stream there */
+	reply_free(&r);
+	expect(&a, OP_MEM_ALLOC, 0, ST_NO_DEVICE, NULL, "[uu]", U(0), U(4096));
+	expect(&a, OP_STREAM_CREATE, 0, ST_NO_DEVICE, NULL, "[uiu]", U(0), (int64_t)0, U(0));
+	expect(&a, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", p, U(0), U(4), U(16), s); /* what it holds works */
+	expect(&a, OP_STREAM_DESTROY, 0, ST_OK, NULL, "[u]", s);
+	expect(&a, OP_MEM_FREE, 0, ST_OK, NULL, "[u]", p);
+	expect(&op, OP_DRAIN, 0, ST_OK, NULL, "[uu]", U(0), U(0)); /* undone */
+	alloc(&a, 4096);
+	conn_close(&a);
+	conn_close(&op);
+}
+END_TEST
+
 START_TEST(r_session_release)
 {
 	struct conn a, b;
@@ -1481,6 +1606,9 @@ rules_get(struct rule *out, size_t cap)
 		{"hello-first", r_hello_first},
 		{"session-release", r_session_release},
 		{"status-private", r_status_private},
+		{"sessions-private", r_sessions_private},
+		{"disconnect", r_disconnect},
+		{"drain", r_drain},
 		{"isolation", r_isolation},
 		{"handle-scope", r_handle_scope},
 		{"handle-stale", r_handle_stale},

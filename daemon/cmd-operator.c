@@ -1,0 +1,142 @@
+/*
+ * cmd-operator.c — SESSIONS, DISCONNECT and DRAIN: the operator's requests about sessions and devices,
+ * answered by the front-end itself. On the operator endpoint (--operator-url) they see and act on every session;
+ * a client sees only its own session and may neither disconnect anyone nor drain a device.
+ */
+#include "config.h"
+
+#include "cmd.h"
+#include "cua_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One session's row of a SESSIONS reply. */
+static cua_wire_session
+session_row(struct fe *fe, const struct session *s, uint64_t now)
+{
+	int64_t peer = fe->edge->peer_pid(s->pipe);
+	uint64_t bytes = 0;
+	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
+		bytes += s->dev_bytes[i];
+	return (cua_wire_session){s->id, {s->client, (uint32_t)strnlen(s->client, sizeof(s->client))}, s->client_pid,
+				  peer > 0 && peer <= UINT32_MAX ? (uint32_t)peer : 0, now - s->born_ms, s->requests,
+				  s->errors, (uint64_t)s->queued + s->nparked + s->in_flight, bytes, s->counts.streams,
+				  s->counts.modules, (uint32_t)s->operator};
+}
+
+static bool
+listed(const struct session *s)
+{
+	return s->hello && !s->closing && !s->pipe_gone;
+}
+
+static int
+v_none(struct fe *fe, struct request *r, cua_err *e)
+{
+	(void)fe;
+	(void)r;
+	(void)e;
+	return 0;
+}
+
+/* SESSIONS: on the operator endpoint every live session that said HELLO, oldest first (at most
+ * CUA_MAX_SESSIONS_LIST); elsewhere the asking session alone (a tenant's usage is not another's business). */
+static int
+r_sessions(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	const struct session *s;
+	uint32_t n = 0, cap = r->s->operator? CUA_MAX_SESSIONS_LIST : 1;
+	uint64_t now = now_ms();
+	cua_wire_session *rows = calloc(cap, sizeof(*rows));
+	if (rows == NULL)
+		return CUA_ENOMEM;
+	if (!r->s->operator)
+		rows[n++] = session_row(fe, r->s, now);
+	else
+		TAILQ_FOREACH_REVERSE(s, &fe->sessions, session_list, link)
+		{
+			if (n == cap)
+				break;
+			if (listed(s))
+				rows[n++] = session_row(fe, s, now);
+		}
+	*scratch = rows;
+	b->sessions = (struct cua_rep_sessions){rows, n};
+	return 0;
+}
+
+/* DISCONNECT: the edge closes the session's connection within a second (its watchdog asks
+ * request_hello_overdue), and the session is then closed as if its client had gone. */
+static int
+v_disconnect(struct fe *fe, struct request *r, cua_err *e)
+{
+	uint64_t id = r->w.body.disconnect.session;
+	struct session *s;
+	if (!r->s->operator)
+		return cua_err_set(e, CUA_EPERMISSION_DENIED,
+				   "DISCONNECT is the operator's: send it on the operator endpoint");
+	if (id == r->s->id)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "session %llu is this one: close the connection instead",
+				   (unsigned long long)id);
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	if (s->id == id && listed(s))
+		break;
+	if (s == NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND, "no session %llu (see SESSIONS)", (unsigned long long)id);
+	if (!s->kicked)
+		log_info("session %llu: disconnected by operator session %llu", (unsigned long long)id,
+			 (unsigned long long)r->s->id);
+	s->kicked = true;
+	return 0;
+}
+
+static int
+v_drain(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_drain *q = &r->w.body.drain;
+	if (!r->s->operator)
+		return cua_err_set(e, CUA_EPERMISSION_DENIED,
+				   "DRAIN is the operator's: send it on the operator endpoint");
+	if (q->device >= (uint32_t)fe->ndevs)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "device %u does not exist (%d devices)", q->device, fe->ndevs);
+	uint64_t bit = (uint64_t)1 << q->device;
+	if (((fe->drained & bit) != 0) != (q->drain != 0))
+		log_info("device %u: %s by operator session %llu", q->device,
+			 q->drain ? "drained (no new objects)" : "takes new objects again",
+			 (unsigned long long)r->s->id);
+	fe->drained = q->drain ? fe->drained | bit : fe->drained & ~bit;
+	return 0;
+}
+
+/* Whether s holds anything on device dev: memory, handles (pool streams included) or work. */
+static bool
+holds(const struct session *s, int dev)
+{
+	if (s->dev_bytes[dev] != 0 || s->spool[dev].n != 0 || s->dev_in_flight[dev] != 0)
+		return true;
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slots[i].kind != 0 && s->slots[i].dev == dev)
+			return true;
+	return false;
+}
+
+/* DRAIN's reply: what still keeps the device busy (the operator polls until both are 0, or DISCONNECTs). */
+static int
+r_drain(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	(void)scratch;
+	int dev = (int)r->w.body.drain.device;
+	const struct session *s;
+	b->drain = (struct cua_rep_drain){0, 0};
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	{
+		b->drain.holding += holds(s, dev);
+		b->drain.in_flight += s->dev_in_flight[dev];
+	}
+	return 0;
+}
+
+const struct cmd_entry cmd_sessions_entry = {CUA_OP_SESSIONS, true, v_none, NULL, r_sessions};
+const struct cmd_entry cmd_disconnect_entry = {CUA_OP_DISCONNECT, true, v_disconnect, NULL, NULL};
+const struct cmd_entry cmd_drain_entry = {CUA_OP_DRAIN, true, v_drain, NULL, r_drain};

@@ -1,0 +1,386 @@
+/*
+ * stats.c — the monitoring counters (see stats.h): counted under fe->lock where requests finish, copied out
+ * in one snapshot, formatted as Prometheus text (format 0.0.4) without the lock.
+ */
+#include "config.h"
+
+#include "devlink.h"
+#include "request.h"
+#include "stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Upper bounds of the latency buckets, in nanoseconds and as Prometheus writes them (seconds). */
+static const struct {
+	uint64_t ns;
+	const char *le;
+} buckets[STATS_NBUCKETS] = {
+	{50000, "5e-05"},    {100000, "0.0001"},  {250000, "0.00025"}, {500000, "0.0005"},  {1000000, "0.001"},
+	{2500000, "0.0025"}, {5000000, "0.005"},  {10000000, "0.01"},  {25000000, "0.025"}, {50000000, "0.05"},
+	{100000000, "0.1"},  {250000000, "0.25"}, {500000000, "0.5"},  {1000000000, "1"},   {2500000000, "2.5"},
+	{5000000000, "5"},   {10000000000, "10"},
+};
+
+static const char *const family_names[SF_NFAMILIES] = {"info", "module", "memory", "copy", "stream", "launch", "batch"};
+static const char *const dir_names[SD_NDIRS] = {"htod", "dtoh", "dtod"};
+
+static enum stats_family
+op_family(uint32_t op)
+{
+	switch (op) {
+	case CUA_OP_MODULE_LOAD:
+	case CUA_OP_MODULE_UNLOAD:
+	case CUA_OP_FUNCTION_GET: return SF_MODULE;
+	case CUA_OP_MEM_ALLOC:
+	case CUA_OP_MEM_FREE:
+	case CUA_OP_HOST_REGISTER:
+	case CUA_OP_HOST_UNREGISTER: return SF_MEMORY;
+	case CUA_OP_MEMCPY_HTOD:
+	case CUA_OP_MEMCPY_DTOH:
+	case CUA_OP_MEMCPY_DTOD:
+	case CUA_OP_MEMSET:
+	case CUA_OP_MEMCPY_HTOD_HOST:
+	case CUA_OP_MEMCPY_DTOH_HOST: return SF_COPY;
+	case CUA_OP_STREAM_CREATE:
+	case CUA_OP_STREAM_DESTROY:
+	case CUA_OP_STREAM_SYNC:
+	case CUA_OP_SYNCHRONIZE: return SF_STREAM;
+	case CUA_OP_LAUNCH: return SF_LAUNCH;
+	case CUA_OP_BATCH: return SF_BATCH;
+	default: return SF_INFO; /* HELLO, PING, DEVICES, STATUS and unknown kinds */
+	}
+}
+
+void
+do_stats_request(struct fe *fe, uint32_t op, uint32_t status, uint64_t lat_ns)
+{
+	struct stats *st = &fe->stats;
+	st->requests[op < CUA_OP_MAX ? op : 0][status < STATS_NSTATUS ? status : CUA_EINTERNAL]++;
+	if (lat_ns == UINT64_MAX)
+		return;
+	struct stats_hist *h = &st->latency[op_family(op)];
+	h->count++;
+	h->sum_ns += lat_ns;
+	for (int i = 0; i < STATS_NBUCKETS; i++)
+		if (lat_ns <= buckets[i].ns) {
+			h->bucket[i]++;
+			break;
+		}
+}
+
+/* One item (kind: its op) that succeeded. */
+static void
+count_item(struct stats *st, uint32_t kind, const cua_req_body *q)
+{
+	switch (kind) {
+	case CUA_OP_LAUNCH: st->launches++; break;
+	case CUA_OP_MEMCPY_HTOD: st->copied[SD_HTOD] += q->memcpy_htod.data.len; break;
+	case CUA_OP_MEMCPY_DTOH: st->copied[SD_DTOH] += q->memcpy_dtoh.bytes; break;
+	case CUA_OP_MEMCPY_DTOD: st->copied[SD_DTOD] += q->memcpy_dtod.bytes; break;
+	case CUA_OP_MEMCPY_HTOD_HOST:
+		st->copied[SD_HTOD] += q->memcpy_host.bytes;
+		st->host_copied[SD_HTOD] += q->memcpy_host.bytes;
+		break;
+	case CUA_OP_MEMCPY_DTOH_HOST:
+		st->copied[SD_DTOH] += q->memcpy_host.bytes;
+		st->host_copied[SD_DTOH] += q->memcpy_host.bytes;
+		break;
+	default: break;
+	}
+}
+
+/* A batch item's body in the shape of the single request of its kind (the union members agree). */
+static void
+count_batch_item(struct stats *st, const cua_batch_item *b)
+{
+	cua_req_body q;
+	switch (b->kind) {
+	case CUA_OP_LAUNCH: q.launch = b->u.launch; break;
+	case CUA_OP_MEMCPY_HTOD: q.memcpy_htod = b->u.htod; break;
+	case CUA_OP_MEMCPY_DTOH: q.memcpy_dtoh = b->u.dtoh; break;
+	case CUA_OP_MEMCPY_DTOD: q.memcpy_dtod = b->u.dtod; break;
+	case CUA_OP_MEMCPY_HTOD_HOST:
+	case CUA_OP_MEMCPY_DTOH_HOST: q.memcpy_host = b->u.host; break;
+	default: return;
+	}
+	count_item(st, b->kind, &q);
+}
+
+void
+do_stats_work(struct fe *fe, const struct request *r)
+{
+	if (r->undecodable || r->status != CUA_OK || r->nitems == 0)
+		return;
+	if (r->op != CUA_OP_BATCH) {
+		if (r->items[0].status == CUA_OK)
+			count_item(&fe->stats, r->op, &r->w.body);
+		return;
+	}
+	const struct cua_req_batch *b = &r->w.body.batch;
+	for (uint32_t i = 0; i < b->nitems && i < r->nitems; i++)
+		if (r->items[i].status == CUA_OK)
+			count_batch_item(&fe->stats, &b->items[i]);
+}
+
+/* ------------------------------------------------------------------ snapshot */
+
+/* Adds s's usage to snap (and its row when rows are kept). */
+static void
+snap_session(struct fe *fe, const struct session *s, struct stats_snap *snap)
+{
+	uint64_t dev_bytes = 0;
+	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++) {
+		snap->dev[i].in_flight += s->dev_in_flight[i];
+		snap->dev[i].mem_bytes += s->dev_bytes[i];
+		dev_bytes += s->dev_bytes[i];
+	}
+	snap->host_bytes += s->host_bytes;
+	snap->queued += s->queued;
+	snap->parked += s->nparked;
+	snap->in_flight += s->in_flight;
+	if (snap->sess == NULL || !s->hello || s->closing || s->pipe_gone)
+		return;
+	snap->sess[snap->nsess++] = (struct stats_session){s->id, s->requests, s->errors, dev_bytes, s->host_bytes,
+							   (uint32_t)s->counts.streams, (uint32_t)s->counts.modules,
+							   s->queued, s->nparked, s->in_flight, s->operator};
+}
+
+int
+stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
+{
+	int rc = CUA_ENOMEM;
+	const struct session *s;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&fe->lock);
+	if (with_sessions && (out->sess = calloc(fe->nsessions ? fe->nsessions : 1, sizeof(*out->sess))) == NULL)
+		goto out;
+	out->c = fe->stats;
+	out->uptime_ms = now_ms() - fe->start_ms;
+	out->requests = fe->requests;
+	out->errors = fe->errors;
+	out->sessions_total = fe->next_session;
+	out->sessions = do_sessions_live(fe);
+	out->draining = fe->draining || atomic_load(&fe->stopping);
+	out->ndevs = fe->ndevs < (int)CUA_MAX_DEVICES ? fe->ndevs : (int)CUA_MAX_DEVICES;
+	for (int i = 0; i < out->ndevs; i++) {
+		const struct device *d = &fe->devs[i];
+		out->dev[i] = (struct stats_device){.generation = d->gen,
+						    .restarts = d->restarts,
+						    .total_bytes = d->info.total_mem,
+						    .ready = d->state == DEV_READY,
+						    .drained = (fe->drained >> i & 1u) != 0};
+	}
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	snap_session(fe, s, out);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&fe->lock);
+	return rc;
+}
+
+void
+stats_snap_free(struct stats_snap *snap)
+{
+	free(snap->sess);
+	snap->sess = NULL;
+	snap->nsess = 0;
+}
+
+bool
+stats_healthy(const struct stats_snap *snap, char *why, size_t len)
+{
+	int ready = 0;
+	for (int i = 0; i < snap->ndevs; i++)
+		ready += snap->dev[i].ready && !snap->dev[i].drained;
+	if (snap->draining)
+		snprintf(why, len, "shutting down");
+	else if (ready == 0)
+		snprintf(why, len,
+			 "no device ready (%d device(s), none serving: starting, restarting, failed or drained)",
+			 snap->ndevs);
+	else
+		snprintf(why, len, "ok");
+	return !snap->draining && ready > 0;
+}
+
+/* ------------------------------------------------------------------ formatting */
+
+static void
+head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP cuasyncd_%s %s\n# TYPE cuasyncd_%s %s\n", name, help, name, type);
+}
+
+/* One sample: name{labels} value. labels: "" or `key="value",…` without braces. The one place labels are
+ * written: a tenant label goes here once tenants exist (see stats.h). */
+static void
+sample(FILE *f, const char *name, const char *labels, unsigned long long v)
+{
+	fprintf(f, "cuasyncd_%s%s%s%s %llu\n", name, *labels ? "{" : "", labels, *labels ? "}" : "", v);
+}
+
+static void
+sample_dev(FILE *f, const char *name, int dev, unsigned long long v)
+{
+	char l[32];
+	snprintf(l, sizeof(l), "device=\"%d\"", dev);
+	sample(f, name, l, v);
+}
+
+static void
+fmt_requests(FILE *f, const struct stats_snap *snap)
+{
+	char l[96];
+	head(f, "requests_total", "counter",
+	     "Client requests answered, by request kind and status (a batch: the status of its first item that "
+	     "failed).");
+	for (uint32_t op = 0; op < CUA_OP_MAX; op++)
+		for (uint32_t st = 0; st < STATS_NSTATUS; st++) {
+			const char *on = op ? cua_op_name(op) : "UNKNOWN";
+			if (on == NULL || (snap->c.requests[op][st] == 0 && (st != CUA_OK || op == 0)))
+				continue; /* every kind's OK series is there from the start, so rates work */
+			snprintf(l, sizeof(l), "op=\"%s\",status=\"%s\"", on, cua_strerror_name((int)st));
+			sample(f, "requests_total", l, snap->c.requests[op][st]);
+		}
+	head(f, "messages_total", "counter", "Messages received on the client and operator endpoints.");
+	sample(f, "messages_total", "", snap->requests);
+	head(f, "errors_total", "counter",
+	     "Requests answered with an error (a batch once, however many of its items failed).");
+	sample(f, "errors_total", "", snap->errors);
+	head(f, "requests_dropped_total", "counter",
+	     "Requests dropped unanswered: their connection held twice --session-pending unread replies.");
+	sample(f, "requests_dropped_total", "", snap->c.dropped);
+}
+
+static void
+fmt_latency(FILE *f, const struct stats_snap *snap)
+{
+	char l[96];
+	head(f, "request_duration_seconds", "histogram",
+	     "Time from receiving a request to answering it (to its completion for fire-and-forget work), by "
+	     "family of request kinds.");
+	for (int fam = 0; fam < SF_NFAMILIES; fam++) {
+		const struct stats_hist *h = &snap->c.latency[fam];
+		uint64_t cum = 0;
+		for (int i = 0; i < STATS_NBUCKETS; i++) {
+			cum += h->bucket[i];
+			snprintf(l, sizeof(l), "family=\"%s\",le=\"%s\"", family_names[fam], buckets[i].le);
+			sample(f, "request_duration_seconds_bucket", l, cum);
+		}
+		snprintf(l, sizeof(l), "family=\"%s\",le=\"+Inf\"", family_names[fam]);
+		sample(f, "request_duration_seconds_bucket", l, h->count);
+		fprintf(f, "cuasyncd_request_duration_seconds_sum{family=\"%s\"} %.9f\n", family_names[fam],
+			(double)h->sum_ns / 1e9);
+		snprintf(l, sizeof(l), "family=\"%s\"", family_names[fam]);
+		sample(f, "request_duration_seconds_count", l, h->count);
+	}
+}
+
+static void
+fmt_work(FILE *f, const struct stats_snap *snap)
+{
+	char l[64];
+	head(f, "launches_total", "counter", "Kernels launched (LAUNCH requests and batch items that ran).");
+	sample(f, "launches_total", "", snap->c.launches);
+	head(f, "copied_bytes_total", "counter", "Bytes copied by copies that succeeded, by direction.");
+	for (int d = 0; d < SD_NDIRS; d++) {
+		snprintf(l, sizeof(l), "direction=\"%s\"", dir_names[d]);
+		sample(f, "copied_bytes_total", l, snap->c.copied[d]);
+	}
+	head(f, "host_buffer_copied_bytes_total", "counter",
+	     "Of the bytes copied, those through shared host buffers (not through the socket), by direction.");
+	for (int d = 0; d < SD_DTOD; d++) {
+		snprintf(l, sizeof(l), "direction=\"%s\"", dir_names[d]);
+		sample(f, "host_buffer_copied_bytes_total", l, snap->c.host_copied[d]);
+	}
+	head(f, "host_buffer_bytes", "gauge", "Registered (shared, page-locked on a GPU) host memory of all sessions.");
+	sample(f, "host_buffer_bytes", "", snap->host_bytes);
+	head(f, "requests_queued", "gauge", "Client requests validated and waiting for a worker.");
+	sample(f, "requests_queued", "", snap->queued);
+	head(f, "requests_parked", "gauge", "Ordered requests waiting for a missing sequence number.");
+	sample(f, "requests_parked", "", snap->parked);
+	head(f, "requests_in_flight", "gauge", "Requests inside the workers.");
+	sample(f, "requests_in_flight", "", snap->in_flight);
+}
+
+static void
+fmt_devices(FILE *f, const struct stats_snap *snap)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} rows[] = {
+		{"device_ready", "gauge", "1 when the device's worker serves, 0 while it starts, restarts or failed."},
+		{"device_drained", "gauge", "1 when the operator drained the device (no new objects on it)."},
+		{"device_memory_used_bytes", "gauge", "Device memory the sessions hold on the device."},
+		{"device_memory_total_bytes", "gauge", "The device's memory."},
+		{"device_requests_in_flight", "gauge", "Requests in the device's workers."},
+		{"worker_restarts_total", "counter", "Restarts of the device's worker (faults, deaths, watchdog)."},
+		{"worker_generation", "gauge", "The device's current worker generation (1 at start)."},
+	};
+	for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+		head(f, rows[k].name, rows[k].type, rows[k].help);
+		for (int i = 0; i < snap->ndevs; i++) {
+			const struct stats_device *d = &snap->dev[i];
+			const unsigned long long v[] = {d->ready,     d->drained,  d->mem_bytes, d->total_bytes,
+							d->in_flight, d->restarts, d->generation};
+			sample_dev(f, rows[k].name, i, v[k]);
+		}
+	}
+}
+
+static void
+fmt_sessions(FILE *f, const struct stats_snap *snap)
+{
+	static const char *const names[] = {"session_requests_total",
+					    "session_errors_total",
+					    "session_device_memory_bytes",
+					    "session_host_buffer_bytes",
+					    "session_streams",
+					    "session_requests_in_flight"};
+	static const char *const helps[] = {"Requests of the session.",
+					    "Errors answered to the session.",
+					    "Device memory the session holds (all devices).",
+					    "Host memory the session registered.",
+					    "Streams the session holds.",
+					    "Requests of the session queued, parked or in a worker."};
+	char l[48];
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		head(f, names[k], k < 2 ? "counter" : "gauge", helps[k]);
+		for (uint32_t i = 0; i < snap->nsess; i++) {
+			const struct stats_session *s = &snap->sess[i];
+			const unsigned long long v[] = {s->requests,  s->errors,
+							s->dev_bytes, s->host_bytes,
+							s->streams,   s->queued + s->parked + s->in_flight};
+			snprintf(l, sizeof(l), "session=\"%llu\"", (unsigned long long)s->id);
+			sample(f, names[k], l, v[k]);
+		}
+	}
+}
+
+char *
+stats_format(const struct stats_snap *snap, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (f == NULL)
+		return NULL;
+	head(f, "uptime_seconds", "gauge", "Seconds since the daemon started.");
+	fprintf(f, "cuasyncd_uptime_seconds %.3f\n", (double)snap->uptime_ms / 1000.0);
+	head(f, "sessions", "gauge", "Live client sessions (connections that said HELLO), the operator's included.");
+	sample(f, "sessions", "", snap->sessions);
+	head(f, "sessions_opened_total", "counter", "Connections that got a session since the start.");
+	sample(f, "sessions_opened_total", "", snap->sessions_total);
+	fmt_requests(f, snap);
+	fmt_latency(f, snap);
+	fmt_work(f, snap);
+	fmt_devices(f, snap);
+	if (snap->sess != NULL)
+		fmt_sessions(f, snap);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

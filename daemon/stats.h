@@ -1,0 +1,106 @@
+/*
+ * stats.h — the daemon's counters for monitoring (issue 14) and the snapshot the Prometheus endpoint
+ * (metrics.c) formats.
+ *
+ * The counters live in fe->stats and are bumped where requests finish (request.c), under the fe->lock that
+ * path already holds: no lock or atomic of their own on the hot path. The endpoint copies them, with the
+ * gauges it derives from the sessions and devices, out under fe->lock (stats_snapshot) and formats the copy
+ * without the lock (stats_format), so a slow scrape never holds up a request.
+ *
+ * Labels: per op and status, per op family (latency), per device, per session (--metrics-sessions only: a
+ * series per client connection is unbounded cardinality). Tenants do not exist yet: when identities land,
+ * counters that are per tenant gain a `tenant` label — struct stats then becomes one row per tenant, and
+ * stats_format's label writer (fmt_labels) is the one place that names labels.
+ */
+#ifndef CUAD_STATS_H
+#define CUAD_STATS_H
+
+#include "cua_proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fe;
+struct request;
+
+#define STATS_NSTATUS 32  /* status codes counted one by one; larger ones are counted as INTERNAL */
+#define STATS_NBUCKETS 17 /* latency histogram buckets, 50 µs to 10 s (stats.c has the bounds), +Inf beside */
+
+/* Families of ops for the latency histogram (a histogram per op would multiply its 18 series by 23). */
+enum stats_family { SF_INFO, SF_MODULE, SF_MEMORY, SF_COPY, SF_STREAM, SF_LAUNCH, SF_BATCH, SF_NFAMILIES };
+
+enum stats_dir { SD_HTOD, SD_DTOH, SD_DTOD, SD_NDIRS };
+
+struct stats_hist {
+	uint64_t bucket[STATS_NBUCKETS]; /* observations <= the bucket's bound (not cumulative here) */
+	uint64_t count;
+	uint64_t sum_ns;
+};
+
+/* Counters only ever grow (Prometheus counters). Guarded by fe->lock. */
+struct stats {
+	uint64_t requests[CUA_OP_MAX]
+			 [STATS_NSTATUS]; /* answered client requests by op (0: unknown or unreadable) and status */
+	uint64_t dropped;                 /* requests dropped unanswered (request.c do_drop) */
+	uint64_t launches;                /* kernels launched (LAUNCH and BATCH items that ran) */
+	uint64_t copied[SD_NDIRS];        /* bytes copied by copies that succeeded */
+	uint64_t host_copied[SD_NDIRS];   /* … of them through shared host buffers (no socket) */
+	struct stats_hist latency[SF_NFAMILIES]; /* receive → reply (completion for fire-and-forget) */
+};
+
+/* A client request was answered (or, fire-and-forget, completed) with status; lat_ns is the time from its
+ * receipt (UINT64_MAX: not known, no latency observed). fe->lock held; never blocks. */
+void do_stats_request(struct fe *fe, uint32_t op, uint32_t status, uint64_t lat_ns);
+/* What a finished client request did: its launches and copied bytes, counted per item that succeeded.
+ * fe->lock held; never blocks. */
+void do_stats_work(struct fe *fe, const struct request *r);
+
+/* One session's row in a snapshot. */
+struct stats_session {
+	uint64_t id;
+	uint64_t requests, errors;
+	uint64_t dev_bytes, host_bytes; /* device memory on all devices, registered host memory */
+	uint32_t streams, modules, queued, parked, in_flight;
+	bool operator;
+};
+
+/* One device's row in a snapshot. */
+struct stats_device {
+	uint32_t generation, restarts, in_flight;
+	uint64_t mem_bytes;   /* device memory the sessions hold on it */
+	uint64_t total_bytes; /* the device's memory */
+	bool ready;
+	bool drained; /* by the operator (DRAIN): no new objects */
+};
+
+/* Everything the endpoint reports, copied out of the daemon at one moment. */
+struct stats_snap {
+	struct stats c;
+	uint64_t uptime_ms;
+	uint64_t requests, errors;          /* every message received, every error answered (STATUS's totals) */
+	uint64_t sessions_total;            /* connections that got a session since the start */
+	uint32_t sessions;                  /* live sessions that said HELLO */
+	uint64_t host_bytes;                /* registered host memory of every session */
+	uint32_t queued, parked, in_flight; /* client requests waiting for a worker, for their turn, in a worker */
+	bool draining;
+	struct stats_device dev[CUA_MAX_DEVICES];
+	int ndevs;
+	struct stats_session *sess; /* with_sessions: one row per live session (malloc'd), else NULL */
+	uint32_t nsess;
+};
+
+/* Copies the counters and gauges out under fe->lock (takes it; any thread without it). With with_sessions,
+ * one row per live session too. 0 or CUA_ENOMEM. stats_snap_free releases it either way. */
+int stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out);
+void stats_snap_free(struct stats_snap *snap);
+
+/* The Prometheus text format (0.0.4) of snap in a malloc'd string (*len bytes, NUL-terminated), or NULL
+ * (out of memory). Pure: no lock, any thread. */
+char *stats_format(const struct stats_snap *snap, size_t *len);
+
+/* The health verdict of snap: true when serving (not shutting down) with at least one device ready and not
+ * drained by the operator; else false and why in why. */
+bool stats_healthy(const struct stats_snap *snap, char *why, size_t len);
+
+#endif
