@@ -204,7 +204,8 @@ SCHEMA(s_device_info, "device", U32(cua_wire_device, index, CUA_MAX_DEVICES), ST
        U32(cua_wire_device, sm_major, 255), U32(cua_wire_device, sm_minor, 255), U64(cua_wire_device, total_mem),
        U32(cua_wire_device, multiprocessors, UINT32_MAX), I32(cua_wire_device, prio_least),
        I32(cua_wire_device, prio_greatest), STR(cua_wire_device, backend, CUA_MAX_IDENT),
-       U32(cua_wire_device, generation, UINT32_MAX));
+       U32(cua_wire_device, generation, UINT32_MAX), U32(cua_wire_device, max_param_bytes, CUA_MAX_PARAM_BYTES),
+       U32(cua_wire_device, max_shared_optin, UINT32_MAX));
 SCHEMA(s_rep_devices, "DEVICES reply",
        ARR(struct cua_rep_devices, devices, ndevices, CUA_MAX_DEVICES, s_device_info, cua_wire_device));
 SCHEMA(s_req_module_load, "MODULE_LOAD", U32(struct cua_req_module_load, device, CUA_MAX_DEVICES - 1),
@@ -250,6 +251,19 @@ SCHEMA(s_req_htod_host, "MEMCPY_HTOD_HOST", U64N(struct cua_req_memcpy_host, dev
 SCHEMA(s_req_dtoh_host, "MEMCPY_DTOH_HOST", U64N(struct cua_req_memcpy_host, dev_ptr, "src"),
        U64(struct cua_req_memcpy_host, stream), U64(struct cua_req_memcpy_host, buffer),
        U64(struct cua_req_memcpy_host, offset), U64(struct cua_req_memcpy_host, bytes));
+
+SCHEMA(s_req_get_global, "MODULE_GET_GLOBAL", U64(struct cua_req_module_get_global, module),
+       STR(struct cua_req_module_get_global, name, CUA_MAX_GLOBAL_NAME));
+SCHEMA(s_rep_get_global, "MODULE_GET_GLOBAL reply", U64(struct cua_rep_module_get_global, ptr),
+       U64(struct cua_rep_module_get_global, bytes));
+SCHEMA(s_req_get_attr, "FUNC_GET_ATTRIBUTE", U64(struct cua_req_func_attribute, function),
+       U32(struct cua_req_func_attribute, attribute, CUA_FATTR_LAST));
+SCHEMA(s_rep_get_attr, "FUNC_GET_ATTRIBUTE reply", I32(struct cua_rep_func_get_attribute, value));
+SCHEMA(s_req_set_attr, "FUNC_SET_ATTRIBUTE", U64(struct cua_req_func_attribute, function),
+       U32(struct cua_req_func_attribute, attribute, CUA_FATTR_LAST), I32(struct cua_req_func_attribute, value));
+SCHEMA(s_req_occupancy, "OCCUPANCY", U64(struct cua_req_occupancy, function),
+       U32(struct cua_req_occupancy, block_size, UINT32_MAX), U32(struct cua_req_occupancy, shared_mem, UINT32_MAX));
+SCHEMA(s_rep_occupancy, "OCCUPANCY reply", U32(struct cua_rep_occupancy, blocks, UINT32_MAX));
 
 static const struct ucase batch_cases[] = {
 	{CUA_OP_LAUNCH, &s_req_launch},   {CUA_OP_MEMCPY_HTOD, &s_req_htod}, {CUA_OP_MEMCPY_DTOH, &s_req_dtoh},
@@ -309,6 +323,10 @@ static const struct {
 	[CUA_OP_HOST_UNREGISTER] = {&s_req_host_unregister, &empty_schema},
 	[CUA_OP_MEMCPY_HTOD_HOST] = {&s_req_htod_host, &empty_schema},
 	[CUA_OP_MEMCPY_DTOH_HOST] = {&s_req_dtoh_host, &empty_schema},
+	[CUA_OP_MODULE_GET_GLOBAL] = {&s_req_get_global, &s_rep_get_global},
+	[CUA_OP_FUNC_GET_ATTRIBUTE] = {&s_req_get_attr, &s_rep_get_attr},
+	[CUA_OP_FUNC_SET_ATTRIBUTE] = {&s_req_set_attr, &empty_schema},
+	[CUA_OP_OCCUPANCY] = {&s_req_occupancy, &s_rep_occupancy},
 };
 
 static int
