@@ -93,7 +93,7 @@ enum {
 	CUA_FATTR_LAST = 9
 };
 #define CUA_MAX_GLOBAL_NAME CUA_MAX_NAME /* MODULE_GET_GLOBAL.name */
-#define CUA_MAX_BLOCK_THREADS 1024u     /* OCCUPANCY.block_size */
+#define CUA_MAX_BLOCK_THREADS 1024u      /* OCCUPANCY.block_size */
 
 /* ---- handles: opaque to clients; this layout is the daemon's business (PROTOCOL.md "Handles") ----
  *   bits 63..60 kind · 59..52 device · 51..40 worker generation · 39..24 tag · 23..0 slot

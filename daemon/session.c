@@ -266,16 +266,19 @@ global_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev
 			continue;
 		if (m->stale || m->gen != do_session_gen(fe, s, m->dev))
 			return cua_err_set(e, CUA_ECONTEXT_LOST,
-					   "device pointer 0x%llx is in a module global of a GPU context that was lost; "
+					   "device pointer 0x%llx is in a module global of a GPU context that was "
+					   "lost; "
 					   "load the module again",
 					   (unsigned long long)p);
 		if (m->release.req != 0)
 			return cua_err_set(e, CUA_ENOT_FOUND,
-					   "device pointer 0x%llx is in a global of a module unloaded by %s of this session",
+					   "device pointer 0x%llx is in a global of a module unloaded by %s of this "
+					   "session",
 					   (unsigned long long)p, release_name(&m->release, by, sizeof(by)));
 		if (len > g->len - (p - g->addr))
 			return cua_err_set(e, CUA_EBAD_ARGUMENT,
-					   "device pointer 0x%llx (%llu bytes) runs past the end of its %llu-byte module "
+					   "device pointer 0x%llx (%llu bytes) runs past the end of its %llu-byte "
+					   "module "
 					   "global",
 					   (unsigned long long)p, (unsigned long long)len, (unsigned long long)g->len);
 		*dev = m->dev;

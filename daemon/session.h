@@ -79,7 +79,7 @@ struct session {
 	uint32_t nhandles;
 	struct alloc_rec *allocs; /* sorted by addr; live and stale records of a lost context may overlap */
 	uint32_t nallocs, allocs_cap;
-	uint64_t alloc_max_len; /* the longest record ever added: how far back a lookup must look */
+	uint64_t alloc_max_len;     /* the longest record ever added: how far back a lookup must look */
 	struct global_rec *globals; /* unsorted: a session looks up few */
 	uint32_t nglobals, globals_cap;
 	cua_wire_counts counts;

@@ -47,21 +47,21 @@ struct wshm_hdr {
 /* Command kinds. "sync" commands run on the worker's main thread in record order; "stream" commands are
  * queued on their stream and complete asynchronously. */
 enum wrec_op {
-	WR_MODULE_LOAD = 1, /* sync;   value: module id */
-	WR_MODULE_UNLOAD,   /* sync */
-	WR_FUNCTION_GET,    /* sync;   value: function id; data: cua_param_info[] */
-	WR_MEM_ALLOC,       /* sync;   value: device address */
-	WR_MEM_FREE,        /* sync */
-	WR_STREAM_CREATE,   /* sync;   value: stream id */
-	WR_STREAM_DESTROY,  /* sync (drains the stream first) */
-	WR_STREAM_SYNC,     /* stream: completes when everything before it on the stream has */
-	WR_HTOD,            /* stream */
-	WR_DTOH,            /* stream */
-	WR_DTOD,            /* stream */
-	WR_MEMSET,          /* stream */
-	WR_LAUNCH,          /* stream */
-	WR_HOST_REGISTER,   /* sync;   value: host buffer id */
-	WR_HOST_UNREGISTER, /* sync */
+	WR_MODULE_LOAD = 1,   /* sync;   value: module id */
+	WR_MODULE_UNLOAD,     /* sync */
+	WR_FUNCTION_GET,      /* sync;   value: function id; data: cua_param_info[] */
+	WR_MEM_ALLOC,         /* sync;   value: device address */
+	WR_MEM_FREE,          /* sync */
+	WR_STREAM_CREATE,     /* sync;   value: stream id */
+	WR_STREAM_DESTROY,    /* sync (drains the stream first) */
+	WR_STREAM_SYNC,       /* stream: completes when everything before it on the stream has */
+	WR_HTOD,              /* stream */
+	WR_DTOH,              /* stream */
+	WR_DTOD,              /* stream */
+	WR_MEMSET,            /* stream */
+	WR_LAUNCH,            /* stream */
+	WR_HOST_REGISTER,     /* sync;   value: host buffer id */
+	WR_HOST_UNREGISTER,   /* sync */
 	WR_MODULE_GET_GLOBAL, /* sync;   value: device address; data: its size (uint64_t) */
 	WR_FUNC_GET_ATTR,     /* sync;   value: the attribute's value (int32_t, sign-extended) */
 	WR_FUNC_SET_ATTR,     /* sync, after every earlier launch was issued */

@@ -77,7 +77,8 @@ emu_global_line(const unsigned char *s, size_t n, const char *where, struct emu_
 			    EMU_GLOBAL_NAME_MAX, EMU_GLOBAL_BYTES_MAX);
 	for (i++; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9' || (bytes = bytes * 10 + (s[i] - '0')) > EMU_GLOBAL_BYTES_MAX)
-			return FAIL(e, "%s: %sglobal size must be 1..%u decimal bytes", what, where, EMU_GLOBAL_BYTES_MAX);
+			return FAIL(e, "%s: %sglobal size must be 1..%u decimal bytes", what, where,
+				    EMU_GLOBAL_BYTES_MAX);
 	}
 	if (bytes == 0)
 		return FAIL(e, "%s: %sglobal size must be 1..%u decimal bytes", what, where, EMU_GLOBAL_BYTES_MAX);

@@ -39,7 +39,8 @@ globals_alloc(struct emu *E, struct emu_module *m, const struct emu_image_info *
 		uint64_t off, len = info->globals[g].bytes;
 		if (extent_get(&E->alloc, len, &off) != 0) {
 			globals_free(E, m);
-			return cua_err_set(e, CUA_ENOMEM, "CUDA_ERROR_OUT_OF_MEMORY: no room for global '%s' (%llu bytes)",
+			return cua_err_set(e, CUA_ENOMEM,
+					   "CUDA_ERROR_OUT_OF_MEMORY: no room for global '%s' (%llu bytes)",
 					   info->globals[g].name, (unsigned long long)len);
 		}
 		memset(E->mem + off, 0, len);
@@ -144,7 +145,7 @@ emu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua
  * NOT_FOUND. Any thread (takes E->lock). */
 int
 emu_fn_resolve(struct emu *E, uint64_t fn, const struct emu_kernel **K, struct emu_fattr *attr, uint64_t *global,
-	   cua_err *e)
+	       cua_err *e)
 {
 	uint64_t k = (fn & 0xff) - 1, mod = fn >> 8;
 	int r = 0;
@@ -228,8 +229,7 @@ emu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_e
 		return r;
 	bool dyn = attr == CUA_FATTR_MAX_DYNAMIC_SHARED;
 	if ((!dyn && attr != CUA_FATTR_PREFERRED_CARVEOUT) ||
-	    (dyn && (value < 0 || (uint32_t)value > w->info.max_shared_optin)) ||
-	    (!dyn && (value < -1 || value > 100)))
+	    (dyn && (value < 0 || (uint32_t)value > w->info.max_shared_optin)) || (!dyn && (value < -1 || value > 100)))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: attribute %u = %d", attr, value);
 	pthread_mutex_lock(&E->lock);
 	struct emu_fattr *a = &E->modules[(fn >> 8) - 1].attr[(fn & 0xff) - 1];
@@ -267,4 +267,3 @@ emu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_me
 	*blocks = n;
 	return 0;
 }
-

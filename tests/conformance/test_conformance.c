@@ -1455,7 +1455,6 @@ END_TEST
 
 /* ------------------------------------------------------------------ the rule table */
 
-
 /* The cases, one row per tag (Check's test objects are not constant expressions: filled at run time). */
 static size_t
 rules_get(struct rule *out, size_t cap)
