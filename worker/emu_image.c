@@ -12,6 +12,7 @@
 #include <elf.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FATBIN_MAGIC 0xba55ed50u
@@ -376,9 +377,10 @@ check_kernel_globals(const struct emu_image_info *info, cua_err *e)
 int
 emu_image_check(const void *img, size_t len, uint32_t fmt, uint64_t *kernels, cua_err *e)
 {
-	static __thread struct emu_image_info info; /* 9 KiB: not on a fuzzer's or thread's stack */
-	int r = emu_image_parse(img, len, fmt, &info, e);
-	*kernels = r == 0 ? info.kernels : 0;
+	struct emu_image_info *info = malloc(sizeof(*info)); /* 9 KiB: not on a thread's stack */
+	int r = info ? emu_image_parse(img, len, fmt, info, e) : cua_err_set(e, CUA_ENOMEM, "out of host memory");
+	*kernels = r == 0 ? info->kernels : 0;
+	free(info);
 	return r;
 }
 
