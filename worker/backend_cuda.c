@@ -350,6 +350,7 @@ cu_fini(struct wk *w)
 			drv.cuStreamSynchronize(C->streams[i]);
 	if (C->staging_registered)
 		drv.cuMemHostUnregister(w->staging);
+	free(C->globals);
 }
 
 static int
@@ -407,6 +408,10 @@ cu_module_unload(struct wk *w, uint64_t id, cua_err *e)
 	struct cu *C = w->be_state;
 	if (id == 0 || id > C->nmodules || C->modules[id - 1] == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
+	if (cu_globals_release(C, id) != 0) { /* kept loaded (and leaked) rather than freed uncleared */
+		C->modules[id - 1] = NULL;
+		return 0;
+	}
 	CUresult r = drv.cuModuleUnload(C->modules[id - 1]);
 	C->modules[id - 1] = NULL;
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuModuleUnload");

@@ -7,6 +7,10 @@
 
 #include "cuda_impl.h"
 
+#include "cua_log.h"
+
+#include <stdlib.h>
+
 /* A refused value (CUDA_ERROR_INVALID_VALUE) is the caller's mistake: BAD_ARGUMENT; sticky errors cannot come
  * from these calls' arguments but are reported as DEVICE all the same (the next stream work ends the worker). */
 static int
@@ -30,9 +34,49 @@ cu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t *add
 		return cua_err_set(e, CUA_ENOT_FOUND, "CUDA_ERROR_NOT_FOUND: no global named '%s' in the module", name);
 	if (r != CUDA_SUCCESS)
 		return cerr(e, r, "cuModuleGetGlobal");
+	for (size_t i = 0; i < C->nglobals; i++)
+		if (C->globals[i].module == mod && C->globals[i].p == p)
+			goto out;
+	if (C->nglobals == C->globals_cap) {
+		size_t cap = C->globals_cap ? 2 * C->globals_cap : 16;
+		struct cu_global *g = realloc(C->globals, cap * sizeof(*g));
+		if (g == NULL)
+			return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		C->globals = g;
+		C->globals_cap = cap;
+	}
+	C->globals[C->nglobals++] = (struct cu_global){mod, p, n};
+out:
 	*addr = (uint64_t)p;
 	*bytes = (uint64_t)n;
 	return 0;
+}
+
+int
+cu_globals_release(struct cu *C, uint64_t mod)
+{
+	int rc = 0;
+	for (size_t i = 0; i < C->nglobals;) {
+		struct cu_global g = C->globals[i];
+		if (g.module != mod) {
+			i++;
+			continue;
+		}
+		C->globals[i] = C->globals[--C->nglobals];
+		if (!C->w->opts.scrub || rc != 0)
+			continue;
+		CUresult r = g.bytes >= 4 ? drv.cuMemsetD32Async(g.p, 0, g.bytes / 4, C->scrub) : CUDA_SUCCESS;
+		if (r == CUDA_SUCCESS && g.bytes % 4)
+			r = drv.cuMemsetD8Async(g.p + g.bytes / 4 * 4, 0, g.bytes % 4, C->scrub);
+		if (r == CUDA_SUCCESS)
+			r = drv.cuStreamSynchronize(C->scrub);
+		if (r != CUDA_SUCCESS) {
+			log_error("cannot clear module global at 0x%llx (%zu bytes): %s: %s; keeping its module loaded",
+				  (unsigned long long)g.p, g.bytes, errname(r), errstr(r));
+			rc = -1;
+		}
+	}
+	return rc;
 }
 
 int

@@ -50,6 +50,13 @@ struct marker {
 };
 TAILQ_HEAD(markers, marker);
 
+/* A module global a client looked up (cu_module_get_global): cleared before its module unloads (--scrub on). */
+struct cu_global {
+	uint64_t module;
+	CUdeviceptr p;
+	size_t bytes;
+};
+
 struct cu {
 	struct wk *w;
 	CUdevice dev;
@@ -60,6 +67,8 @@ struct cu {
 	uint32_t nstreams; /* main thread */
 	CUmodule *modules;
 	size_t nmodules;
+	struct cu_global *globals; /* main thread */
+	size_t nglobals, globals_cap;
 	CUfunction *fn_chunks[FN_CHUNKS]; /* function id f is fn_chunks[(f-1) / FN_CHUNK][(f-1) % FN_CHUNK] */
 	_Atomic size_t nfunctions;        /* stored (release) after the function is in its slot */
 	int staging_registered;
@@ -96,6 +105,10 @@ function_of(struct cu *C, uint64_t fn)
 int cu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t *addr, uint64_t *bytes, cua_err *e);
 int cu_func_get_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_err *e);
 int cu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_err *e);
+/* Before module mod unloads: with --scrub on, clears the globals of it that clients looked up (the emulated device
+ * clears every global), so that the memory is not handed to anyone uncleared, and forgets them. 0, or -1 when a
+ * clear failed (logged): the caller then keeps the module loaded rather than free its memory uncleared. */
+int cu_globals_release(struct cu *C, uint64_t mod);
 int cu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks, cua_err *e);
 
 #endif
