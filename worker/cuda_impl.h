@@ -84,6 +84,11 @@ struct cu {
 	int stop;
 };
 
+/* Prefixed as the worker library's symbols; short names in the backend's files. */
+#define errname cuw_errname
+#define errstr cuw_errstr
+#define cerr cuw_cerr
+#define is_sticky cuw_is_sticky
 /* CUDA error name and text of r (never NULL). Any thread. */
 const char *errname(CUresult r);
 const char *errstr(CUresult r);
