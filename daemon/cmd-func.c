@@ -93,9 +93,8 @@ v_occupancy(struct fe *fe, struct request *r, cua_err *e)
 				   CUA_MAX_BLOCK_THREADS);
 	if (q->shared_mem > d->info.max_shared_optin)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
-				   "shared_mem %u is out of range: device %d allows 0..%u bytes of dynamic shared "
-				   "memory "
-				   "per block",
+				   "shared_mem %u is out of range: device %d allows 0..%u bytes "
+				   "of dynamic shared memory per block",
 				   q->shared_mem, d->index, d->info.max_shared_optin);
 	struct wrec_occupancy c = {{WR_OCCUPANCY, 0}, fn->wid, q->block_size, q->shared_mem};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);

@@ -254,36 +254,43 @@ alloc_live(struct fe *fe, const struct session *s, const struct alloc_rec *a)
 	return !a->stale && a->gen == do_session_gen(fe, s, a->dev);
 }
 
-/* do_alloc_find for the session's module globals: 0 (found, usable), -1 (no global holds p), or a status. */
+/* do_alloc_find for the session's module globals: 0 (found, usable), -1 (no global holds p), or a status. A live
+ * global wins over a stale or released one at the same address (a new context or module may reuse it). */
 static int
 global_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, cua_err *e)
 {
+	const struct global_rec *stale = NULL, *released = NULL;
 	char by[48];
 	for (uint32_t i = 0; i < s->nglobals; i++) {
 		const struct global_rec *g = &s->globals[i];
 		const struct hslot *m = &s->slots[g->module_slot];
 		if (p < g->addr || p - g->addr >= g->len)
 			continue;
-		if (m->stale || m->gen != do_session_gen(fe, s, m->dev))
-			return cua_err_set(e, CUA_ECONTEXT_LOST,
-					   "device pointer 0x%llx is in a module global of a GPU context that was "
-					   "lost; "
-					   "load the module again",
-					   (unsigned long long)p);
-		if (m->release.req != 0)
-			return cua_err_set(e, CUA_ENOT_FOUND,
-					   "device pointer 0x%llx is in a global of a module unloaded by %s of this "
-					   "session",
-					   (unsigned long long)p, release_name(&m->release, by, sizeof(by)));
+		if (m->stale || m->gen != do_session_gen(fe, s, m->dev)) {
+			stale = g;
+			continue;
+		}
+		if (m->release.req != 0) {
+			released = g;
+			continue;
+		}
 		if (len > g->len - (p - g->addr))
 			return cua_err_set(e, CUA_EBAD_ARGUMENT,
 					   "device pointer 0x%llx (%llu bytes) runs past the end of its %llu-byte "
-					   "module "
-					   "global",
+					   "module global",
 					   (unsigned long long)p, (unsigned long long)len, (unsigned long long)g->len);
 		*dev = m->dev;
 		return 0;
 	}
+	if (released != NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND,
+				   "device pointer 0x%llx is in a global of a module unloaded by %s of this session",
+				   (unsigned long long)p,
+				   release_name(&s->slots[released->module_slot].release, by, sizeof(by)));
+	if (stale != NULL)
+		return cua_err_set(e, CUA_ECONTEXT_LOST,
+				   "device pointer 0x%llx is in a module global of a lost GPU context; load it again",
+				   (unsigned long long)p);
 	return -1;
 }
 
