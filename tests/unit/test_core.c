@@ -295,6 +295,23 @@ setup_global_unloading(struct env *e)
 	e->s->slots[cua_handle_slot(e->mod0)].release = (struct release){5, 9};
 }
 
+/* setup_restarted, and the session had looked up a global of mod0 (now of the lost generation) at ADDR_G. */
+static void
+setup_global_stale(struct env *e)
+{
+	setup_restarted(e);
+	ck_assert_int_eq(do_global_add(e->s, cua_handle_slot(e->mod0), ADDR_G, 1024), 0);
+}
+
+/* setup_global_stale, and the module loaded again in the new generation has its global at the same address. */
+static void
+setup_global_reused(struct env *e)
+{
+	setup_global_stale(e);
+	uint32_t mod = e->s->slots[cua_handle_slot(e->fn0)].module_slot;
+	ck_assert_int_eq(do_global_add(e->s, mod, ADDR_G, 1024), 0);
+}
+
 /* Another session (pipe 2) holds ADDR_X. */
 static void
 setup_other_session(struct env *e)
@@ -600,6 +617,10 @@ static const struct ccase cases[] = {
 	 .status = CUA_ENOT_FOUND, .msg = "in a global of a module unloaded by request seq 9", .outcome = ANSWERED},
 	{"a global never looked up is no memory of the session", setup_std, CUA_OP_MEMCPY_HTOD, 0, b_htod_g,
 	 .status = CUA_EBAD_ARGUMENT, .msg = "not inside an allocation of this session", .outcome = ANSWERED},
+	{"a global of a lost context", setup_global_stale, CUA_OP_MEMCPY_HTOD, 0, b_htod_g, .status = CUA_ECONTEXT_LOST,
+	 .msg = "is in a module global of a lost GPU context", .outcome = ANSWERED},
+	{"a live global at the address of a lost one wins", setup_global_reused, CUA_OP_MEMCPY_HTOD, 0, b_htod_g,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
 	{"get_global queues", setup_std, CUA_OP_MODULE_GET_GLOBAL, 0, b_get_global, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
 	{"get_global: empty name", setup_std, CUA_OP_MODULE_GET_GLOBAL, 0, b_get_global_empty,
