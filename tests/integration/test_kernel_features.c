@@ -170,15 +170,16 @@ START_TEST(struct_of_32000_bytes_reaches_the_kernel)
 	CK(cua_memcpy_dtoh(c, got, out, sizeof(got)));
 	ck_assert_mem_eq(got, s, sizeof(s));
 	/* 8 + 32757 = 32765 bytes: one more than a launch may pass, refused with the numbers */
+	static uint8_t over[32765];
 	char msg[512];
 	l = launch_1d(c, f, 8, 256);
 	CK(cua_launch_push_device_ptr(l, out));
-	CK(cua_launch_push_arg(l, s, 32757));
+	CK(cua_launch_push_arg(l, over, 32757));
 	ck_assert_int_eq(submit_status(l, msg, sizeof(msg)), CUA_EBAD_ARGUMENT);
 	ck_assert_msg(strstr(msg, "32765 bytes") && strstr(msg, "32764 bytes"), "%s", msg);
 	/* one argument over the protocol's bound never leaves the client */
 	l = launch_1d(c, f, 8, 256);
-	ck_assert_int_eq(cua_launch_push_arg(l, s, 32765), CUA_EBAD_ARGUMENT);
+	ck_assert_int_eq(cua_launch_push_arg(l, over, 32765), CUA_EBAD_ARGUMENT);
 	cua_launch_free(l);
 	cua_disconnect(c);
 }
