@@ -121,6 +121,8 @@ device_from_wire(cua_device_info *o, const cua_wire_device *d)
 	o->priority_greatest = d->prio_greatest;
 	snprintf(o->backend, sizeof(o->backend), "%.*s", (int)d->backend.len, (const char *)d->backend.ptr);
 	o->generation = d->generation;
+	o->max_param_bytes = d->max_param_bytes;
+	o->max_shared_optin = d->max_shared_optin;
 }
 
 int
@@ -355,6 +357,62 @@ cua_module_get_function(cua_client *c, cua_module m, const char *name, cua_funct
 	int r = cuac_rpc(c, CUA_OP_FUNCTION_GET, &q, true, &rep);
 	if (r == 0 && (r = layout_add(c, &rep.w.body.function_get)) == 0)
 		out->id = rep.w.body.function_get.function;
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_module_get_global(cua_client *c, cua_module m, const char *name, cua_deviceptr *ptr, size_t *bytes)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > CUA_MAX_GLOBAL_NAME)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "global name must be 1..%u bytes", CUA_MAX_GLOBAL_NAME);
+	struct cua_req_module_get_global q = {m.id, {name, (uint32_t)n}};
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, CUA_OP_MODULE_GET_GLOBAL, &q, true, &rep);
+	if (r == 0) {
+		if (ptr)
+			*ptr = rep.w.body.module_get_global.ptr;
+		if (bytes)
+			*bytes = (size_t)rep.w.body.module_get_global.bytes;
+	}
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_func_get_attribute(cua_client *c, cua_function f, cua_func_attribute attr, int *value)
+{
+	if ((unsigned)attr > CUA_FATTR_LAST)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "unknown function attribute %d", (int)attr);
+	struct cua_req_func_attribute q = {f.id, (uint32_t)attr, 0};
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, CUA_OP_FUNC_GET_ATTRIBUTE, &q, true, &rep);
+	if (r == 0)
+		*value = rep.w.body.func_get_attribute.value;
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_func_set_attribute(cua_client *c, cua_function f, cua_func_attribute attr, int value)
+{
+	if ((unsigned)attr > CUA_FATTR_LAST)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "unknown function attribute %d", (int)attr);
+	struct cua_req_func_attribute q = {f.id, (uint32_t)attr, value};
+	return cuac_call(c, CUA_OP_FUNC_SET_ATTRIBUTE, &q);
+}
+
+int
+cua_occupancy_max_active_blocks(cua_client *c, cua_function f, unsigned block_size, size_t dyn_smem, int *blocks)
+{
+	if (dyn_smem > UINT32_MAX)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "dynamic shared memory of %zu bytes", dyn_smem);
+	struct cua_req_occupancy q = {f.id, block_size, (uint32_t)dyn_smem};
+	struct cuac_reply rep;
+	int r = cuac_rpc(c, CUA_OP_OCCUPANCY, &q, true, &rep);
+	if (r == 0)
+		*blocks = (int)rep.w.body.occupancy.blocks;
 	cuac_reply_done(&rep);
 	return r;
 }

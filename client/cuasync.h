@@ -100,6 +100,10 @@ typedef struct cua_device_info {
 	int priority_least, priority_greatest; /* stream priorities: lower number = higher priority */
 	char backend[17];                      /* "cuda" or "emu" */
 	uint32_t generation;                   /* worker generation: changes when the context was lost */
+	uint32_t max_param_bytes;              /* argument bytes one launch may pass: 32764 (CUDA 12.1+ and sm_70+)
+						* or 4096 */
+	uint32_t max_shared_optin;             /* dynamic shared memory per block a kernel may be allowed
+						* (cua_func_set_attribute, CUA_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) */
 } cua_device_info;
 
 typedef struct cua_status_counts {
@@ -178,6 +182,37 @@ int cua_module_get_function(cua_client *c, cua_module m, const char *name, cua_f
  * offset and size (arrays of at least *n entries, or NULL to ask for the count). */
 int cua_function_get_params(cua_client *c, cua_function f, uint32_t *n, uint32_t *offsets, uint32_t *sizes);
 
+/* A module global (a __device__ or __constant__ variable) by name: its device address and size (either out
+ * pointer may be NULL). The memory belongs to the module: it can be copied to and from, set, and passed to
+ * kernels like an allocation of this client until the module is unloaded; cua_mem_free refuses it, and after
+ * cua_module_unload the pointer is refused (NOT_FOUND while the unload is pending, then BAD_ARGUMENT).
+ * CUA_ENOT_FOUND when the module has no such global. */
+int cua_module_get_global(cua_client *c, cua_module m, const char *name, cua_deviceptr *ptr, size_t *bytes);
+
+/* Function attributes: CUDA's CUfunction_attribute numbers. */
+typedef enum cua_func_attribute {
+	CUA_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+	CUA_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1, /* static shared memory */
+	CUA_FUNC_ATTRIBUTE_CONST_SIZE_BYTES = 2,
+	CUA_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+	CUA_FUNC_ATTRIBUTE_NUM_REGS = 4,
+	CUA_FUNC_ATTRIBUTE_PTX_VERSION = 5,    /* major * 10 + minor */
+	CUA_FUNC_ATTRIBUTE_BINARY_VERSION = 6, /* major * 10 + minor */
+	CUA_FUNC_ATTRIBUTE_CACHE_MODE_CA = 7,
+	CUA_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,    /* settable: 0..cua_device_info.max_shared_optin */
+	CUA_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9, /* settable: -1 (default) or 0..100 percent */
+} cua_func_attribute;
+/* An attribute of f (cuFuncGetAttribute). */
+int cua_func_get_attribute(cua_client *c, cua_function f, cua_func_attribute attr, int *value);
+/* Sets one of the two settable attributes of f for this client's later launches of f (cuFuncSetAttribute);
+ * out-of-range values answer CUA_EBAD_ARGUMENT naming the range. A launch with more dynamic shared memory than
+ * f's MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails with CUA_EBAD_ARGUMENT
+ * (CUDA_ERROR_INVALID_VALUE). */
+int cua_func_set_attribute(cua_client *c, cua_function f, cua_func_attribute attr, int value);
+/* Active blocks of f per multiprocessor for block_size threads (1..1024) and dyn_smem bytes of dynamic shared
+ * memory (cuOccupancyMaxActiveBlocksPerMultiprocessor; the emulated device's model is in PROTOCOL.md §7). */
+int cua_occupancy_max_active_blocks(cua_client *c, cua_function f, unsigned block_size, size_t dyn_smem, int *blocks);
+
 /* ---- memory ---- */
 int cua_mem_alloc(cua_client *c, int dev, size_t bytes, cua_deviceptr *out);
 int cua_mem_free(cua_client *c, cua_deviceptr p);
@@ -214,7 +249,8 @@ typedef struct cua_launch_config {
 
 /* NULL when out of memory. */
 cua_launch *cua_launch_new(cua_client *c, cua_function f);
-/* Copies size bytes (1..4096) as the next by-value argument, with the exact size of the kernel's parameter. */
+/* Copies size bytes (1..32764) as the next by-value argument, with the exact size of the kernel's parameter.
+ * The daemon refuses a launch whose arguments total more than the device's max_param_bytes (cua_device_info). */
 int cua_launch_push_arg(cua_launch *l, const void *value, size_t size);
 int cua_launch_push_u8(cua_launch *l, uint8_t v);
 int cua_launch_push_u16(cua_launch *l, uint16_t v);

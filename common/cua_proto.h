@@ -22,7 +22,8 @@
 #define CUA_MAX_TOKEN 256u                       /* HELLO's bearer token */
 #define CUA_MAX_MESSAGE_TEXT 65536u              /* human message in a reply (JIT logs) */
 #define CUA_MAX_ARGS 1024u                       /* arguments of one launch */
-#define CUA_MAX_ARG_BYTES 4096u                  /* one by-value argument */
+#define CUA_MAX_ARG_BYTES 32764u                 /* one by-value argument (up to all of them) */
+#define CUA_MAX_PARAM_BYTES_OLD 4096u            /* all arguments: CUDA before 12.1 or below sm_70 */
 #define CUA_MAX_PARAM_BYTES 32764u               /* all arguments of one launch (CUDA 12.1+ limit) */
 #define CUA_MAX_PARAMS 1024u                     /* parameters in a function's layout */
 #define CUA_MAX_BATCH 4096u                      /* items in one batch */
@@ -57,7 +58,11 @@
 	X(MEMCPY_DTOH_HOST, 23)                                                                                        \
 	X(SESSIONS, 24)                                                                                                \
 	X(DISCONNECT, 25)                                                                                              \
-	X(DRAIN, 26)
+	X(DRAIN, 26)                                                                                                   \
+	X(MODULE_GET_GLOBAL, 27)                                                                                       \
+	X(FUNC_GET_ATTRIBUTE, 28)                                                                                      \
+	X(FUNC_SET_ATTRIBUTE, 29)                                                                                      \
+	X(OCCUPANCY, 30)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
@@ -76,6 +81,24 @@ const char *cua_op_name(uint32_t op);
 
 /* Module image formats (MODULE_LOAD.format); AUTO sniffs the image. */
 enum { CUA_IMAGE_AUTO = 0, CUA_IMAGE_CUBIN = 1, CUA_IMAGE_FATBIN = 2, CUA_IMAGE_PTX = 3, CUA_IMAGE_EMU = 4 };
+
+/* Function attributes (FUNC_GET_ATTRIBUTE / FUNC_SET_ATTRIBUTE.attribute): CUDA's CUfunction_attribute numbers.
+ * Only MAX_DYNAMIC_SHARED and PREFERRED_CARVEOUT can be set. */
+enum {
+	CUA_FATTR_MAX_THREADS_PER_BLOCK = 0,
+	CUA_FATTR_SHARED_SIZE_BYTES = 1, /* static shared memory */
+	CUA_FATTR_CONST_SIZE_BYTES = 2,
+	CUA_FATTR_LOCAL_SIZE_BYTES = 3,
+	CUA_FATTR_NUM_REGS = 4,
+	CUA_FATTR_PTX_VERSION = 5,
+	CUA_FATTR_BINARY_VERSION = 6,
+	CUA_FATTR_CACHE_MODE_CA = 7,
+	CUA_FATTR_MAX_DYNAMIC_SHARED = 8,
+	CUA_FATTR_PREFERRED_CARVEOUT = 9,
+	CUA_FATTR_LAST = 9
+};
+#define CUA_MAX_GLOBAL_NAME CUA_MAX_NAME /* MODULE_GET_GLOBAL.name */
+#define CUA_MAX_BLOCK_THREADS 1024u      /* OCCUPANCY.block_size */
 
 /* ---- handles: opaque to clients; this layout is the daemon's business (PROTOCOL.md "Handles") ----
  *   bits 63..60 kind · 59..52 device · 51..40 worker generation · 39..24 tag · 23..0 slot
@@ -144,6 +167,8 @@ typedef struct cua_wire_device {
 	int32_t prio_least, prio_greatest;
 	cua_bytes backend;
 	uint32_t generation;
+	uint32_t max_param_bytes;  /* bytes of arguments one launch may pass: 32764 (CUDA 12.1+, sm_70+) or 4096 */
+	uint32_t max_shared_optin; /* dynamic shared memory a block may opt in to (FUNC_SET_ATTRIBUTE) */
 } cua_wire_device;
 
 struct cua_req_hello {
@@ -240,6 +265,29 @@ struct cua_req_launch {
 	uint32_t flags;
 	cua_wire_arg *args;
 	uint32_t nargs;
+};
+
+struct cua_req_module_get_global {
+	uint64_t module;
+	cua_bytes name;
+};
+struct cua_rep_module_get_global {
+	uint64_t ptr, bytes;
+};
+struct cua_req_func_attribute { /* FUNC_GET_ATTRIBUTE (value unused) and FUNC_SET_ATTRIBUTE */
+	uint64_t function;
+	uint32_t attribute;
+	int32_t value;
+};
+struct cua_rep_func_get_attribute {
+	int32_t value;
+};
+struct cua_req_occupancy {
+	uint64_t function;
+	uint32_t block_size, shared_mem;
+};
+struct cua_rep_occupancy {
+	uint32_t blocks;
 };
 
 /* Shared host memory (same host, ipc:// only): the client's memfd, mapped by the GPU worker. */
@@ -355,6 +403,9 @@ typedef union cua_req_body {
 	struct cua_req_memcpy_host memcpy_host;
 	struct cua_req_disconnect disconnect;
 	struct cua_req_drain drain;
+	struct cua_req_module_get_global module_get_global;
+	struct cua_req_func_attribute func_attribute;
+	struct cua_req_occupancy occupancy;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */
@@ -372,6 +423,9 @@ typedef union cua_rep_body {
 	struct cua_rep_host_register host_register;
 	struct cua_rep_sessions sessions;
 	struct cua_rep_drain drain;
+	struct cua_rep_module_get_global module_get_global;
+	struct cua_rep_func_get_attribute func_get_attribute;
+	struct cua_rep_occupancy occupancy;
 } cua_rep_body;
 
 #endif

@@ -56,6 +56,12 @@ typedef struct cua_wire_out {
 /* Structural walk only (see above). Returns 0, CUA_EPROTOCOL or CUA_ETOO_LARGE with a detail in err. */
 int cua_wire_check(const void *buf, size_t len, cua_err *err);
 
+/* Reads a request's header straight from the bytes, before anything else is checked: when the message is an
+ * array of 4 (any array encoding) whose first elements are uints that fit version (32 bits), op (32 bits) and seq
+ * (64 bits), they are stored in out as far as they go; out->has_header says all three were. Reads no further
+ * and allocates nothing (cua_wire_check.c; the first step of cua_wire_decode_request). */
+void cua_wire_peek_header(const void *buf, size_t len, cua_wire_request *out);
+
 /* Decode a request. Returns 0 or CUA_EPROTOCOL / CUA_ETOO_LARGE / CUA_EVERSION / CUA_EUNKNOWN_OP / CUA_ENOMEM
  * with a detail in err. The header [version, op, seq] is read first, before the structural walk, so that it
  * is known (out->has_header) even for a message whose body is malformed. *out is overwritten (not freed first); cua_wire_request_free must be called afterwards

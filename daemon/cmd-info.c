@@ -131,7 +131,9 @@ r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 					       d->info.prio_least,
 					       d->info.prio_greatest,
 					       text(d->info.backend, sizeof(d->info.backend)),
-					       d->gen};
+					       d->gen,
+					       d->info.max_param_bytes,
+					       d->info.max_shared_optin};
 	}
 	*scratch = infos;
 	b->devices = (struct cua_rep_devices){infos, n};

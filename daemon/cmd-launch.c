@@ -32,6 +32,23 @@ check_pdl(const struct device *d, const struct cua_req_launch *q, cua_err *e)
 			   d->info.sm_minor);
 }
 
+/* The bytes of all arguments against what one launch may pass on the device (PROTOCOL.md: 32764 bytes with
+ * CUDA 12.1+ on sm_70+, else 4096): checked first, as it holds whatever the kernel's layout. */
+static int
+check_param_bytes(const struct device *d, const struct cua_req_launch *q, cua_err *e)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < q->nargs; i++)
+		total += q->args[i].kind == CUA_ARG_DEVPTR ? 8 : q->args[i].bytes.len;
+	uint32_t max = d->info.max_param_bytes ? d->info.max_param_bytes : CUA_MAX_PARAM_BYTES_OLD;
+	if (total > max)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "arguments take %llu bytes, more than the %u bytes a launch may pass on device %d "
+				   "(sm_%u%u)",
+				   (unsigned long long)total, max, d->index, d->info.sm_major, d->info.sm_minor);
+	return 0;
+}
+
 /* Arguments against the layout; *plen: bytes of the command's payload. */
 static int
 check_args(struct fe *fe, struct request *r, const struct hslot *fn, const struct cua_req_launch *q, int dev,
@@ -40,7 +57,6 @@ check_args(struct fe *fe, struct request *r, const struct hslot *fn, const struc
 	if (q->nargs != fn->nparams)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the kernel takes %u arguments, the launch has %u",
 				   fn->nparams, q->nargs);
-	uint32_t total = 0;
 	*plen = 0;
 	for (uint32_t i = 0; i < q->nargs; i++) {
 		const cua_wire_arg *a = &q->args[i];
@@ -60,12 +76,8 @@ check_args(struct fe *fe, struct request *r, const struct hslot *fn, const struc
 						   "argument %u points to device %d, the kernel runs on %d", i, pdev,
 						   dev);
 		}
-		total += have;
 		*plen += (uint32_t)sizeof(struct wrec_arg) + wrec_align8(have);
 	}
-	if (total > CUA_MAX_PARAM_BYTES)
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "arguments take %u bytes, more than the %u a launch may pass",
-				   total, CUA_MAX_PARAM_BYTES);
 	return 0;
 }
 
@@ -97,7 +109,8 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 		return rc;
 	int dev = fn->dev;
 	if ((rc = plan_bind_device(fe, r, dev, fn->gen, e)) != 0 || (rc = check_dims(q, e)) != 0 ||
-	    (rc = check_pdl(&fe->devs[dev], q, e)) != 0 || (rc = check_args(fe, r, fn, q, dev, &plen, e)) != 0 ||
+	    (rc = check_pdl(&fe->devs[dev], q, e)) != 0 || (rc = check_param_bytes(&fe->devs[dev], q, e)) != 0 ||
+	    (rc = check_args(fe, r, fn, q, dev, &plen, e)) != 0 ||
 	    (rc = plan_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
 	unsigned char *payload = malloc(plen ? plen : 1);

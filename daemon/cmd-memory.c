@@ -88,6 +88,11 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 	if (rc != 0)
 		return cua_err_set(e, CUA_ENOT_FOUND, "0x%llx is not an allocation of this session",
 				   (unsigned long long)p);
+	if (a == NULL)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "0x%llx is in a module global: it lives as long as its module (MODULE_UNLOAD frees "
+				   "it)",
+				   (unsigned long long)p);
 	if (a->addr != p)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "0x%llx is inside an allocation; free 0x%llx instead",
 				   (unsigned long long)p, (unsigned long long)a->addr);

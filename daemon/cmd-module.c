@@ -73,6 +73,7 @@ forget_module(struct session *s, struct hslot *m)
 			s->counts.functions--;
 		do_handle_free(s, f);
 	}
+	do_globals_forget(s, slot);
 	if (!m->stale) {
 		s->counts.modules--;
 		s->module_bytes -= m->size;
@@ -177,7 +178,65 @@ r_function_get(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch
 	return 0;
 }
 
+/* A name for the worker: non-empty text without NUL, copied NUL-terminated into name[CUA_MAX_NAME + 1]. */
+static int
+plan_name(cua_bytes b, const char *what, char *name, cua_err *e)
+{
+	if (b.len == 0 || b.len > CUA_MAX_NAME || memchr(b.ptr, '\0', b.len) != NULL)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "%s name must be non-empty text without NUL bytes", what);
+	memcpy(name, b.ptr, b.len);
+	name[b.len] = '\0';
+	return 0;
+}
+
+static int
+v_module_get_global(struct fe *fe, struct request *r, cua_err *e)
+{
+	const struct cua_req_module_get_global *q = &r->w.body.module_get_global;
+	struct hslot *m;
+	char name[CUA_MAX_NAME + 1];
+	int rc = do_handle_get(fe, r->s, q->module, CUA_HK_MODULE, &m, e);
+	if (rc != 0 || (rc = plan_name(q->name, "global", name, e)) != 0 ||
+	    (rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0)
+		return rc;
+	struct wrec_module_get_global c = {{WR_MODULE_GET_GLOBAL, 0}, m->wid};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), name, q->name.len + 1);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* The global joins the session's pointer table, tied to its module (session.h, struct global_rec). */
+static void
+c_module_get_global(struct fe *fe, struct request *r)
+{
+	struct ritem *it = &r->items[0];
+	uint64_t bytes;
+	(void)fe;
+	if (it->status != CUA_OK)
+		return;
+	if (it->data_len != sizeof(bytes)) {
+		item_fail(it, CUA_EINTERNAL, "worker returned a malformed global");
+		return;
+	}
+	memcpy(&bytes, it->data, sizeof(bytes));
+	if (do_handle_slot(r->s, r->w.body.module_get_global.module, CUA_HK_MODULE) == NULL ||
+	    do_global_add(r->s, cua_handle_slot(r->w.body.module_get_global.module), it->value, bytes) != 0)
+		item_fail(it, CUA_ENOMEM, "cannot record the global");
+}
+
+static int
+r_module_get_global(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+{
+	uint64_t bytes;
+	(void)fe;
+	(void)scratch;
+	memcpy(&bytes, r->items[0].data, sizeof(bytes));
+	b->module_get_global = (struct cua_rep_module_get_global){r->items[0].value, bytes};
+	return 0;
+}
+
 const struct cmd_entry cmd_module_load_entry = {CUA_OP_MODULE_LOAD, true, v_module_load, c_module_load, reply_value};
 const struct cmd_entry cmd_module_unload_entry = {CUA_OP_MODULE_UNLOAD, true, v_module_unload, c_module_unload, NULL};
+const struct cmd_entry cmd_module_get_global_entry = {CUA_OP_MODULE_GET_GLOBAL, true, v_module_get_global,
+						      c_module_get_global, r_module_get_global};
 const struct cmd_entry cmd_function_get_entry = {CUA_OP_FUNCTION_GET, true, v_function_get, c_function_get,
 						 r_function_get};

@@ -34,6 +34,10 @@ static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
 	ROW(BATCH, cmd_batch_entry),
 	ROW(HOST_REGISTER, cmd_host_register_entry),
 	ROW(HOST_UNREGISTER, cmd_host_unregister_entry),
+	ROW(MODULE_GET_GLOBAL, cmd_module_get_global_entry),
+	ROW(FUNC_GET_ATTRIBUTE, cmd_func_get_attribute_entry),
+	ROW(FUNC_SET_ATTRIBUTE, cmd_func_set_attribute_entry),
+	ROW(OCCUPANCY, cmd_occupancy_entry),
 };
 
 const struct cmd_entry *

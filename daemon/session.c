@@ -64,6 +64,7 @@ do_session_free(struct fe *fe, struct session *s)
 		free(s->slots[i].params);
 	free(s->slots);
 	free(s->allocs);
+	free(s->globals);
 	log_debug("session %llu freed", (unsigned long long)s->id);
 	free(s);
 }
@@ -254,6 +255,74 @@ alloc_live(struct fe *fe, const struct session *s, const struct alloc_rec *a)
 	return !a->stale && a->gen == do_session_gen(fe, s, a->dev);
 }
 
+/* do_alloc_find for the session's module globals: 0 (found, usable), -1 (no global holds p), or a status. A live
+ * global wins over a stale or released one at the same address (a new context or module may reuse it). */
+static int
+global_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, cua_err *e)
+{
+	const struct global_rec *stale = NULL, *released = NULL;
+	char by[48];
+	for (uint32_t i = 0; i < s->nglobals; i++) {
+		const struct global_rec *g = &s->globals[i];
+		const struct hslot *m = &s->slots[g->module_slot];
+		if (p < g->addr || p - g->addr >= g->len)
+			continue;
+		if (m->stale || m->gen != do_session_gen(fe, s, m->dev)) {
+			stale = g;
+			continue;
+		}
+		if (m->release.req != 0) {
+			released = g;
+			continue;
+		}
+		if (len > g->len - (p - g->addr))
+			return cua_err_set(e, CUA_EBAD_ARGUMENT,
+					   "device pointer 0x%llx (%llu bytes) runs past the end of its %llu-byte "
+					   "module global",
+					   (unsigned long long)p, (unsigned long long)len, (unsigned long long)g->len);
+		*dev = m->dev;
+		return 0;
+	}
+	if (released != NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND,
+				   "device pointer 0x%llx is in a global of a module unloaded by %s of this session",
+				   (unsigned long long)p,
+				   release_name(&s->slots[released->module_slot].release, by, sizeof(by)));
+	if (stale != NULL)
+		return cua_err_set(e, CUA_ECONTEXT_LOST,
+				   "device pointer 0x%llx is in a module global of a lost GPU context; load it again",
+				   (unsigned long long)p);
+	return -1;
+}
+
+int
+do_global_add(struct session *s, uint32_t module_slot, uint64_t addr, uint64_t len)
+{
+	for (uint32_t i = 0; i < s->nglobals; i++)
+		if (s->globals[i].module_slot == module_slot && s->globals[i].addr == addr)
+			return 0;
+	if (s->nglobals == s->globals_cap) {
+		uint32_t cap = s->globals_cap ? 2 * s->globals_cap : 8;
+		struct global_rec *n = realloc(s->globals, cap * sizeof(*n));
+		if (n == NULL)
+			return CUA_ENOMEM;
+		s->globals = n;
+		s->globals_cap = cap;
+	}
+	s->globals[s->nglobals++] = (struct global_rec){addr, len, module_slot};
+	return 0;
+}
+
+void
+do_globals_forget(struct session *s, uint32_t module_slot)
+{
+	for (uint32_t i = 0; i < s->nglobals;)
+		if (s->globals[i].module_slot == module_slot)
+			s->globals[i] = s->globals[--s->nglobals];
+		else
+			i++;
+}
+
 int
 do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec, cua_err *e)
 {
@@ -279,6 +348,12 @@ do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *d
 		if (rec)
 			*rec = a;
 		return 0;
+	}
+	int grc = global_find(fe, s, p, len, dev, e);
+	if (grc >= 0) {
+		if (rec)
+			*rec = NULL;
+		return grc;
 	}
 	if (released != NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "device pointer 0x%llx is in memory freed by %s of this session",

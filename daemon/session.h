@@ -49,6 +49,14 @@ struct alloc_rec {
 	struct release release;
 };
 
+/* A module global the session looked up (MODULE_GET_GLOBAL): device memory that belongs to its module, usable
+ * as an allocation of the session (copies, memset, launch pointers) while the module is; it is never freed on
+ * its own (MEM_FREE refuses it) and leaves the table when its module does. */
+struct global_rec {
+	uint64_t addr, len;
+	uint32_t module_slot; /* its module's handle slot: gen, release and staleness are the module's */
+};
+
 TAILQ_HEAD(request_queue, request);
 
 /*
@@ -103,7 +111,9 @@ struct session {
 	uint32_t nhandles;
 	struct alloc_rec *allocs; /* sorted by addr; live and stale records of a lost context may overlap */
 	uint32_t nallocs, allocs_cap;
-	uint64_t alloc_max_len; /* the longest record ever added: how far back a lookup must look */
+	uint64_t alloc_max_len;     /* the longest record ever added: how far back a lookup must look */
+	struct global_rec *globals; /* unsorted: a session looks up few */
+	uint32_t nglobals, globals_cap;
 	cua_wire_counts counts;
 	uint32_t host_buffers;
 	uint64_t requests, errors;               /* its own, for its STATUS */
@@ -176,7 +186,8 @@ struct hslot *do_handle_slot(struct session *s, uint64_t h, unsigned kind);
 void do_handle_free(struct session *s, struct hslot *slot);
 
 /* Allocation table: 0 when [p, p+len) is inside one live allocation of s (its device in *dev, its record
- * in *rec when rec is not NULL); else NOT_FOUND (p is in an allocation released by an earlier request),
+ * in *rec when rec is not NULL) or inside a global of one of its live modules (*rec then NULL); else NOT_FOUND
+ * (p is in an allocation released by an earlier request, or a global of a module being unloaded),
  * CONTEXT_LOST or BAD_ARGUMENT with a message in e. */
 int do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
 		  cua_err *e);
@@ -185,6 +196,11 @@ int do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64
 void do_alloc_remove(struct session *s, struct alloc_rec *rec);
 /* The record at addr released by request req, or NULL. */
 struct alloc_rec *do_alloc_released(struct session *s, uint64_t addr, uint64_t req);
+/* Records the global [addr, addr+len) of the module in handle slot module_slot (once: a second lookup of the
+ * same global adds nothing). 0 or CUA_ENOMEM. */
+int do_global_add(struct session *s, uint32_t module_slot, uint64_t addr, uint64_t len);
+/* Drops the globals of the module in handle slot module_slot (it is being forgotten). */
+void do_globals_forget(struct session *s, uint32_t module_slot);
 /* Formats "request N" / "an unordered request" for messages about a release. */
 const char *release_name(const struct release *rel, char *buf, size_t len);
 /* After worker d restarted: marks everything of its generation old_gen stale in the sessions it served (all

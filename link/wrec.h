@@ -47,21 +47,25 @@ struct wshm_hdr {
 /* Command kinds. "sync" commands run on the worker's main thread in record order; "stream" commands are
  * queued on their stream and complete asynchronously. */
 enum wrec_op {
-	WR_MODULE_LOAD = 1, /* sync;   value: module id */
-	WR_MODULE_UNLOAD,   /* sync */
-	WR_FUNCTION_GET,    /* sync;   value: function id; data: cua_param_info[] */
-	WR_MEM_ALLOC,       /* sync;   value: device address */
-	WR_MEM_FREE,        /* sync */
-	WR_STREAM_CREATE,   /* sync;   value: stream id */
-	WR_STREAM_DESTROY,  /* sync (drains the stream first) */
-	WR_STREAM_SYNC,     /* stream: completes when everything before it on the stream has */
-	WR_HTOD,            /* stream */
-	WR_DTOH,            /* stream */
-	WR_DTOD,            /* stream */
-	WR_MEMSET,          /* stream */
-	WR_LAUNCH,          /* stream */
-	WR_HOST_REGISTER,   /* sync;   value: host buffer id */
-	WR_HOST_UNREGISTER, /* sync */
+	WR_MODULE_LOAD = 1,   /* sync;   value: module id */
+	WR_MODULE_UNLOAD,     /* sync */
+	WR_FUNCTION_GET,      /* sync;   value: function id; data: cua_param_info[] */
+	WR_MEM_ALLOC,         /* sync;   value: device address */
+	WR_MEM_FREE,          /* sync */
+	WR_STREAM_CREATE,     /* sync;   value: stream id */
+	WR_STREAM_DESTROY,    /* sync (drains the stream first) */
+	WR_STREAM_SYNC,       /* stream: completes when everything before it on the stream has */
+	WR_HTOD,              /* stream */
+	WR_DTOH,              /* stream */
+	WR_DTOD,              /* stream */
+	WR_MEMSET,            /* stream */
+	WR_LAUNCH,            /* stream */
+	WR_HOST_REGISTER,     /* sync;   value: host buffer id */
+	WR_HOST_UNREGISTER,   /* sync */
+	WR_MODULE_GET_GLOBAL, /* sync;   value: device address; data: its size (uint64_t) */
+	WR_FUNC_GET_ATTR,     /* sync;   value: the attribute's value (int32_t, sign-extended) */
+	WR_FUNC_SET_ATTR,     /* sync, after every earlier launch was issued */
+	WR_OCCUPANCY,         /* sync;   value: active blocks per multiprocessor */
 	WR_OP_MAX
 };
 
@@ -161,6 +165,26 @@ struct wrec_host_unregister {
 	uint64_t buffer;
 };
 
+struct wrec_module_get_global {
+	struct wrec_hdr h;
+	uint64_t module;
+	/* followed by the global's name, NUL-terminated, padded to 8 */
+};
+
+/* WR_FUNC_GET_ATTR (value unused) and WR_FUNC_SET_ATTR */
+struct wrec_func_attr {
+	struct wrec_hdr h;
+	uint64_t function;
+	uint32_t attribute; /* CUA_FATTR_* */
+	int32_t value;
+};
+
+struct wrec_occupancy {
+	struct wrec_hdr h;
+	uint64_t function;
+	uint32_t block_size, shared_mem;
+};
+
 /* Head of a command record. */
 struct wrec_req {
 	uint64_t req;
@@ -192,6 +216,8 @@ struct wdev_info {
 	uint32_t multiprocessors;
 	int32_t prio_least, prio_greatest;
 	uint32_t pool_streams;
+	uint32_t max_param_bytes;  /* argument bytes one launch may pass (32764 or 4096) */
+	uint32_t max_shared_optin; /* dynamic shared memory per block with the attribute raised */
 };
 
 static inline uint32_t

@@ -7,7 +7,8 @@
  * with seq 1, 2, 3 … in the order below: it loads an emulated-device module naming the built-in kernel axpy,
  * allocates 1 MiB, computes y = 2·x + y on four floats on its own stream (x = 1, 2, 3, 4; y = 1, 1, 1, 1
  * by memset; y becomes 3, 5, 7, 9), copies through a registered host buffer, does it all again as one BATCH,
- * and tears everything down. STATUS (seq 0) comes last.
+ * frees the memory, looks up the module's global `coeffs`, raises axpy's dynamic shared memory limit, reads it
+ * back, asks its occupancy, and unloads the module. STATUS (seq 0) comes last.
  */
 #include "config.h"
 
@@ -31,9 +32,11 @@
 #define STREAM HANDLE(CUA_HK_STREAM, 2)     /* 0x30000197df000002 */
 #define BUFFER HANDLE(CUA_HK_HOSTBUF, 3)    /* 0x400001b6ce000003 */
 
-/* Device pointers of the emulated device 0, generation 1 (its memory starts at 0x100 << 40 | 1 << 36):
- * the 1 MiB allocation, x at its start, y 4 KiB in, z (the DTOD copy of y) 8 KiB in. */
-#define PTR_X 0x0001001000000000ull
+/* Device pointers of the emulated device 0, generation 1 (its memory starts at 0x100 << 40 | 1 << 36): the
+ * module's 16-byte global `coeffs` at its start (allocated when the module loads, 256-byte aligned), then the
+ * 1 MiB allocation: x at its start, y 4 KiB in, z (the DTOD copy of y) 8 KiB in. */
+#define PTR_G 0x0001001000000000ull
+#define PTR_X (PTR_G + 0x100)
 #define PTR_Y (PTR_X + 0x1000)
 #define PTR_Z (PTR_X + 0x2000)
 
@@ -45,7 +48,7 @@
 
 static const struct cua_req_hello q_hello = {1, 1, BYTES("example-client"), 4242};
 static const struct cua_req_ping q_ping = {0x0123456789abcdefull};
-static const struct cua_req_module_load q_mload = {0, CUA_IMAGE_EMU, BYTES("axpy\n")};
+static const struct cua_req_module_load q_mload = {0, CUA_IMAGE_EMU, BYTES("axpy\nglobal coeffs 16\n")};
 static const struct cua_req_function_get q_fget = {MODULE, BYTES("axpy")};
 static const struct cua_req_mem_alloc q_alloc = {0, 1u << 20};
 static const struct cua_req_stream_create q_screate = {0, 0, 0};
@@ -75,13 +78,17 @@ static const struct cua_req_stream q_stream = {STREAM};
 static const struct cua_req_host_unregister q_hunreg = {BUFFER};
 static const struct cua_req_mem_free q_free = {PTR_X};
 static const struct cua_req_module_unload q_munload = {MODULE};
+static const struct cua_req_module_get_global q_gglobal = {MODULE, BYTES("coeffs")};
+static const struct cua_req_func_attribute q_setattr = {FUNCTION, CUA_FATTR_MAX_DYNAMIC_SHARED, 65536};
+static const struct cua_req_func_attribute q_getattr = {FUNCTION, CUA_FATTR_MAX_DYNAMIC_SHARED, 0};
+static const struct cua_req_occupancy q_occ = {FUNCTION, 256, 65536};
 
 /* ------------------------------------------------------------------ reply bodies */
 
 static const struct cua_rep_hello p_hello =
 	{1, 7, BYTES("cuasyncd 0.1.0"), (64u << 20) + (1u << 20), CUA_MAX_BATCH, CUA_MAX_ARGS, 1};
 static cua_wire_device p_dev[] = {
-	{0, BYTES("cuasync emulated device 0"), 8, 0, 1ull << 30, 4, 0, -5, BYTES("emu"), 1},
+	{0, BYTES("cuasync emulated device 0"), 8, 0, 1ull << 30, 4, 0, -5, BYTES("emu"), 1, 32764, 166912},
 };
 static const struct cua_rep_devices p_devices = {p_dev, 1};
 static const struct cua_rep_module_load p_mload = {MODULE};
@@ -91,6 +98,9 @@ static const struct cua_rep_mem_alloc p_alloc = {PTR_X};
 static const struct cua_rep_stream_create p_screate = {STREAM};
 static const struct cua_rep_memcpy_dtoh p_dtoh = {BYTES(Y_BYTES)};
 static const struct cua_rep_host_register p_hreg = {BUFFER};
+static const struct cua_rep_module_get_global p_gglobal = {PTR_G, 16};
+static const struct cua_rep_func_get_attribute p_getattr = {65536};
+static const struct cua_rep_occupancy p_occ = {2};
 #define RESULT_OK                                                                                                      \
 	{                                                                                                              \
 		CUA_OK, BYTES("OK"), BYTES("success"),                                                                 \
@@ -103,8 +113,8 @@ static cua_item_result p_results[] = {
 };
 static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
-static const struct cua_rep_status p_status = {5230, 1, 24, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
-static cua_wire_session p_session_rows[] = {{7, BYTES("libcuasync"), 4242, 4242, 5230, 25, 0, 0, 0, 0, 0, 0}};
+static const struct cua_rep_status p_status = {5230, 1, 28, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
+static cua_wire_session p_session_rows[] = {{7, BYTES("libcuasync"), 4242, 4242, 5230, 29, 0, 0, 0, 0, 0, 0}};
 static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
 static const struct cua_req_disconnect q_disconnect = {9};
 static const struct cua_req_drain q_drain = {0, 1};
@@ -169,12 +179,21 @@ const struct vec_row vec_rows[] = {
 	REP("rep_stream_destroy", STREAM_DESTROY, NULL, "destroyed"),
 	REQ("req_mem_free", MEM_FREE, 19, &q_free, "free the allocation"),
 	REP("rep_mem_free", MEM_FREE, NULL, "freed"),
-	REQ("req_module_unload", MODULE_UNLOAD, 20, &q_munload, "unload the module"),
+	REQ("req_module_get_global", MODULE_GET_GLOBAL, 20, &q_gglobal, "the module's global coeffs"),
+	REP("rep_module_get_global", MODULE_GET_GLOBAL, &p_gglobal, "its device address (before x) and 16 bytes"),
+	REQ("req_func_set_attribute", FUNC_SET_ATTRIBUTE, 21, &q_setattr,
+	    "axpy's MAX_DYNAMIC_SHARED_SIZE_BYTES (8) = 64 KiB"),
+	REP("rep_func_set_attribute", FUNC_SET_ATTRIBUTE, NULL, "set: later launches may use 64 KiB"),
+	REQ("req_func_get_attribute", FUNC_GET_ATTRIBUTE, 22, &q_getattr, "axpy's MAX_DYNAMIC_SHARED_SIZE_BYTES (8)"),
+	REP("rep_func_get_attribute", FUNC_GET_ATTRIBUTE, &p_getattr, "65536, as set"),
+	REQ("req_occupancy", OCCUPANCY, 23, &q_occ, "axpy with 256 threads and 64 KiB of dynamic shared memory"),
+	REP("rep_occupancy", OCCUPANCY, &p_occ, "2 blocks per multiprocessor (166912 bytes of shared memory on sm_80)"),
+	REQ("req_module_unload", MODULE_UNLOAD, 24, &q_munload, "unload the module (and its global)"),
 	REP("rep_module_unload", MODULE_UNLOAD, NULL, "unloaded"),
 	REQ("req_status", STATUS, 0, NULL, "unordered (seq 0)"),
-	REP("rep_status", STATUS, &p_status, "uptime 5.2 s, 1 session, 24 requests, 0 errors; nothing left allocated"),
+	REP("rep_status", STATUS, &p_status, "uptime 5.2 s, 1 session, 28 requests, 0 errors; nothing left allocated"),
 	REQ("req_sessions", SESSIONS, 0, NULL, "unordered (seq 0)"),
-	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 25 requests"),
+	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 29 requests"),
 	REQ("req_disconnect", DISCONNECT, 0, &q_disconnect, "on the operator endpoint: close session 9's connection"),
 	REP("rep_disconnect", DISCONNECT, NULL, "its connection is being closed"),
 	REQ("req_drain", DRAIN, 0, &q_drain, "on the operator endpoint: device 0 takes no new objects"),

@@ -88,6 +88,20 @@ struct wk_backend {
 	int (*stream_create)(struct wk *w, int priority, uint32_t *sid, cua_err *e);
 	/* The core has already asked for a notice covering what the current request queued on sid. */
 	int (*stream_destroy)(struct wk *w, uint32_t sid, cua_err *e);
+	/*
+	 * Optional (NULL: UNSUPPORTED). module_get_global: the address and size of the module's global (a
+	 * __device__ or __constant__ variable) named name; it lives as long as the module. func_get_attr /
+	 * func_set_attr: a CUA_FATTR_* attribute of function fn (set: MAX_DYNAMIC_SHARED and PREFERRED_CARVEOUT
+	 * only, the value range-checked by the front-end against the device); set is called only after every
+	 * earlier launch was issued, and later launches of fn see the value. occupancy: active blocks of fn per
+	 * multiprocessor for block_size threads and shared_mem bytes of dynamic shared memory.
+	 */
+	int (*module_get_global)(struct wk *w, uint64_t mod, const char *name, uint64_t *addr, uint64_t *bytes,
+				 cua_err *e);
+	int (*func_get_attr)(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_err *e);
+	int (*func_set_attr)(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_err *e);
+	int (*occupancy)(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks,
+			 cua_err *e);
 	/* Optional: page-lock a client's shared buffer for fast copies (and undo it). */
 	int (*host_register)(struct wk *w, void *p, size_t len, cua_err *e);
 	void (*host_unregister)(struct wk *w, void *p);

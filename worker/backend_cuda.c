@@ -13,6 +13,8 @@
 #include "backend.h"
 #include "cua_log.h"
 
+#include "cuda_impl.h"
+
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,32 +25,9 @@
 #include <sys/queue.h>
 #include <time.h>
 
-#define CUDA_API_VERSION 12040 /* cuFuncGetParamInfo appeared in 12.4 */
-#define MAX_STREAMS 4096u
-/* Functions live in chunks that never move, so submit threads read them while function_get adds more. */
-#define FN_CHUNK 1024u
-#define FN_CHUNKS 1024u
+struct cuda_drv drv;
 
-/* Every driver entry point used: one row each. */
-/* clang-format off */
-#define CUDA_FNS(X)                                                                                          \
-	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)               \
-	X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)            \
-	X(cuCtxGetStreamPriorityRange) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)        \
-	X(cuFuncGetParamInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemHostRegister) X(cuMemHostUnregister)        \
-	X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                   \
-	X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) X(cuStreamDestroy)            \
-	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuEventCreate) X(cuEventRecord)       \
-	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetAddressRange)
-/* clang-format on */
-
-static struct {
-#define CUDA_FN_FIELD(name) __typeof__(name) *name;
-	CUDA_FNS(CUDA_FN_FIELD)
-#undef CUDA_FN_FIELD
-} drv;
-
-static const char *
+const char *
 errname(CUresult r)
 {
 	const char *n = NULL;
@@ -57,7 +36,7 @@ errname(CUresult r)
 	return n;
 }
 
-static const char *
+const char *
 errstr(CUresult r)
 {
 	const char *s = NULL;
@@ -67,7 +46,7 @@ errstr(CUresult r)
 }
 
 /* Errors after which the context is unusable (the process must go). */
-static int
+int
 is_sticky(CUresult r)
 {
 	switch ((int)r) {
@@ -136,41 +115,7 @@ cuda_probe(int *count, cua_err *e)
 
 /* ------------------------------------------------------------------ worker state */
 
-/* A completion notice: an event recorded on a stream, watched by the reactor. */
-struct marker {
-	TAILQ_ENTRY(marker) link;
-	CUevent ev;
-	struct wk_tag tag; /* whose notice; blamed if the stream faulted */
-	wk_done_fn done;
-};
-TAILQ_HEAD(markers, marker);
-
-struct cu {
-	struct wk *w;
-	CUdevice dev;
-	CUcontext ctx;
-	int sm;
-	/* written by the main thread; a slot is read by its stream's owner only while the stream exists (backend.h) */
-	CUstream streams[MAX_STREAMS];
-	uint32_t nstreams; /* main thread */
-	CUmodule *modules;
-	size_t nmodules;
-	CUfunction *fn_chunks[FN_CHUNKS]; /* function id f is fn_chunks[(f-1) / FN_CHUNK][(f-1) % FN_CHUNK] */
-	_Atomic size_t nfunctions;        /* stored (release) after the function is in its slot */
-	int staging_registered;
-	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
-	CUstream scrub;
-	uint64_t leaked_bytes; /* allocations kept because their clear failed (never handed out again) */
-	/* reactor */
-	pthread_t reactor;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;         /* markers pending, or stop */
-	struct markers pending;      /* under lock: recorded and not yet seen complete */
-	struct markers free_markers; /* under lock: their events are reused */
-	int stop;
-};
-
-static int
+int
 cerr(cua_err *e, CUresult r, const char *what)
 {
 	return cua_err_set(e, r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM : CUA_EDEVICE, "%s: %s: %s", errname(r), what,
@@ -362,6 +307,11 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	drv.cuCtxGetStreamPriorityRange(&least, &greatest);
 	info->prio_least = least;
 	info->prio_greatest = greatest;
+	/* CUDA 12.1+ (this backend needs 12.4) passes up to 32764 bytes of kernel parameters on sm_70+ */
+	info->max_param_bytes = C->sm >= 70 ? CUA_MAX_PARAM_BYTES : CUA_MAX_PARAM_BYTES_OLD;
+	int optin = 0;
+	drv.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, C->dev);
+	info->max_shared_optin = optin > 0 ? (uint32_t)optin : 49152u;
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
 	for (uint32_t i = 0; i < info->pool_streams; i++) {
 		uint32_t sid;
@@ -401,6 +351,7 @@ cu_fini(struct wk *w)
 			drv.cuStreamSynchronize(C->streams[i]);
 	if (C->staging_registered)
 		drv.cuMemHostUnregister(w->staging);
+	free(C->globals);
 }
 
 static int
@@ -458,6 +409,10 @@ cu_module_unload(struct wk *w, uint64_t id, cua_err *e)
 	struct cu *C = w->be_state;
 	if (id == 0 || id > C->nmodules || C->modules[id - 1] == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
+	if (cu_globals_release(C, id) != 0) { /* kept loaded (and leaked) rather than freed uncleared */
+		C->modules[id - 1] = NULL;
+		return 0;
+	}
 	CUresult r = drv.cuModuleUnload(C->modules[id - 1]);
 	C->modules[id - 1] = NULL;
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuModuleUnload");
@@ -617,15 +572,6 @@ stream_of(struct cu *C, uint32_t sid)
 	return sid < MAX_STREAMS ? C->streams[sid] : NULL;
 }
 
-/* Function fn, or NULL. Any thread. */
-static CUfunction
-function_of(struct cu *C, uint64_t fn)
-{
-	if (fn == 0 || fn > atomic_load_explicit(&C->nfunctions, memory_order_acquire))
-		return NULL;
-	return C->fn_chunks[(fn - 1) / FN_CHUNK][(fn - 1) % FN_CHUNK];
-}
-
 /* The outcome of issuing stream work: a sticky error ends the worker, others fail the command. */
 static int
 issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e)
@@ -781,6 +727,10 @@ const struct wk_backend backend_cuda = {
 	.module_load = cu_module_load,
 	.module_unload = cu_module_unload,
 	.function_get = cu_function_get,
+	.module_get_global = cu_module_get_global,
+	.func_get_attr = cu_func_get_attr,
+	.func_set_attr = cu_func_set_attr,
+	.occupancy = cu_occupancy,
 	.mem_alloc = cu_mem_alloc,
 	.mem_free = cu_mem_free,
 	.stream_create = cu_stream_create,

@@ -10,8 +10,7 @@
 #include "backend.h"
 #include "cua_arena.h"
 #include "cua_log.h"
-#include "emu_image.h"
-#include "emu_kernels.h"
+#include "emu_impl.h"
 #include "extent.h"
 
 #include <errno.h>
@@ -22,89 +21,9 @@
 #include <sys/queue.h>
 #include <unistd.h>
 
-#define EMU_ALIGN 256u
 #define EMU_MAX_STREAMS 4096u
 #define EMU_THREADS_MIN 8u /* the derived pool size: twice the cores, within these bounds */
 #define EMU_THREADS_MAX 32u
-
-enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE };
-
-/* One piece of stream work, queued by the main thread, run and freed by a pool thread. */
-struct emu_job {
-	TAILQ_ENTRY(emu_job) link;
-	enum emu_job_kind kind;
-	struct wk_tag tag;
-	union {
-		struct {
-			uint64_t dev, bytes;
-			void *host; /* HTOD: the source, DTOH: the destination */
-		} copy;
-		struct {
-			uint64_t dst, src, bytes;
-		} dtod;
-		struct {
-			uint64_t dst, count;
-			uint32_t value, width;
-		} set;
-		struct {
-			const struct emu_kernel *k;
-			struct emu_dims dims;
-			cua_arena args; /* a copy: the core's arguments live only during the launch call */
-		} launch;
-		wk_done_fn done; /* EJ_NOTICE */
-	} u;
-};
-TAILQ_HEAD(emu_jobs, emu_job);
-
-/* A stream: its FIFO of jobs, all under the pool's qlock. */
-struct emu_stream {
-	TAILQ_ENTRY(emu_stream) ready_link; /* on pool.ready while it has jobs and no thread serves it */
-	struct emu_jobs jobs;
-	uint64_t queued, done; /* jobs ever queued and finished */
-	bool running;          /* a pool thread runs its first job now */
-	bool on_ready;
-	int priority; /* kept, not used: the pool serves streams in turn */
-};
-TAILQ_HEAD(emu_streams, emu_stream);
-
-/* The stream threads. A stream with jobs is on `ready` or running, never both; a thread takes the first ready
- * stream, runs one job, and puts the stream back at the tail if it has more (round robin). */
-struct emu_pool {
-	pthread_mutex_t qlock;    /* every stream's jobs and flags, and the fields below */
-	pthread_cond_t work;      /* a stream became ready, or stop */
-	pthread_cond_t idle;      /* a job finished and someone drains (drainers > 0) */
-	struct emu_streams ready; /* streams waiting for a thread */
-	unsigned nready, busy;    /* streams on ready; threads running a job */
-	pthread_t *threads;       /* started on demand, up to max */
-	unsigned nthreads, max;
-	int drainers;
-	bool stop;
-};
-
-struct emu_alloc {
-	uint64_t addr, len;
-};
-
-/* A loaded module: the built-in kernels its image names (bit k: emu_kernels[k]). 0: a free slot. */
-struct emu_module {
-	uint64_t kernels;
-};
-
-struct emu {
-	struct wk *w;
-	unsigned char *mem; /* page-aligned (mmap) */
-	uint64_t base, size;
-	uint64_t page;        /* the system's page size */
-	pthread_mutex_t lock; /* allocator, modules, streams table */
-	struct extent_alloc alloc;
-	struct emu_alloc *allocs;
-	size_t nallocs, allocs_cap;
-	struct emu_module *modules;
-	size_t nmodules;
-	struct emu_stream **streams;
-	size_t nstreams;
-	struct emu_pool pool;
-};
 
 void *
 emu_ptr(struct emu *E, uint64_t addr, uint64_t len)
@@ -305,6 +224,12 @@ emu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	info->multiprocessors = 4;
 	info->prio_least = 0;
 	info->prio_greatest = -5;
+	/* as CUDA 12.1+ has them: large kernel parameters from sm_70, opt-in shared memory per architecture */
+	info->max_param_bytes = w->opts.emu_sm >= 70 ? CUA_MAX_PARAM_BYTES : CUA_MAX_PARAM_BYTES_OLD;
+	info->max_shared_optin = w->opts.emu_sm >= 90   ? 232448u
+				 : w->opts.emu_sm >= 80 ? 166912u
+				 : w->opts.emu_sm >= 70 ? 98304u
+							: 49152u;
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
 	for (unsigned i = 0; i < info->pool_streams; i++) {
 		uint32_t sid;
@@ -324,80 +249,13 @@ emu_fini(struct wk *w)
 			stream_stop(E, E->streams[i]);
 	pool_fini(E);
 	free(E->streams);
+	for (size_t i = 0; i < E->nmodules; i++)
+		free(E->modules[i].globals);
 	free(E->modules);
 	free(E->allocs);
 	extent_fini(&E->alloc);
 	munmap(E->mem, E->size);
 	free(E);
-}
-
-/* Checks the image (emu_image.c: anything malformed is CUA_EMODULE) and keeps the set of kernels it names. */
-static int
-emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t *id, cua_err *e)
-{
-	struct emu *E = w->be_state;
-	struct emu_module m;
-	int r = emu_image_check(img, len, fmt, &m.kernels, e);
-	if (r != 0)
-		return r;
-	pthread_mutex_lock(&E->lock);
-	size_t slot = E->nmodules;
-	for (size_t i = 0; i < E->nmodules; i++)
-		if (E->modules[i].kernels == 0) {
-			slot = i;
-			break;
-		}
-	if (slot == E->nmodules) {
-		struct emu_module *n = realloc(E->modules, (E->nmodules + 1) * sizeof(*n));
-		if (n == NULL) {
-			pthread_mutex_unlock(&E->lock);
-			return cua_err_set(e, CUA_ENOMEM, "out of host memory");
-		}
-		E->modules = n;
-		E->nmodules++;
-	}
-	E->modules[slot] = m;
-	pthread_mutex_unlock(&E->lock);
-	*id = slot + 1;
-	return 0;
-}
-
-static int
-emu_module_unload(struct wk *w, uint64_t id, cua_err *e)
-{
-	struct emu *E = w->be_state;
-	pthread_mutex_lock(&E->lock);
-	int r = 0;
-	if (id == 0 || id > E->nmodules || E->modules[id - 1].kernels == 0)
-		r = cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
-	else
-		E->modules[id - 1].kernels = 0;
-	pthread_mutex_unlock(&E->lock);
-	return r;
-}
-
-static int
-emu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_param_info **params, uint32_t *nparams,
-		 cua_err *e)
-{
-	struct emu *E = w->be_state;
-	pthread_mutex_lock(&E->lock);
-	uint64_t kernels = mod >= 1 && mod <= E->nmodules ? E->modules[mod - 1].kernels : 0;
-	pthread_mutex_unlock(&E->lock);
-	if (kernels == 0)
-		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)mod);
-	int k = emu_kernel_find(name, strlen(name));
-	/* The kernel must be named in the image, as it is in a real module. */
-	if (k < 0 || !(kernels & (1ull << k)))
-		return cua_err_set(e, CUA_ENOT_FOUND, "CUDA_ERROR_NOT_FOUND: no kernel named '%s' in the module", name);
-	uint32_t n = emu_kernels[k].nparams;
-	*params = malloc(n ? n * sizeof(cua_param_info) : 1);
-	if (*params == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
-	memcpy(*params, emu_kernels[k].params, n * sizeof(cua_param_info));
-	*nparams = n;
-	*fn = (uint64_t)k + 1;
-	return 0;
 }
 
 static int
@@ -437,7 +295,7 @@ out:
  * given back to the system (MADV_DONTNEED: they read as zeros next time and cost no memory until then), the
  * partial pages at its ends are memset, since a page may be shared with a neighbour's live block.
  */
-static void
+void
 emu_clear(struct emu *E, uint64_t off, uint64_t len)
 {
 	uint64_t page = E->page, end = off + len;
@@ -683,22 +541,34 @@ emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t wi
 	return enqueue(w->be_state, sid, j, e);
 }
 
-/* Copies the arguments (they live only during this call) and queues the kernel. */
+/* Copies the arguments (they live only during this call) and queues the kernel. Dynamic shared memory over the
+ * function's maximum fails the launch as cuLaunchKernel does (CUDA_ERROR_INVALID_VALUE), without a fault. */
 static int
 emu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag tag, cua_err *e)
 {
-	if (l->fn == 0 || l->fn > emu_nkernels)
-		return cua_err_set(e, CUA_ENOT_FOUND, "no function %llu", (unsigned long long)l->fn);
-	const struct emu_kernel *k = &emu_kernels[l->fn - 1];
+	struct emu *E = w->be_state;
+	const struct emu_kernel *k;
+	struct emu_fattr attr;
+	uint64_t global;
+	int r = emu_fn_resolve(E, l->fn, &k, &attr, &global, e);
+	if (r != 0)
+		return r;
 	if (l->nparams != k->nparams)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: %zu arguments for %u parameters",
 				   l->nparams, k->nparams);
+	if (l->shared_mem > (uint32_t)attr.max_dyn_shared)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "CUDA_ERROR_INVALID_VALUE: %u bytes of dynamic shared memory, more than kernel '%s' "
+				   "may use (%d; raise its MAX_DYNAMIC_SHARED_SIZE_BYTES attribute)",
+				   l->shared_mem, k->name, attr.max_dyn_shared);
 	struct emu_job *j = job_new(EJ_LAUNCH, tag, e);
 	if (j == NULL)
 		return e->code;
 	j->u.launch.k = k;
 	memcpy(j->u.launch.dims.grid, l->grid, sizeof(l->grid));
 	memcpy(j->u.launch.dims.block, l->block, sizeof(l->block));
+	j->u.launch.dims.shared_mem = l->shared_mem;
+	j->u.launch.dims.global = global;
 	for (size_t i = 0; i < l->nparams; i++)
 		if (cua_arena_push(&j->u.launch.args, l->params[i], l->sizes[i]) != 0) {
 			job_free(j);
@@ -744,4 +614,8 @@ const struct wk_backend backend_emu = {
 	.memset = emu_memset,
 	.launch = emu_launch,
 	.notify = emu_notify,
+	.module_get_global = emu_module_get_global,
+	.func_get_attr = emu_func_get_attr,
+	.func_set_attr = emu_func_set_attr,
+	.occupancy = emu_occupancy,
 };

@@ -103,6 +103,64 @@ c_mem_free(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
 	return w->be->mem_free(w, ((const struct wrec_mem_free *)h)->addr, x->tag, e);
 }
 
+/* A name that follows command c's fixed part of `fixed` bytes: NUL-terminated inside the command, or NULL. */
+static const char *
+cmd_name(const struct wrec_hdr *h, size_t fixed)
+{
+	const char *name = (const char *)h + fixed;
+	size_t room = h->size - fixed;
+	return room > 0 && memchr(name, '\0', room) != NULL ? name : NULL;
+}
+
+static int
+c_module_get_global(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_module_get_global *c = (const struct wrec_module_get_global *)h;
+	const char *name = cmd_name(h, sizeof(*c));
+	uint64_t bytes = 0;
+	if (name == NULL)
+		return cua_err_set(e, CUA_EINTERNAL, "global name not terminated");
+	if (w->be->module_get_global == NULL)
+		return cua_err_set(e, CUA_EUNSUPPORTED, "the %s backend has no module globals", w->be->name);
+	int r = w->be->module_get_global(w, c->module, name, &x->value, &bytes, e);
+	if (r != 0)
+		return r;
+	uint64_t *d = malloc(sizeof(*d));
+	if (d == NULL)
+		return cua_err_set(e, CUA_ENOMEM, "worker out of memory");
+	*d = bytes;
+	x->data = d; /* transferred */
+	x->data_len = sizeof(*d);
+	return 0;
+}
+
+/* WR_FUNC_GET_ATTR and WR_FUNC_SET_ATTR */
+static int
+c_func_attr(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_func_attr *c = (const struct wrec_func_attr *)h;
+	if (w->be->func_get_attr == NULL || w->be->func_set_attr == NULL)
+		return cua_err_set(e, CUA_EUNSUPPORTED, "the %s backend has no function attributes", w->be->name);
+	if (h->op == WR_FUNC_SET_ATTR)
+		return w->be->func_set_attr(w, c->function, c->attribute, c->value, e);
+	int32_t v = 0;
+	int r = w->be->func_get_attr(w, c->function, c->attribute, &v, e);
+	x->value = (uint64_t)(int64_t)v;
+	return r;
+}
+
+static int
+c_occupancy(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
+{
+	const struct wrec_occupancy *c = (const struct wrec_occupancy *)h;
+	uint32_t blocks = 0;
+	if (w->be->occupancy == NULL)
+		return cua_err_set(e, CUA_EUNSUPPORTED, "the %s backend has no occupancy calculator", w->be->name);
+	int r = w->be->occupancy(w, c->function, c->block_size, c->shared_mem, &blocks, e);
+	x->value = blocks;
+	return r;
+}
+
 /* ------------------------------------------------------------------ streams */
 
 static int
@@ -356,5 +414,10 @@ const struct wk_cmd wk_cmds[WR_OP_MAX] = {
 	STREAM(WR_LAUNCH, "launch", struct wrec_launch, p_launch, i_launch),
 	SYNC(WR_HOST_REGISTER, "host_register", struct wrec_host_register, c_host_register),
 	BARRIER(WR_HOST_UNREGISTER, "host_unregister", struct wrec_host_unregister, c_host_unregister, WK_BARRIER_ALL),
+	SYNC(WR_MODULE_GET_GLOBAL, "module_get_global", struct wrec_module_get_global, c_module_get_global),
+	SYNC(WR_FUNC_GET_ATTR, "func_get_attr", struct wrec_func_attr, c_func_attr),
+	/* later launches must see the value, earlier ones not: they are issued first */
+	BARRIER(WR_FUNC_SET_ATTR, "func_set_attr", struct wrec_func_attr, c_func_attr, WK_BARRIER_ALL),
+	SYNC(WR_OCCUPANCY, "occupancy", struct wrec_occupancy, c_occupancy),
 };
 /* clang-format on */

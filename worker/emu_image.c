@@ -12,6 +12,7 @@
 #include <elf.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FATBIN_MAGIC 0xba55ed50u
@@ -62,12 +63,47 @@ is_name_char(unsigned char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* One line after the header of an emulated-device image: empty, or one built-in kernel name. */
+/* "global NAME BYTES" (after the "global " that s[0..n) starts with): a module global of BYTES bytes. */
 static int
-emu_line(const unsigned char *s, size_t n, unsigned line, uint64_t *set, cua_err *e)
+emu_global_line(const unsigned char *s, size_t n, const char *where, struct emu_image_info *info, cua_err *e)
+{
+	static const char what[] = "emulated-device image";
+	size_t i = 7, name0, namelen;
+	uint64_t bytes = 0;
+	for (name0 = i; i < n && is_name_char(s[i]); i++)
+		;
+	namelen = i - name0;
+	if (namelen == 0 || namelen > EMU_GLOBAL_NAME_MAX || i >= n || s[i] != ' ' || i + 1 == n)
+		return FAIL(e, "%s: %sexpected 'global NAME BYTES' (NAME [A-Za-z0-9_]{1,%u}, BYTES 1..%u)", what, where,
+			    EMU_GLOBAL_NAME_MAX, EMU_GLOBAL_BYTES_MAX);
+	for (i++; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9' || (bytes = bytes * 10 + (s[i] - '0')) > EMU_GLOBAL_BYTES_MAX)
+			return FAIL(e, "%s: %sglobal size must be 1..%u decimal bytes", what, where,
+				    EMU_GLOBAL_BYTES_MAX);
+	}
+	if (bytes == 0)
+		return FAIL(e, "%s: %sglobal size must be 1..%u decimal bytes", what, where, EMU_GLOBAL_BYTES_MAX);
+	for (uint32_t g = 0; g < info->nglobals; g++)
+		if (strlen(info->globals[g].name) == namelen && memcmp(info->globals[g].name, s + name0, namelen) == 0)
+			return FAIL(e, "%s: %sglobal '%.*s' declared twice", what, where, (int)namelen, s + name0);
+	if (info->nglobals == EMU_GLOBALS_MAX)
+		return FAIL(e, "%s: %smore than %u globals", what, where, EMU_GLOBALS_MAX);
+	struct emu_global_decl *d = &info->globals[info->nglobals++];
+	memcpy(d->name, s + name0, namelen);
+	d->name[namelen] = '\0';
+	d->bytes = bytes;
+	return 0;
+}
+
+/* One line after the header of an emulated-device image: empty, one built-in kernel name, or a global. */
+static int
+emu_line(const unsigned char *s, size_t n, unsigned line, struct emu_image_info *info, cua_err *e)
 {
 	char where[32];
+	uint64_t *set = &info->kernels;
 	snprintf(where, sizeof(where), "line %u: ", line);
+	if (n > 7 && memcmp(s, "global ", 7) == 0)
+		return emu_global_line(s, n, where, info, e);
 	for (size_t i = 0; i < n; i++)
 		if (!is_name_char(s[i]))
 			return FAIL(e,
@@ -79,7 +115,7 @@ emu_line(const unsigned char *s, size_t n, unsigned line, uint64_t *set, cua_err
 
 /* Format 4: the header line, then one built-in kernel name per line (empty lines allowed). */
 static int
-check_emu(const unsigned char *p, size_t len, uint64_t *set, cua_err *e)
+check_emu(const unsigned char *p, size_t len, struct emu_image_info *info, cua_err *e)
 {
 	static const char hdr[] = EMU_IMAGE_HEADER;
 	const size_t hn = sizeof(hdr) - 1;
@@ -91,12 +127,12 @@ check_emu(const unsigned char *p, size_t len, uint64_t *set, cua_err *e)
 	for (unsigned line = 2; off < len; line++) {
 		const unsigned char *eol = memchr(p + off, '\n', len - off);
 		size_t n = (eol ? (size_t)(eol - p) : len) - off;
-		int r = emu_line(p + off, n, line, set, e);
+		int r = emu_line(p + off, n, line, info, e);
 		if (r != 0)
 			return r;
 		off += n + 1;
 	}
-	if (*set == 0)
+	if (info->kernels == 0)
 		return FAIL(e, "emulated-device image: no kernel named after the header line");
 	return 0;
 }
@@ -320,18 +356,49 @@ sniff(const unsigned char *p, size_t len)
 	return CUA_IMAGE_PTX;
 }
 
+/* Every kernel that reads a module global finds it declared, with room for what it reads. */
+static int
+check_kernel_globals(const struct emu_image_info *info, cua_err *e)
+{
+	for (size_t k = 0; k < emu_nkernels; k++) {
+		const struct emu_kernel *K = &emu_kernels[k];
+		if (!(info->kernels & (1ull << k)) || K->global == NULL)
+			continue;
+		uint32_t g = 0;
+		while (g < info->nglobals && strcmp(info->globals[g].name, K->global) != 0)
+			g++;
+		if (g == info->nglobals || info->globals[g].bytes < K->global_bytes)
+			return FAIL(e, "kernel '%s' reads global '%s' of %u bytes, which the image does not declare",
+				    K->name, K->global, K->global_bytes);
+	}
+	return 0;
+}
+
 int
 emu_image_check(const void *img, size_t len, uint32_t fmt, uint64_t *kernels, cua_err *e)
+{
+	struct emu_image_info *info = malloc(sizeof(*info)); /* 9 KiB: not on a thread's stack */
+	int r = info ? emu_image_parse(img, len, fmt, info, e) : cua_err_set(e, CUA_ENOMEM, "out of host memory");
+	*kernels = r == 0 ? info->kernels : 0;
+	free(info);
+	return r;
+}
+
+int
+emu_image_parse(const void *img, size_t len, uint32_t fmt, struct emu_image_info *info, cua_err *e)
 {
 	const unsigned char *p = img;
 	uint64_t set = 0;
 	int r;
-	*kernels = 0;
+	memset(info, 0, sizeof(*info));
 	if (len == 0)
 		return FAIL(e, "empty module image");
 	uint32_t f = fmt == CUA_IMAGE_AUTO ? sniff(p, len) : fmt;
 	switch (f) {
-	case CUA_IMAGE_EMU: r = check_emu(p, len, &set, e); break;
+	case CUA_IMAGE_EMU:
+		r = check_emu(p, len, info, e);
+		set = info->kernels;
+		break;
 	case CUA_IMAGE_FATBIN: r = check_fatbin(p, len, &set, e); break;
 	case CUA_IMAGE_CUBIN: r = check_cubin(p, len, "cubin", &set, e); break;
 	case CUA_IMAGE_PTX:
@@ -343,7 +410,8 @@ emu_image_check(const void *img, size_t len, uint32_t fmt, uint64_t *kernels, cu
 	}
 	if (r == 0 && set == 0)
 		r = FAIL(e, "the module names no kernel");
-	if (r == 0)
-		*kernels = set;
+	info->kernels = r == 0 ? set : 0;
+	if (r == 0 && (r = check_kernel_globals(info, e)) != 0)
+		info->kernels = 0;
 	return r;
 }

@@ -24,4 +24,22 @@
  */
 int emu_image_check(const void *img, size_t len, uint32_t fmt, uint64_t *kernels, cua_err *e);
 
+/* Module globals an emulated-device image declares ("global NAME BYTES" lines; other formats declare none). */
+#define EMU_GLOBALS_MAX 64u
+#define EMU_GLOBAL_NAME_MAX 128u
+#define EMU_GLOBAL_BYTES_MAX (16u << 20)
+struct emu_global_decl {
+	char name[EMU_GLOBAL_NAME_MAX + 1];
+	uint64_t bytes; /* 1..EMU_GLOBAL_BYTES_MAX */
+};
+struct emu_image_info {
+	uint64_t kernels; /* bit k: emu_kernels[k] */
+	uint32_t nglobals;
+	struct emu_global_decl globals[EMU_GLOBALS_MAX];
+};
+
+/* emu_image_check, also returning the globals the image declares, in *info (zeroed first). A kernel that reads
+ * a module global (emu_kernel.global) needs it declared with room for its reads, else CUA_EMODULE. */
+int emu_image_parse(const void *img, size_t len, uint32_t fmt, struct emu_image_info *info, cua_err *e);
+
 #endif

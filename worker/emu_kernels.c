@@ -104,6 +104,82 @@ k_bad_write(struct emu *E, const struct emu_dims *d, void **params, char *fault,
 	return 0;
 }
 
+/* dst[i] = src[i] for i < n (u32 elements). */
+static int
+k_copy_u32(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t da = u64_at(params[0]), sa = u64_at(params[1]), n = u64_at(params[2]);
+	if (n == 0)
+		return 0;
+	uint32_t *dst = n <= UINT64_MAX / 4 ? emu_ptr(E, da, n * 4) : NULL;
+	const uint32_t *src = n <= UINT64_MAX / 4 ? emu_ptr(E, sa, n * 4) : NULL;
+	if (dst == NULL)
+		return ILLEGAL(fault, len, da);
+	if (src == NULL)
+		return ILLEGAL(fault, len, sa);
+	memmove(dst, src, n * 4);
+	return 0;
+}
+
+#define CONST_WORDS 256u /* __constant__ uint32_t const_data[256] */
+
+/* out[i] = const_data[i] for i < n; n beyond the array reads outside it (a fault here). */
+static int
+k_const_copy(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t oa = u64_at(params[0]), n = u64_at(params[1]);
+	if (n == 0)
+		return 0;
+	if (n > CONST_WORDS)
+		return ILLEGAL(fault, len, d->global + CONST_WORDS * 4);
+	uint32_t *out = emu_ptr(E, oa, n * 4);
+	const uint32_t *c = emu_ptr(E, d->global, n * 4);
+	if (out == NULL)
+		return ILLEGAL(fault, len, oa);
+	if (c == NULL)
+		return ILLEGAL(fault, len, d->global);
+	memcpy(out, c, n * 4);
+	return 0;
+}
+
+#define BIG_PARAM_WORDS 8000u /* struct big_param { uint32_t w[8000]; }: 32000 bytes by value */
+
+/* out[i] = s.w[i] for every word of the 32000-byte by-value struct s. */
+static int
+k_big_param_copy(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t oa = u64_at(params[0]);
+	uint32_t *out = emu_ptr(E, oa, BIG_PARAM_WORDS * 4);
+	if (out == NULL)
+		return ILLEGAL(fault, len, oa);
+	memcpy(out, params[1], BIG_PARAM_WORDS * 4);
+	return 0;
+}
+
+/* out[i] = in[n - 1 - i] for i < n, through n words of dynamic shared memory: more than the launch's shared
+ * bytes is an access outside shared memory (a fault, as the CUDA kernel's out-of-range shared store). */
+static int
+k_dyn_shared_copy(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t oa = u64_at(params[0]), ia = u64_at(params[1]), n = u64_at(params[2]);
+	if (n == 0)
+		return 0;
+	if (n > d->shared_mem / 4)
+		return snprintf(fault, len,
+				"CUDA_ERROR_ILLEGAL_ADDRESS: %llu words of shared memory used, %u bytes launched",
+				(unsigned long long)n, d->shared_mem),
+		       -1;
+	uint32_t *out = emu_ptr(E, oa, n * 4);
+	const uint32_t *in = emu_ptr(E, ia, n * 4);
+	if (out == NULL)
+		return ILLEGAL(fault, len, oa);
+	if (in == NULL)
+		return ILLEGAL(fault, len, ia);
+	for (uint64_t i = 0; i < n; i++)
+		out[i] = in[n - 1 - i];
+	return 0;
+}
+
 const struct emu_kernel emu_kernels[] = {
 	{"empty_kernel", 0, {{0, 0}}, k_empty},
 	{"axpy", 4, {{0, 4}, {8, 8}, {16, 8}, {24, 8}}, k_axpy},
@@ -111,6 +187,10 @@ const struct emu_kernel emu_kernels[] = {
 	{"spin", 1, {{0, 8}}, k_spin},
 	{"pdl_count", 1, {{0, 8}}, k_pdl_count},
 	{"bad_write", 1, {{0, 8}}, k_bad_write},
+	{"copy_u32", 3, {{0, 8}, {8, 8}, {16, 8}}, k_copy_u32},
+	{"const_copy", 2, {{0, 8}, {8, 8}}, k_const_copy, "const_data", CONST_WORDS * 4},
+	{"big_param_copy", 2, {{0, 8}, {8, BIG_PARAM_WORDS * 4}}, k_big_param_copy},
+	{"dyn_shared_copy", 3, {{0, 8}, {8, 8}, {16, 8}}, k_dyn_shared_copy},
 };
 const size_t emu_nkernels = sizeof(emu_kernels) / sizeof(emu_kernels[0]);
 

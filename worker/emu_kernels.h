@@ -14,6 +14,8 @@
 struct emu;
 struct emu_dims {
 	uint32_t grid[3], block[3];
+	uint32_t shared_mem; /* dynamic shared memory bytes of the launch */
+	uint64_t global;     /* the device address of the module global the kernel reads (emu_kernel.global), or 0 */
 };
 
 /* Device memory view for kernels: a host pointer for [addr, addr+len), or NULL (an illegal address). Any
@@ -29,6 +31,8 @@ struct emu_kernel {
 	uint32_t nparams;
 	cua_param_info params[4];
 	emu_kernel_fn fn;
+	const char *global;    /* the module global it reads (a __constant__ array in CUDA), or NULL */
+	uint32_t global_bytes; /* the bytes it may read there: the image must declare at least these */
 };
 
 extern const struct emu_kernel emu_kernels[];

@@ -7,7 +7,21 @@
 
 #include "conn.h"
 
+#include <check.h>
+
 #define U(x) ((uint64_t)(x))
+
+/* The daemon each case runs against (test_conformance.c starts and stops it around every case). */
+extern struct dmn conf_dmn;
+
+/* A case: the tag of PROTOCOL.md it checks and its test. */
+struct rule {
+	const char *tag;
+	const TTest *test;
+};
+/* The cases of module globals, kernel parameters and function attributes (kfeat.c): fills out, returns the
+ * count (at most 8). */
+size_t kfeat_rules(struct rule *out);
 
 /* A connection that said HELLO. */
 void sess(struct conn *c, const struct dmn *d);

@@ -269,6 +269,110 @@ START_TEST(every_device_gets_a_worker)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ issue 13: globals, big parameters, attributes */
+
+/* tests/kernels/feature_kernels.fatbin: const_data, copy_u32, const_copy, big_param_copy, dyn_shared_copy. */
+static cua_module
+load_features(cua_client *c)
+{
+	cua_module m;
+	char fatbin[512];
+	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/feature_kernels.fatbin", builddir());
+	CK(cua_module_load_file(c, 0, fatbin, &m));
+	return m;
+}
+
+START_TEST(constant_array_filled_through_get_global)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_features(c);
+	cua_deviceptr g, out;
+	size_t bytes = 0;
+	CK(cua_module_get_global(c, m, "const_data", &g, &bytes));
+	ck_assert_uint_eq(bytes, 1024); /* __constant__ uint32_t const_data[256] */
+	uint32_t host[256], got[256];
+	for (uint32_t i = 0; i < 256; i++)
+		host[i] = i * 40503u + 3;
+	CK(cua_memcpy_htod(c, g, host, sizeof(host)));
+	CK(cua_mem_alloc(c, 0, sizeof(got), &out));
+	cua_launch *l = launch_1d(c, get_fn(c, m, "const_copy"), 2, 128);
+	cua_launch_push_device_ptr(l, out);
+	cua_launch_push_u64(l, 256);
+	launch_and_wait(l);
+	CK(cua_memcpy_dtoh(c, got, out, sizeof(got)));
+	ck_assert_mem_eq(got, host, sizeof(host));
+	cua_disconnect(c);
+}
+END_TEST
+
+START_TEST(struct_parameter_of_32000_bytes)
+{
+	cua_client *c = connect_to(&D);
+	cua_device_info info;
+	CK(cua_device_get_info(c, 0, &info));
+	ck_assert_uint_eq(info.max_param_bytes, 32764);
+	static uint32_t s[8000], got[8000];
+	for (uint32_t i = 0; i < 8000; i++)
+		s[i] = i * 2246822519u;
+	cua_deviceptr out;
+	CK(cua_mem_alloc(c, 0, sizeof(got), &out));
+	cua_launch *l = launch_1d(c, get_fn(c, load_features(c), "big_param_copy"), 8, 256);
+	CK(cua_launch_push_device_ptr(l, out));
+	CK(cua_launch_push_arg(l, s, sizeof(s)));
+	launch_and_wait(l);
+	CK(cua_memcpy_dtoh(c, got, out, sizeof(got)));
+	ck_assert_mem_eq(got, s, sizeof(s));
+	cua_disconnect(c);
+}
+END_TEST
+
+START_TEST(dynamic_shared_64k_after_set_attribute)
+{
+	enum { N = 16384 }; /* words: 64 KiB */
+	cua_client *c = connect_to(&D);
+	cua_function f = get_fn(c, load_features(c), "dyn_shared_copy");
+	static uint32_t in[N], got[N];
+	for (uint32_t i = 0; i < N; i++)
+		in[i] = i ^ 0x5a5a5a5au;
+	cua_deviceptr din, dout;
+	CK(cua_mem_alloc(c, 0, sizeof(in), &din));
+	CK(cua_mem_alloc(c, 0, sizeof(in), &dout));
+	CK(cua_memcpy_htod(c, din, in, sizeof(in)));
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			CK(cua_func_set_attribute(c, f, CUA_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, N * 4));
+		cua_launch *l = cua_launch_new(c, f);
+		cua_launch_set_config(l, (cua_launch_config){{1, 1, 1}, {1024, 1, 1}, N * 4});
+		cua_launch_push_device_ptr(l, dout);
+		cua_launch_push_device_ptr(l, din);
+		cua_launch_push_u64(l, N);
+		cua_future *fu;
+		CK(cua_launch_submit(l, &fu));
+		int st = cua_future_wait(fu, -1);
+		ck_assert_msg(pass == 1 ? st == CUA_OK : st == CUA_EBAD_ARGUMENT, "pass %d: %s: %s", pass,
+			      cua_strerror_name(st), cua_future_error(fu));
+		cua_future_free(fu);
+	}
+	CK(cua_memcpy_dtoh(c, got, dout, sizeof(got)));
+	for (uint32_t i = 0; i < N; i++)
+		ck_assert_uint_eq(got[i], in[N - 1 - i]);
+	cua_disconnect(c);
+}
+END_TEST
+
+START_TEST(num_regs_attribute_is_positive)
+{
+	cua_client *c = connect_to(&D);
+	cua_function f = get_fn(c, load_features(c), "copy_u32");
+	int regs = 0, blocks = 0;
+	CK(cua_func_get_attribute(c, f, CUA_FUNC_ATTRIBUTE_NUM_REGS, &regs));
+	ck_assert_int_gt(regs, 0);
+	CK(cua_occupancy_max_active_blocks(c, f, 256, 0, &blocks));
+	ck_assert_int_gt(blocks, 0);
+	cua_disconnect(c);
+}
+END_TEST
+
 /* automake's exit status for a test that was skipped (SKIP, not PASS or FAIL) */
 #define EXIT_SKIP 77
 
@@ -285,6 +389,10 @@ gpu_suite(void)
 	tcase_add_test(tc, fault_recovery_is_fast);
 	tcase_add_test(tc, four_sessions_overlap);
 	tcase_add_test(tc, every_device_gets_a_worker);
+	tcase_add_test(tc, constant_array_filled_through_get_global);
+	tcase_add_test(tc, struct_parameter_of_32000_bytes);
+	tcase_add_test(tc, dynamic_shared_64k_after_set_attribute);
+	tcase_add_test(tc, num_regs_attribute_is_positive);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -178,6 +178,34 @@ START_TEST(oversized_value_spills_with_previous)
 }
 END_TEST
 
+/* A launch's largest by-value argument (a 32000-byte struct, CUDA 12.1+ on sm_70+) between two scalars: each
+ * value intact, 16-byte aligned, its padding zero. */
+START_TEST(struct_of_32000_bytes_between_scalars)
+{
+	cua_arena a;
+	cua_arena_init(&a);
+	static uint8_t big[32000];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 31 + 7);
+	uint64_t p = 0x7f0000001000ull;
+	uint32_t n = 8000;
+	ck_assert_int_eq(cua_arena_push(&a, &p, sizeof(p)), 0);
+	ck_assert_int_eq(cua_arena_push(&a, big, sizeof(big)), 0);
+	ck_assert_int_eq(cua_arena_push(&a, &n, sizeof(n)), 0);
+	ck_assert(cua_arena_on_heap(&a));
+	struct params got = {0};
+	ck_assert_int_eq(cua_arena_with_params(&a, grab, &got), 0);
+	ck_assert_uint_eq(got.n, 3);
+	ck_assert_uint_eq(PARAM(uint64_t, got.p[0]), p);
+	ck_assert_mem_eq(got.p[1], big, sizeof(big));
+	ck_assert_uint_eq(PARAM(uint32_t, got.p[2]), n);
+	for (int i = 0; i < 3; i++)
+		ck_assert_uint_eq((uintptr_t)got.p[i] % 16, 0);
+	ck_assert_uint_eq((const uint8_t *)got.p[2] - (const uint8_t *)got.p[1], 32000); /* 2000 whole slots */
+	cua_arena_fini(&a);
+}
+END_TEST
+
 START_TEST(bad_pushes_leave_arena_unchanged)
 {
 	cua_arena a;
@@ -206,6 +234,7 @@ arena_suite(void)
 	tcase_add_test(tc, slots_are_sixteen_byte_aligned);
 	tcase_add_test(tc, oversized_value_spills_with_previous);
 	tcase_add_test(tc, bad_pushes_leave_arena_unchanged);
+	tcase_add_test(tc, struct_of_32000_bytes_between_scalars);
 	suite_add_tcase(s, tc);
 	return s;
 }

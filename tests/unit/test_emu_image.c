@@ -45,6 +45,26 @@ static const struct image_case cases[] = {
 	{"emu, CRLF", IMG("cuasync-emu-module\r\naxpy\r\n"), CUA_IMAGE_EMU, 0, "first line must be"},
 	{"emu, NUL", IMG("cuasync-emu-module\naxpy\0\n"), CUA_IMAGE_EMU, 0, "line 2: byte 0x00"},
 	{"emu, wrong header", IMG("cuasync-emu-modules\naxpy\n"), CUA_IMAGE_EMU, 0, "not an emulated-device image"},
+	{"emu, global", IMG("cuasync-emu-module\ncopy_u32\nglobal g_1 16\n"), CUA_IMAGE_EMU, 0, NULL},
+	{"emu, const_copy and its global", IMG("cuasync-emu-module\nglobal const_data 1024\nconst_copy\n"),
+	 CUA_IMAGE_EMU, 0, NULL},
+	{"emu, const_copy without its global", IMG("cuasync-emu-module\nconst_copy\n"), CUA_IMAGE_EMU, 0,
+	 "kernel 'const_copy' reads global 'const_data' of 1024 bytes"},
+	{"emu, const_copy global too small", IMG("cuasync-emu-module\nconst_copy\nglobal const_data 1020\n"),
+	 CUA_IMAGE_EMU, 0, "which the image does not declare"},
+	{"emu, global twice", IMG("cuasync-emu-module\naxpy\nglobal g 4\nglobal g 8\n"), CUA_IMAGE_EMU, 0,
+	 "line 4: global 'g' declared twice"},
+	{"emu, global of 0 bytes", IMG("cuasync-emu-module\naxpy\nglobal g 0\n"), CUA_IMAGE_EMU, 0,
+	 "line 3: global size must be 1..16777216"},
+	{"emu, global too large", IMG("cuasync-emu-module\naxpy\nglobal g 16777217\n"), CUA_IMAGE_EMU, 0,
+	 "global size must be"},
+	{"emu, global without size", IMG("cuasync-emu-module\naxpy\nglobal g\n"), CUA_IMAGE_EMU, 0,
+	 "expected 'global NAME BYTES'"},
+	{"emu, global bad name", IMG("cuasync-emu-module\naxpy\nglobal g-x 4\n"), CUA_IMAGE_EMU, 0,
+	 "expected 'global NAME BYTES'"},
+	{"emu, global size not decimal", IMG("cuasync-emu-module\naxpy\nglobal g 0x10\n"), CUA_IMAGE_EMU, 0,
+	 "global size must be"},
+	{"emu, global and no kernel", IMG("cuasync-emu-module\nglobal g 4\n"), CUA_IMAGE_EMU, 0, "no kernel named"},
 	{"emu, headerless list", IMG("fill_u32"), CUA_IMAGE_EMU, 0, "not an emulated-device image"},
 	{"headerless list sniffed", IMG("spin fill_u32"), CUA_IMAGE_AUTO, 0, "no .version directive"},
 	{"garbage text", IMG("hello, world\nthis is not a module\n"), CUA_IMAGE_AUTO, 0, "as PTX: no .version"},
@@ -134,6 +154,30 @@ START_TEST(nvcc_output_loads)
 }
 END_TEST
 
+/* emu_image_parse returns the globals in declaration order; a fatbin declares none, so nvcc's build of
+ * feature_kernels.cu (const_copy reads the __constant__ const_data) is refused on the emulated device. */
+START_TEST(globals_are_returned_in_order)
+{
+	static const char img[] = "cuasync-emu-module\naxpy\nglobal a 4\n\nglobal b_2 100\n";
+	static struct emu_image_info info;
+	cua_err e = {0};
+	ck_assert_msg(emu_image_parse(img, sizeof(img) - 1, CUA_IMAGE_EMU, &info, &e) == 0, "%s", e.detail);
+	ck_assert_uint_eq(info.nglobals, 2);
+	ck_assert_str_eq(info.globals[0].name, "a");
+	ck_assert_uint_eq(info.globals[0].bytes, 4);
+	ck_assert_str_eq(info.globals[1].name, "b_2");
+	ck_assert_uint_eq(info.globals[1].bytes, 100);
+	size_t len;
+	unsigned char *p = slurp("feature_kernels.fatbin", &len);
+	if (p == NULL)
+		return;
+	ck_assert_int_eq(emu_image_parse(p, len, CUA_IMAGE_AUTO, &info, &e), CUA_EMODULE);
+	ck_assert_msg(strstr(e.detail, "const_data"), "%s", e.detail);
+	ck_assert_uint_eq(info.kernels, 0);
+	free(p);
+}
+END_TEST
+
 /* A fatbin entry header (16 bytes as the loader reads them, then padding to hs) and its payload. */
 static size_t
 put_entry(unsigned char *p, uint16_t kind, uint32_t hs, const char *payload, size_t len)
@@ -198,6 +242,7 @@ main(void)
 	TCase *tc = tcase_create("emu_image");
 	tcase_add_loop_test(tc, image_table, 0, sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, nvcc_output_loads);
+	tcase_add_test(tc, globals_are_returned_in_order);
 	tcase_add_test(tc, fatbin_entries_share_kernels);
 	tcase_add_test(tc, random_images_are_refused);
 	suite_add_tcase(s, tc);

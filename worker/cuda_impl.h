@@ -1,0 +1,119 @@
+/*
+ * cuda_impl.h — the CUDA backend's state and driver table, shared by backend_cuda.c (device, memory, streams,
+ * stream work, the completion reactor) and backend_cuda_func.c (module globals, function attributes, occupancy).
+ * Backends' internals: nothing else includes this.
+ */
+#ifndef CUAW_CUDA_IMPL_H
+#define CUAW_CUDA_IMPL_H
+
+#include "backend.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/queue.h>
+
+#define CUDA_API_VERSION 12040 /* cuFuncGetParamInfo appeared in 12.4 */
+#define MAX_STREAMS 4096u
+/* Functions live in chunks that never move, so submit threads read them while function_get adds more. */
+#define FN_CHUNK 1024u
+#define FN_CHUNKS 1024u
+
+/* Every driver entry point used: one row each. */
+/* clang-format off */
+#define CUDA_FNS(X)                                                                                          \
+	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)               \
+	X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)            \
+	X(cuCtxGetStreamPriorityRange) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)        \
+	X(cuFuncGetParamInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemHostRegister) X(cuMemHostUnregister)        \
+	X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                   \
+	X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreateWithPriority) X(cuStreamDestroy)            \
+	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuEventCreate) X(cuEventRecord)       \
+	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetAddressRange)       \
+	X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                   \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+/* clang-format on */
+
+#define drv cuw_drv /* one object of the worker library; a short name in the backend's files */
+extern struct cuda_drv {
+#define CUDA_FN_FIELD(name) __typeof__(name) *name;
+	CUDA_FNS(CUDA_FN_FIELD)
+#undef CUDA_FN_FIELD
+} drv;
+
+/* A completion notice: an event recorded on a stream, watched by the reactor. */
+struct marker {
+	TAILQ_ENTRY(marker) link;
+	CUevent ev;
+	struct wk_tag tag; /* whose notice; blamed if the stream faulted */
+	wk_done_fn done;
+};
+TAILQ_HEAD(markers, marker);
+
+/* A module global a client looked up (cu_module_get_global): cleared before its module unloads (--scrub on). */
+struct cu_global {
+	uint64_t module;
+	CUdeviceptr p;
+	size_t bytes;
+};
+
+struct cu {
+	struct wk *w;
+	CUdevice dev;
+	CUcontext ctx;
+	int sm;
+	/* written by the main thread; a slot is read by its stream's owner only while the stream exists (backend.h) */
+	CUstream streams[MAX_STREAMS];
+	uint32_t nstreams; /* main thread */
+	CUmodule *modules;
+	size_t nmodules;
+	struct cu_global *globals; /* main thread */
+	size_t nglobals, globals_cap;
+	CUfunction *fn_chunks[FN_CHUNKS]; /* function id f is fn_chunks[(f-1) / FN_CHUNK][(f-1) % FN_CHUNK] */
+	_Atomic size_t nfunctions;        /* stored (release) after the function is in its slot */
+	int staging_registered;
+	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
+	CUstream scrub;
+	uint64_t leaked_bytes; /* allocations kept because their clear failed (never handed out again) */
+	/* reactor */
+	pthread_t reactor;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;         /* markers pending, or stop */
+	struct markers pending;      /* under lock: recorded and not yet seen complete */
+	struct markers free_markers; /* under lock: their events are reused */
+	int stop;
+};
+
+/* Prefixed as the worker library's symbols; short names in the backend's files. */
+#define errname cuw_errname
+#define errstr cuw_errstr
+#define cerr cuw_cerr
+#define is_sticky cuw_is_sticky
+/* CUDA error name and text of r (never NULL). Any thread. */
+const char *errname(CUresult r);
+const char *errstr(CUresult r);
+/* Sets e to NO_MEMORY (out of memory) or DEVICE with "NAME: what: text". Returns the status. */
+int cerr(cua_err *e, CUresult r, const char *what);
+/* Whether r leaves the context unusable (the worker must exit). */
+int is_sticky(CUresult r);
+
+/* Function fn, or NULL. Any thread. */
+static inline CUfunction
+function_of(struct cu *C, uint64_t fn)
+{
+	if (fn == 0 || fn > atomic_load_explicit(&C->nfunctions, memory_order_acquire))
+		return NULL;
+	return C->fn_chunks[(fn - 1) / FN_CHUNK][(fn - 1) % FN_CHUNK];
+}
+
+/* backend_cuda_func.c: module globals, function attributes and occupancy (backend.h). Main thread. */
+int cu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t *addr, uint64_t *bytes, cua_err *e);
+int cu_func_get_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_err *e);
+int cu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_err *e);
+/* Before module mod unloads: with --scrub on, clears the globals of it that clients looked up (the emulated device
+ * clears every global), so that the memory is not handed to anyone uncleared, and forgets them. 0, or -1 when a
+ * clear failed (logged): the caller then keeps the module loaded rather than free its memory uncleared. */
+int cu_globals_release(struct cu *C, uint64_t mod);
+int cu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks, cua_err *e);
+
+#endif

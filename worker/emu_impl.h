@@ -1,0 +1,134 @@
+/*
+ * emu_impl.h — the emulated device's state, shared by backend_emu.c (memory, streams, stream work) and
+ * emu_module.c (modules, their globals, function attributes and occupancy). Backends' internals: nothing else
+ * includes this.
+ */
+#ifndef CUAW_EMU_IMPL_H
+#define CUAW_EMU_IMPL_H
+
+#include "backend.h"
+#include "cua_arena.h"
+#include "emu_image.h"
+#include "emu_kernels.h"
+#include "extent.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/queue.h>
+
+#define EMU_ALIGN 256u
+
+enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE };
+
+/* One piece of stream work, queued by the main thread, run and freed by a pool thread. */
+struct emu_job {
+	TAILQ_ENTRY(emu_job) link;
+	enum emu_job_kind kind;
+	struct wk_tag tag;
+	union {
+		struct {
+			uint64_t dev, bytes;
+			void *host; /* HTOD: the source, DTOH: the destination */
+		} copy;
+		struct {
+			uint64_t dst, src, bytes;
+		} dtod;
+		struct {
+			uint64_t dst, count;
+			uint32_t value, width;
+		} set;
+		struct {
+			const struct emu_kernel *k;
+			struct emu_dims dims;
+			cua_arena args; /* a copy: the core's arguments live only during the launch call */
+		} launch;
+		wk_done_fn done; /* EJ_NOTICE */
+	} u;
+};
+TAILQ_HEAD(emu_jobs, emu_job);
+
+/* A stream: its FIFO of jobs, all under the pool's qlock. */
+struct emu_stream {
+	TAILQ_ENTRY(emu_stream) ready_link; /* on pool.ready while it has jobs and no thread serves it */
+	struct emu_jobs jobs;
+	uint64_t queued, done; /* jobs ever queued and finished */
+	bool running;          /* a pool thread runs its first job now */
+	bool on_ready;
+	int priority; /* kept, not used: the pool serves streams in turn */
+};
+TAILQ_HEAD(emu_streams, emu_stream);
+
+/* The stream threads. A stream with jobs is on `ready` or running, never both; a thread takes the first ready
+ * stream, runs one job, and puts the stream back at the tail if it has more (round robin). */
+struct emu_pool {
+	pthread_mutex_t qlock;    /* every stream's jobs and flags, and the fields below */
+	pthread_cond_t work;      /* a stream became ready, or stop */
+	pthread_cond_t idle;      /* a job finished and someone drains (drainers > 0) */
+	struct emu_streams ready; /* streams waiting for a thread */
+	unsigned nready, busy;    /* streams on ready; threads running a job */
+	pthread_t *threads;       /* started on demand, up to max */
+	unsigned nthreads, max;
+	int drainers;
+	bool stop;
+};
+
+struct emu_alloc {
+	uint64_t addr, len;
+};
+
+/* A module global: device memory allocated at load, freed at unload. */
+struct emu_global {
+	char name[EMU_GLOBAL_NAME_MAX + 1];
+	uint64_t addr, bytes;
+};
+
+/* What FUNC_SET_ATTRIBUTE changes, per kernel of a module (CUDA keeps it per CUfunction, i.e. per module). */
+struct emu_fattr {
+	int32_t max_dyn_shared; /* bytes; EMU_DYN_SHARED_DEFAULT until set */
+	int32_t carveout;       /* -1 (the default) or 0..100 */
+};
+#define EMU_DYN_SHARED_DEFAULT (48 << 10)
+
+/* A loaded module: the built-in kernels its image names (bit k: emu_kernels[k]; 0: a free slot), its globals
+ * and its kernels' attributes. A function id is (module id << 8) | (kernel index + 1). */
+struct emu_module {
+	uint64_t kernels;
+	struct emu_global *globals;
+	uint32_t nglobals;
+	struct emu_fattr attr[64];
+};
+
+struct emu {
+	struct wk *w;
+	unsigned char *mem; /* page-aligned (mmap) */
+	uint64_t base, size;
+	uint64_t page;        /* the system's page size */
+	pthread_mutex_t lock; /* allocator, modules, streams table */
+	struct extent_alloc alloc;
+	struct emu_alloc *allocs;
+	size_t nallocs, allocs_cap;
+	struct emu_module *modules;
+	size_t nmodules;
+	struct emu_stream **streams;
+	size_t nstreams;
+	struct emu_pool pool;
+};
+
+/* Clears [off, off + len) of the emulated memory (and nothing else). Caller holds E->lock or owns the block. */
+void emu_clear(struct emu *E, uint64_t off, uint64_t len);
+
+/* emu_module.c: the backend calls of modules, functions and their globals and attributes (backend.h). */
+int emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t *id, cua_err *e);
+int emu_module_unload(struct wk *w, uint64_t id, cua_err *e);
+int emu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_param_info **params,
+		     uint32_t *nparams, cua_err *e);
+int emu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t *addr, uint64_t *bytes, cua_err *e);
+int emu_func_get_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_err *e);
+int emu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_err *e);
+int emu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks, cua_err *e);
+/* Function fn's kernel, its module's attributes for it (attr may be NULL) and the address of the module global
+ * the kernel reads (0: none; global may be NULL), or NOT_FOUND with e. Any thread (takes E->lock). */
+int emu_fn_resolve(struct emu *E, uint64_t fn, const struct emu_kernel **K, struct emu_fattr *attr, uint64_t *global,
+		   cua_err *e);
+
+#endif
