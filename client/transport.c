@@ -11,6 +11,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/tls/tls.h>
+#include <nng/supplemental/util/platform.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,13 +144,38 @@ tls_setup(nng_dialer d, const char *url)
 	return rv;
 }
 
+/*
+ * Dials url on sock, synchronously. A listener whose accept queue is full (a burst of connections the daemon has
+ * not accepted yet) answers NNG_EAGAIN: that passes, so it is tried again, backing off from 5 ms for about two
+ * seconds in all. 0 or an NNG error.
+ */
+static int
+dial(nng_socket sock, const char *url)
+{
+	int rv;
+	nng_duration backoff = 5, waited = 0;
+	for (;;) {
+		nng_dialer d;
+		if ((rv = nng_dialer_create(&d, sock, url)) != 0)
+			return rv;
+		if ((strncmp(url, "tls+", 4) != 0 || (rv = tls_setup(d, url)) == 0) &&
+		    (rv = nng_dialer_start(d, 0)) == 0)
+			return 0;
+		nng_dialer_close(d);
+		if (rv != NNG_EAGAIN || waited >= 2000)
+			return rv;
+		nng_msleep(backoff);
+		waited += backoff;
+		backoff = backoff < 200 ? backoff * 2 : 200;
+	}
+}
+
 int
 cuac_transport_open(cua_client *c, const char *url)
 {
 	char buf[512];
 	struct cuac_transport *t = NULL;
 	bool sock_open = false;
-	nng_dialer d;
 	int r, rv;
 
 	if (url == NULL)
@@ -169,8 +195,7 @@ cuac_transport_open(cua_client *c, const char *url)
 	sock_open = true;
 	nng_socket_set_ms(t->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	nng_socket_set_size(t->sock, NNG_OPT_RECVMAXSZ, CUA_WIRE_MAX_MESSAGE);
-	if ((rv = nng_dialer_create(&d, t->sock, url)) != 0 ||
-	    (strncmp(url, "tls+", 4) == 0 && (rv = tls_setup(d, url)) != 0) || (rv = nng_dialer_start(d, 0)) != 0) {
+	if ((rv = dial(t->sock, url)) != 0) {
 		r = cuac_fail(nng_status(rv),
 			      "cannot connect to cuasyncd at %s: %s (is the daemon running? set $CUASYNC_URL)", url,
 			      nng_strerror(rv));
