@@ -160,7 +160,7 @@ int cua_status(cua_client *c, cua_daemon_status *out);
 int cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n);
 /* Operator endpoint only: closes session id's connection within a second, as if its client had gone (its work
  * in the workers runs to its end, everything it holds is released). NOT_FOUND when there is no such session,
- * UNSUPPORTED on a client socket. */
+ * PERMISSION_DENIED on a client socket. */
 int cua_disconnect_session(cua_client *c, uint64_t id);
 /* Operator endpoint only: drain (drain = 1) device dev — it takes no new memory, modules, streams or host
  * buffers (NO_DEVICE), while the sessions' work on what they hold there runs on — or undo it (drain = 0).
