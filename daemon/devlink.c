@@ -473,6 +473,7 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		log_error("device %d: completion for unknown request %llu", d->index, (unsigned long long)h.req);
 		return;
 	}
+	r->busy_ns = h.busy_ns;
 	if (h.fatal) {
 		log_error("device %d: sticky fault in request %llu of session %llu", d->index,
 			  (unsigned long long)h.req, (unsigned long long)r->s->id);

@@ -666,6 +666,7 @@ options_reload(struct fe *fe, char *status, size_t len)
 		memcpy((char *)&fe->cfg + live_fields[i].off, (const char *)&next + live_fields[i].off,
 		       live_fields[i].size);
 	struct tenant_table *old = fe->cfg.tenants;
+	tenant_table_carry(next.tenants, old);
 	fe->cfg.tenants = next.tenants; /* every session moves to the tenant of its tenant's name, else default */
 	struct session *s;
 	TAILQ_FOREACH(s, &fe->sessions, link)

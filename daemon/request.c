@@ -162,6 +162,7 @@ do_request_done(struct fe *fe, struct request *r)
 	r->s->in_flight--;
 	if (r->kind != REQ_POOL)
 		r->s->dev_in_flight[r->dev]--;
+	tenant_account(fe, r->s, r->busy_ns);
 	do_request_finish(fe, r);
 }
 

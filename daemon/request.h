@@ -50,6 +50,7 @@ enum req_kind {
 struct request {
 	uint64_t id;
 	uint64_t recv_ns; /* monotonic ns at receipt (the latency histogram, stats.h) */
+	uint64_t busy_ns; /* how long its work kept the device's streams busy (the worker's measure, wrec.h) */
 	struct fe *fe;
 	struct session *s;
 	enum req_kind kind;

@@ -5,6 +5,7 @@
 
 #include "cua_log.h"
 #include "scheduler.h"
+#include "tenant.h"
 
 #include <time.h>
 
@@ -180,8 +181,11 @@ pass(struct fe *fe, bool *full)
 	bool progress = false;
 	struct session *s, *next;
 	fe->dispatching = true;
+	tenant_pass_begin(fe);
 	for (s = TAILQ_FIRST(&fe->ready); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, ready_link);
+		if (!tenant_may_dispatch(fe, s)) /* its tenant is ahead of its share: the others' turn */
+			continue;
 		if (!TAILQ_EMPTY(&s->queue))
 			progress |= dispatch_one(fe, s, full);
 		if (TAILQ_EMPTY(&s->queue))

@@ -7,6 +7,7 @@
 #include "devlink.h"
 #include "request.h"
 #include "stats.h"
+#include "tenant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,11 @@ snap_session(struct fe *fe, const struct session *s, struct stats_snap *snap)
 		dev_bytes += s->dev_bytes[i];
 	}
 	snap->host_bytes += s->host_bytes;
+	if (snap->ten != NULL && s->tenant != NULL && s->hello && !s->closing && !s->pipe_gone) {
+		struct stats_tenant *t = &snap->ten[s->tenant - fe->cfg.tenants->v];
+		t->sessions++;
+		t->dev_bytes += dev_bytes;
+	}
 	snap->queued += s->queued;
 	snap->parked += s->nparked;
 	snap->in_flight += s->in_flight;
@@ -156,6 +162,17 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 	pthread_mutex_lock(&fe->lock);
 	if (with_sessions && (out->sess = calloc(fe->nsessions ? fe->nsessions : 1, sizeof(*out->sess))) == NULL)
 		goto out;
+	const struct tenant_table *T = fe->cfg.tenants;
+	if (T != NULL && T->n > 0) {
+		if ((out->ten = calloc(T->n, sizeof(*out->ten))) == NULL)
+			goto out;
+		out->nten = (uint32_t)T->n;
+		for (size_t i = 0; i < T->n; i++) {
+			snprintf(out->ten[i].name, sizeof(out->ten[i].name), "%s", T->v[i].name);
+			out->ten[i].weight = T->v[i].weight;
+			out->ten[i].busy_ns = T->v[i].busy_ns;
+		}
+	}
 	out->c = fe->stats;
 	out->uptime_ms = now_ms() - fe->start_ms;
 	out->requests = fe->requests;
@@ -186,6 +203,9 @@ stats_snap_free(struct stats_snap *snap)
 	free(snap->sess);
 	snap->sess = NULL;
 	snap->nsess = 0;
+	free(snap->ten);
+	snap->ten = NULL;
+	snap->nten = 0;
 }
 
 bool
@@ -359,6 +379,47 @@ fmt_sessions(FILE *f, const struct stats_snap *snap)
 	}
 }
 
+/* tenant="NAME", the name escaped as the text format wants (backslash, quote, newline). */
+static void
+tenant_label(char *l, size_t len, const char *name)
+{
+	size_t o = (size_t)snprintf(l, len, "tenant=\"");
+	for (const char *p = name; *p && o + 3 < len; p++) {
+		if (*p == '\\' || *p == '"' || *p == '\n')
+			l[o++] = '\\';
+		l[o++] = *p == '\n' ? 'n' : *p;
+	}
+	snprintf(l + o, len - o, "\"");
+}
+
+static void
+fmt_tenants(FILE *f, const struct stats_snap *snap)
+{
+	char l[160];
+	head(f, "tenant_busy_seconds_total", "counter",
+	     "Device time the work of a tenant's sessions took (stream occupancy, summed over streams), what its "
+	     "weight is kept by.");
+	for (uint32_t i = 0; i < snap->nten; i++) {
+		tenant_label(l, sizeof(l), snap->ten[i].name);
+		fprintf(f, "cuasyncd_tenant_busy_seconds_total{%s} %.9f\n", l, (double)snap->ten[i].busy_ns / 1e9);
+	}
+	head(f, "tenant_weight", "gauge", "A tenant's weight against other busy tenants (the configuration file's).");
+	for (uint32_t i = 0; i < snap->nten; i++) {
+		tenant_label(l, sizeof(l), snap->ten[i].name);
+		sample(f, "tenant_weight", l, snap->ten[i].weight);
+	}
+	head(f, "tenant_sessions", "gauge", "A tenant's live sessions.");
+	for (uint32_t i = 0; i < snap->nten; i++) {
+		tenant_label(l, sizeof(l), snap->ten[i].name);
+		sample(f, "tenant_sessions", l, snap->ten[i].sessions);
+	}
+	head(f, "tenant_device_memory_bytes", "gauge", "Device memory a tenant's sessions hold, on all devices.");
+	for (uint32_t i = 0; i < snap->nten; i++) {
+		tenant_label(l, sizeof(l), snap->ten[i].name);
+		sample(f, "tenant_device_memory_bytes", l, snap->ten[i].dev_bytes);
+	}
+}
+
 char *
 stats_format(const struct stats_snap *snap, size_t *len)
 {
@@ -378,6 +439,8 @@ stats_format(const struct stats_snap *snap, size_t *len)
 	fmt_devices(f, snap);
 	if (snap->sess != NULL)
 		fmt_sessions(f, snap);
+	if (snap->ten != NULL)
+		fmt_tenants(f, snap);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

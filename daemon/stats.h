@@ -65,6 +65,15 @@ struct stats_session {
 	bool operator;
 };
 
+/* One tenant's row in a snapshot (tenant.h). */
+struct stats_tenant {
+	char name[64];
+	unsigned weight;
+	uint64_t busy_ns;   /* device time its sessions' work took */
+	uint32_t sessions;  /* live sessions that said HELLO */
+	uint64_t dev_bytes; /* device memory its sessions hold, all devices */
+};
+
 /* One device's row in a snapshot. */
 struct stats_device {
 	uint32_t generation, restarts, in_flight;
@@ -88,6 +97,8 @@ struct stats_snap {
 	int ndevs;
 	struct stats_session *sess; /* with_sessions: one row per live session (malloc'd), else NULL */
 	uint32_t nsess;
+	struct stats_tenant *ten; /* one row per tenant of the configuration (malloc'd; NULL: none) */
+	uint32_t nten;
 };
 
 /* Copies the counters and gauges out under fe->lock (takes it; any thread without it). With with_sessions,

@@ -37,11 +37,13 @@ tenant_get(struct tenant_table *T, const char *name)
 	for (size_t i = 0; i < T->n; i++)
 		if (strcmp(T->v[i].name, name) == 0)
 			return &T->v[i];
+	if (T->n == CUAD_MAX_TENANTS)
+		return NULL;
 	struct tenant *v = realloc(T->v, (T->n + 1) * sizeof(*v));
 	if (v == NULL)
 		return NULL;
 	T->v = v;
-	struct tenant t = {.name = strdup(name), .isolation = -1};
+	struct tenant t = {.name = strdup(name), .isolation = -1, .weight = 1};
 	if (t.name == NULL)
 		return NULL;
 	v[T->n++] = t;
@@ -200,7 +202,7 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 	struct tenant *t = tenant_get(T, name);
 	int rc = -1;
 	if (t == NULL) {
-		snprintf(why, whylen, "out of memory");
+		snprintf(why, whylen, "more than %d tenants, or out of memory", CUAD_MAX_TENANTS);
 		return -1;
 	}
 	bool is_default = strcmp(name, "default") == 0;
@@ -228,6 +230,8 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 		rc = parse_u32(v, &t->streams);
 	else if (strcmp(key, "sessions") == 0)
 		rc = parse_u32(v, &t->sessions);
+	else if (strcmp(key, "weight") == 0)
+		rc = parse_u32(v, &t->weight) || t->weight < 1 || t->weight > 1000 ? -1 : 0;
 	else if (strcmp(key, "isolation") == 0)
 		rc = strcmp(v, "session") == 0  ? (t->isolation = ISO_SESSION, 0)
 		     : strcmp(v, "shared") == 0 ? (t->isolation = ISO_SHARED, 0)
@@ -235,7 +239,7 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 	else {
 		snprintf(why, whylen,
 			 "unknown key '%s' in [tenant %s] (who: uid, user, group, subject, token; limits: mem, "
-			 "modules, module-bytes, streams, host-bytes, sessions; isolation%s)",
+			 "modules, module-bytes, streams, host-bytes, sessions; weight, isolation%s)",
 			 key, name, is_default ? "; refuse" : "");
 		return -1;
 	}
@@ -408,4 +412,76 @@ tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e)
 	return cua_err_set(e, CUA_EQUOTA,
 			   "tenant '%s' has %llu sessions, its limit; close one, or raise `sessions` in [tenant %s]",
 			   t->name, (unsigned long long)u.sessions, t->name);
+}
+
+void
+tenant_account(struct fe *fe, struct session *s, uint64_t busy_ns)
+{
+	struct tenant *t = s->tenant;
+	(void)fe;
+	if (t == NULL || busy_ns == 0)
+		return;
+	t->busy_ns += busy_ns;
+	t->vt += busy_ns / t->weight;
+}
+
+void
+tenant_pass_begin(struct fe *fe)
+{
+	struct tenant_table *T = fe->cfg.tenants;
+	const struct session *s;
+	if (T == NULL || T->n < 2) { /* the default tenant alone: nothing to weigh (and no walk of the sessions) */
+		if (T != NULL)
+			T->contended = false;
+		return;
+	}
+	bool was[CUAD_MAX_TENANTS];
+	for (size_t i = 0; i < T->n; i++) {
+		was[i] = T->v[i].backlogged;
+		T->v[i].backlogged = false;
+	}
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	if (s->tenant != NULL && (s->queued > 0 || s->in_flight > 0))
+		s->tenant->backlogged = true;
+	/* the least virtual time of those busy already; tenants back from idle start there */
+	uint64_t vmin = UINT64_MAX, all = UINT64_MAX;
+	unsigned busy = 0;
+	for (size_t i = 0; i < T->n; i++) {
+		const struct tenant *t = &T->v[i];
+		if (!t->backlogged)
+			continue;
+		busy++;
+		all = t->vt < all ? t->vt : all;
+		if (was[i])
+			vmin = t->vt < vmin ? t->vt : vmin;
+	}
+	if (vmin == UINT64_MAX)
+		vmin = all;
+	for (size_t i = 0; i < T->n; i++) {
+		struct tenant *t = &T->v[i];
+		if (t->backlogged && !was[i] && t->vt < vmin)
+			t->vt = vmin;
+	}
+	T->vmin = vmin;
+	T->contended = busy >= 2;
+}
+
+bool
+tenant_may_dispatch(const struct fe *fe, const struct session *s)
+{
+	const struct tenant_table *T = fe->cfg.tenants;
+	const struct tenant *t = s->tenant;
+	return T == NULL || !T->contended || t == NULL || t->vt <= T->vmin + TENANT_SLACK_NS;
+}
+
+void
+tenant_table_carry(struct tenant_table *T, const struct tenant_table *old)
+{
+	for (size_t i = 0; old != NULL && i < T->n; i++)
+		for (size_t k = 0; k < old->n; k++)
+			if (strcmp(T->v[i].name, old->v[k].name) == 0) {
+				T->v[i].busy_ns = old->v[k].busy_ns;
+				T->v[i].vt = old->v[k].vt;
+				T->v[i].backlogged = old->v[k].backlogged;
+			}
 }

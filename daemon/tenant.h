@@ -47,13 +47,21 @@ struct tenant {
 	unsigned mem_pct; /* or a share of each device's memory */
 	uint64_t module_bytes, host_bytes;
 	uint32_t modules, streams, sessions;
-	unsigned line; /* where the file named it (messages) */
+	unsigned weight; /* its share of the device against other busy tenants (default 1) */
+	/* usage, under fe->lock (tenant_account); carried over by name across reloads */
+	uint64_t busy_ns; /* device time its sessions' work took (the workers' measure, wrec.h) */
+	uint64_t vt;      /* virtual time: busy_ns / weight, moved up to the others' when it comes back from idle */
+	bool backlogged;  /* at the last dispatcher pass, one of its sessions had work queued or in flight */
 };
+
+#define CUAD_MAX_TENANTS 256
 
 struct tenant_table {
 	struct tenant *v; /* file order; v[n - 1] is default when the file did not name it */
 	size_t n;
 	struct tenant *def;
+	uint64_t vmin;  /* the least virtual time among backlogged tenants (tenant_pass_begin) */
+	bool contended; /* two tenants or more are backlogged: weights apply */
 };
 
 /* An empty table (only `default`, no limits). NULL: out of memory. */
@@ -82,5 +90,20 @@ int tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e);
 int tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e);
 /* Whether t may have one more session (HELLO). */
 int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e);
+
+/*
+ * Weights. While two tenants or more have work queued or in flight, a tenant whose virtual time (device time
+ * over its weight) is more than TENANT_SLACK_NS ahead of the least one's does not dispatch: the others catch
+ * up, so busy tenants with weights 3:1 get device time near 3:1. A tenant coming back from idle starts at the
+ * least virtual time of the busy ones (no credit saved up while idle). Alone, a tenant is never held back.
+ * The dispatcher, under fe->lock: tenant_pass_begin before each pass, tenant_may_dispatch for each session.
+ */
+#define TENANT_SLACK_NS (5 * 1000 * 1000ull)
+void tenant_pass_begin(struct fe *fe);
+bool tenant_may_dispatch(const struct fe *fe, const struct session *s);
+/* A request of s completed, its work having kept the device busy busy_ns. Caller holds fe->lock. */
+void tenant_account(struct fe *fe, struct session *s, uint64_t busy_ns);
+/* Carries usage (busy time, virtual time) from old to the tenants of the same name in t. */
+void tenant_table_carry(struct tenant_table *t, const struct tenant_table *old);
 
 #endif

@@ -195,7 +195,8 @@ struct wrec_req {
 struct wcpl_req {
 	uint64_t req;
 	uint32_t ncmds;
-	uint32_t fatal; /* 1: a sticky fault; the worker exits after this record */
+	uint32_t fatal;   /* 1: a sticky fault; the worker exits after this record */
+	uint64_t busy_ns; /* how long its work kept the device's streams busy, summed over the streams (see worker.c) */
 };
 
 /* One command's outcome. */

@@ -36,6 +36,8 @@ struct tracker; /* the core's per-request state; opaque to backends */
 struct wk_tag {
 	struct tracker *t;
 	uint32_t idx; /* command index in its request */
+	uint32_t sid; /* notices: the stream (set by the core) */
+	uint64_t t0;  /* notices: when the core asked for it, monotonic ns (the request's work there was issued) */
 };
 
 /* A launch, as the core hands it over. params and sizes are valid during the launch call only. */
@@ -148,6 +150,9 @@ struct wk_touch {
 };
 
 /* The worker. Fields marked (core) are the core's alone. */
+#define WK_DONE_CHUNK 1024
+#define WK_DONE_CHUNKS 64 /* streams past 65536 are not timed (their work counts from its notice) */
+
 struct wk {
 	struct worker_opts opts;
 	const struct wk_backend *be;
@@ -167,11 +172,18 @@ struct wk {
 	uint64_t serial;         /* (core) of the request being issued */
 	struct tracker *issuing; /* (core) the request being issued */
 	struct wksub *sub;       /* (core) the submit threads; NULL: the main thread issues (--submit-threads 1) */
+	/* (core) per stream, when its last notice was done (monotonic ns): chunks of WK_DONE_CHUNK streams, made by
+	 * the main thread as streams are added and never moved, read by whichever thread completes a notice */
+	_Atomic(_Atomic uint64_t *) done_at[WK_DONE_CHUNKS];
 };
 
 /* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;
  * distinct commands may be reported concurrently. Never blocks on the device. */
 void wk_report(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail);
+
+/* Asks the backend for a notice on sid after the work queued there so far, stamping tag with the stream and
+ * the time (the request's busy time on sid is measured from it: worker.c). The owner of sid calls it. */
+void wk_notice(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
 
 /* A sticky device fault while running tag's command: writes its request's completion (the command gets
  * CUA_EDEVICE with detail, later unfinished commands CONTEXT_LOST) flagged fatal, and exits the process so the

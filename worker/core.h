@@ -39,7 +39,8 @@ struct tracker {
 	uint64_t req;
 	uint32_t ncmds;
 	atomic_int pending;
-	bool emitted; /* its completion has been written (wk_fatal_many; under cpl_lock) */
+	_Atomic uint64_t busy_ns; /* the time its work kept streams busy (wk_notice, notice_done) */
+	bool emitted;             /* its completion has been written (wk_fatal_many; under cpl_lock) */
 	struct titem items[];
 };
 

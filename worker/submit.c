@@ -85,7 +85,7 @@ run_batch(struct wksub *S, const struct sub_batch *b)
 	while (off < b->len) {
 		const struct sub_ent *e = (const struct sub_ent *)(b->p + off);
 		if (e->size == 0)
-			S->w->be->notify(S->w, e->sid, e->tag, S->done);
+			wk_notice(S->w, e->sid, e->tag, S->done);
 		else
 			issue(S, e);
 		off += sizeof(*e) + e->size;

@@ -106,7 +106,7 @@ emit(struct wk *w, struct tracker *t, uint32_t fatal)
 {
 	size_t cap = detail_cap(w, t), len = cpl_size(t, cap);
 	unsigned char *p = cpl_reserve(w, len);
-	struct wcpl_req h = {t->req, t->ncmds, fatal};
+	struct wcpl_req h = {t->req, t->ncmds, fatal, atomic_load(&t->busy_ns)};
 	memcpy(p, &h, sizeof(h));
 	size_t off = sizeof(h);
 	for (uint32_t i = 0; i < t->ncmds; i++) {
@@ -139,7 +139,7 @@ emit_uniform(struct wk *w, uint64_t req, uint32_t ncmds, uint32_t status, const 
 	size_t len = sizeof(struct wcpl_req) + ncmds * one;
 	pthread_mutex_lock(&w->cpl_lock);
 	unsigned char *p = cpl_reserve(w, len);
-	struct wcpl_req h = {req, ncmds, 0};
+	struct wcpl_req h = {req, ncmds, 0, 0};
 	memcpy(p, &h, sizeof(h));
 	for (uint32_t i = 0; i < ncmds; i++) {
 		unsigned char *q = p + sizeof(h) + i * one;
@@ -190,10 +190,52 @@ tracker_put(struct wk *w, struct tracker *t)
 	tracker_free(t);
 }
 
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* sid's "last notice done" clock, or NULL when it has none (wk_stream_add makes them). Any thread. */
+static _Atomic uint64_t *
+done_at(struct wk *w, uint32_t sid)
+{
+	if (sid / WK_DONE_CHUNK >= WK_DONE_CHUNKS)
+		return NULL;
+	_Atomic uint64_t *c = atomic_load_explicit(&w->done_at[sid / WK_DONE_CHUNK], memory_order_acquire);
+	return c ? &c[sid % WK_DONE_CHUNK] : NULL;
+}
+
+/*
+ * Busy time, the measure tenants' weights are kept by (front-end: tenant.c). A request's work on a stream runs
+ * between the later of two moments — its notice was asked for (the work had just been issued), or the
+ * stream's previous notice was done (the work before it finished) — and its own notice being done: that span
+ * is added to the request, for each stream it used. Notices of one stream are done in order, by one thread at
+ * a time, so the stream's clock moves forward. What it measures is the stream's occupancy: time the work
+ * waited on the device for other streams' work counts too. Backends' notice callbacks, any thread.
+ */
+void
+wk_notice(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
+{
+	tag.sid = sid;
+	tag.t0 = mono_ns();
+	w->be->notify(w, sid, tag, done);
+}
+
 /* The notice callback given to backends. */
 static void
 notice_done(struct wk *w, struct wk_tag tag)
 {
+	uint64_t now = mono_ns(), from = tag.t0;
+	_Atomic uint64_t *last = done_at(w, tag.sid);
+	if (last != NULL) {
+		uint64_t prev = atomic_exchange(last, now);
+		from = prev > from ? prev : from;
+	}
+	if (now > from)
+		atomic_fetch_add(&tag.t->busy_ns, now - from);
 	tracker_put(w, tag.t);
 }
 
@@ -262,6 +304,14 @@ wk_stream_add(struct wk *w, uint32_t sid)
 		w->nstreams = n;
 	}
 	w->streams[sid] = (struct wk_stream){0, 1};
+	if (sid / WK_DONE_CHUNK < WK_DONE_CHUNKS && atomic_load(&w->done_at[sid / WK_DONE_CHUNK]) == NULL) {
+		_Atomic uint64_t *c = calloc(WK_DONE_CHUNK, sizeof(*c));
+		if (c != NULL) /* else its work is timed from its notices */
+			atomic_store_explicit(&w->done_at[sid / WK_DONE_CHUNK], c, memory_order_release);
+	}
+	_Atomic uint64_t *last = done_at(w, sid);
+	if (last != NULL)
+		atomic_store(last, 0);
 	return 0;
 }
 
@@ -295,7 +345,7 @@ static void
 notify(struct wk *w, struct tracker *t, uint32_t sid, uint32_t blame_idx)
 {
 	atomic_fetch_add(&t->pending, 1);
-	w->be->notify(w, sid, (struct wk_tag){t, blame_idx}, notice_done);
+	wk_notice(w, sid, (struct wk_tag){t, blame_idx, 0, 0}, notice_done);
 }
 
 void
@@ -648,5 +698,7 @@ worker_main(const struct worker_opts *o)
 	w.be->fini(&w);
 	free(w.streams);
 	free(w.touched);
+	for (size_t i = 0; i < WK_DONE_CHUNKS; i++)
+		free(atomic_load(&w.done_at[i]));
 	return 0;
 }

@@ -2,16 +2,19 @@
 
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -307,4 +310,68 @@ bool
 status_restarted(const cua_daemon_status *s, void *ud)
 {
 	return s->devices[0].restarts >= *(uint32_t *)ud;
+}
+
+/* ------------------------------------------------------------------ the metrics endpoint */
+
+/* The port the daemon logged ("metrics: serving http://127.0.0.1:PORT/metrics"). */
+int
+daemon_metrics_port(const struct daemon *d)
+{
+	FILE *f = fopen(d->log, "r");
+	char line[512];
+	int p = -1;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		const char *at = strstr(line, "metrics: serving http://127.0.0.1:");
+		if (at != NULL)
+			p = atoi(at + strlen("metrics: serving http://127.0.0.1:"));
+	}
+	if (f != NULL)
+		fclose(f);
+	return p;
+}
+
+/* GET path from the endpoint: the status code, and the body in a malloc'd string (*body). */
+int
+metrics_get(int port, const char *path, char **body)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	char req[256];
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+	ck_assert_int_eq(write(fd, req, (size_t)n), n);
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	ssize_t got;
+	while ((got = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)got;
+		if (cap - len < 4096)
+			buf = realloc(buf, cap *= 2);
+	}
+	close(fd);
+	buf[len] = '\0';
+	int status = 0;
+	ck_assert_msg(sscanf(buf, "HTTP/1.1 %d", &status) == 1, "not an HTTP response: %.80s", buf);
+	char *start = strstr(buf, "\r\n\r\n");
+	ck_assert_ptr_nonnull(start);
+	*body = strdup(start + 4);
+	if (strcmp(path, "/metrics") == 0)
+		ck_assert_msg(strstr(buf, "Content-Type: text/plain; version=0.0.4") != NULL, "content type: %.300s",
+			      buf);
+	free(buf);
+	return status;
+}
+
+/* The value of series (name with its labels, exactly as written) in text; -1 when it is absent. */
+double
+metric_value(const char *text, const char *series)
+{
+	size_t n = strlen(series);
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, series, n) == 0 && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
 }

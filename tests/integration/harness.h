@@ -51,6 +51,13 @@ cua_future *submit_spin(cua_client *c, cua_function spin, unsigned ms, cua_strea
 /* wait_status predicate: device 0 restarted at least *(uint32_t *)ud times. */
 bool status_restarted(const cua_daemon_status *s, void *ud);
 
+/* The port of d's --metrics-listen http://127.0.0.1:0 endpoint, from its log; -1 when none is logged. */
+int daemon_metrics_port(const struct daemon *d);
+/* GET path from the metrics endpoint on 127.0.0.1:port: the HTTP status, the body in a malloc'd *body. */
+int metrics_get(int port, const char *path, char **body);
+/* The value of series (name with its labels, exactly as written) in Prometheus text; -1 when absent. */
+double metric_value(const char *text, const char *series);
+
 #define CK(call)                                                                                                       \
 	do {                                                                                                           \
 		int rc_ = (call);                                                                                      \

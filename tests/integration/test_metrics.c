@@ -18,29 +18,12 @@
 static struct daemon D;
 static int port;
 
-/* The port the daemon logged ("metrics: serving http://127.0.0.1:PORT/metrics"). */
-static int
-logged_port(const char *log)
-{
-	FILE *f = fopen(log, "r");
-	char line[512];
-	int p = -1;
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-		const char *at = strstr(line, "metrics: serving http://127.0.0.1:");
-		if (at != NULL)
-			p = atoi(at + strlen("metrics: serving http://127.0.0.1:"));
-	}
-	if (f != NULL)
-		fclose(f);
-	return p;
-}
-
 static void
 up(void)
 {
 	static const char *const args[] = {"--metrics-listen", "http://127.0.0.1:0", "--metrics-sessions", NULL};
 	daemon_start(&D, args);
-	port = logged_port(D.log);
+	port = daemon_metrics_port(&D);
 	ck_assert_msg(port > 0, "no metrics address in %s", D.log);
 }
 
@@ -50,38 +33,10 @@ down(void)
 	daemon_stop(&D);
 }
 
-/* GET path from the endpoint: the status code, and the body in a malloc'd string (*body). */
 static int
 http_get(const char *path, char **body)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(fd, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	char req[256];
-	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
-	ck_assert_int_eq(write(fd, req, (size_t)n), n);
-	size_t len = 0, cap = 1 << 16;
-	char *buf = malloc(cap);
-	ssize_t got;
-	while ((got = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)got;
-		if (cap - len < 4096)
-			buf = realloc(buf, cap *= 2);
-	}
-	close(fd);
-	buf[len] = '\0';
-	int status = 0;
-	ck_assert_msg(sscanf(buf, "HTTP/1.1 %d", &status) == 1, "not an HTTP response: %.80s", buf);
-	char *start = strstr(buf, "\r\n\r\n");
-	ck_assert_ptr_nonnull(start);
-	*body = strdup(start + 4);
-	if (strcmp(path, "/metrics") == 0)
-		ck_assert_msg(strstr(buf, "Content-Type: text/plain; version=0.0.4") != NULL, "content type: %.300s",
-			      buf);
-	free(buf);
-	return status;
+	return metrics_get(port, path, body);
 }
 
 static char *
@@ -92,15 +47,10 @@ scrape(void)
 	return text;
 }
 
-/* The value of series (name with its labels, exactly as written) in text; -1 when it is absent. */
 static double
 value(const char *text, const char *series)
 {
-	size_t n = strlen(series);
-	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (strncmp(p, series, n) == 0 && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-	return -1;
+	return metric_value(text, series);
 }
 
 /* How much series moved from before to after (a series absent before counts from 0). */
