@@ -27,8 +27,12 @@ for cand in ${PYTHON:-python3 /usr/bin/python3}; do
   fi
 done
 if [ -z "$py" ]; then
-  echo "SKIP: python tests: no python3 with cffi, numpy and pytest (apt-get install python3-cffi python3-numpy python3-pytest)"
-  [ "${CUA_REQUIRE_PYTHON:-}" = 1 ] && { echo "CUA_REQUIRE_PYTHON=1: failing instead"; exit 1; }
+  why="no python3 with cffi, numpy and pytest (apt-get install python3-cffi python3-numpy python3-pytest)"
+  if [ "${CUA_REQUIRE_PYTHON:-}" = 1 ]; then
+    echo "FAIL: python tests: $why, and CUA_REQUIRE_PYTHON=1 requires them"
+    exit 1
+  fi
+  echo "SKIP: python tests: $why"
   exit 77
 fi
 
