@@ -95,6 +95,8 @@ class DeviceBuffer(_Owned):
             raise ArgumentTypeError("expected a numpy array, not %s" % type(a).__name__)
         if not a.flags.c_contiguous:
             raise BadArgumentError("the array must be C-contiguous (use numpy.ascontiguousarray)")
+        if writable and not a.flags.writeable:
+            raise BadArgumentError("the array is read-only: cannot copy into it")
         if a.nbytes > self.nbytes:
             raise BadArgumentError("the array has %d bytes, %r only %d" % (a.nbytes, self, self.nbytes))
         return ffi.from_buffer(a, require_writable=writable)

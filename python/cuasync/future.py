@@ -91,6 +91,8 @@ class _Waiters:
         """An asyncio future of the running loop that completes when fut is done."""
         loop = asyncio.get_running_loop()
         c = self._client._live()
+        if self._loop is not None and self._loop.is_closed():
+            self._pending, self._loop = [], None  # a finished asyncio.run left it: its reader went with it
         if self._loop is None:
             fd = lib.cua_client_fd(c)
             if fd < 0:
@@ -100,10 +102,16 @@ class _Waiters:
         elif self._loop is not loop:
             raise RuntimeError("the futures of one cuasync.Client can be awaited on one event loop at a time")
         w = loop.create_future()
+        w.add_done_callback(self._cancelled)
         self._pending.append((fut, w))
         # completions before the reader was there (or before the fd existed) wrote nothing it would see
         self._poll()
         return w
+
+    def _cancelled(self, w):
+        # an awaiting task was cancelled (say by asyncio.wait_for): stop watching once nobody waits
+        if w.cancelled() and self._loop is not None:
+            self._poll()
 
     def _wake(self):
         lib.cua_client_fd_clear(self._client._c)  # first, so that a completion after it wakes us again
