@@ -262,7 +262,7 @@ class Kernel:
                 raise BadArgumentError("argument %d: %r belongs to another client" % (i, a))
             a._live()
             got, kind, val = 8, "ptr", a.ptr
-        elif isinstance(a, SCALAR_TYPES):
+        elif isinstance(a, SCALAR_TYPES + (np.void,)):  # np.void: a structured scalar, a by-value struct
             got, kind, val = a.dtype.itemsize, "bytes", a.tobytes()
         elif isinstance(a, (bool, int, float, np.bool_)):
             # The layout gives sizes, not types: an 8-byte parameter may be an int64, a uint64, a double or a
@@ -287,8 +287,10 @@ class Kernel:
     def launch(self, grid, block, *args, stream=None, shared_mem=0):
         """Launches the kernel over grid x block with args; returns a Future that completes when it has run.
 
-        args: DeviceBuffer (passed as its device address) or numpy scalars (passed as their bytes), one per
-        parameter and of its size; checked before anything is sent (ArgumentTypeError, BadArgumentError)."""
+        args: DeviceBuffer (passed as its device address) or numpy scalars (passed as their bytes; a
+        structured scalar, numpy.void, for a struct passed by value), one per parameter and of its size;
+        checked before anything is sent (ArgumentTypeError, BadArgumentError). stream: a Stream, or None for
+        the daemon's stream pool (not ordered with other work: wait for the future before reading results)."""
         c = self.module._live()
         if len(args) != len(self.params):
             raise BadArgumentError("%s takes %d arguments, %d given" % (self.name, len(self.params), len(args)))
@@ -326,7 +328,7 @@ def _examples(size):
         2: "numpy.int16 or numpy.uint16",
         4: "numpy.int32, numpy.uint32 or numpy.float32",
         8: "numpy.int64, numpy.uint64, numpy.float64 or a DeviceBuffer",
-    }.get(size, "a by-value struct is not supported from Python")
+    }.get(size, "a numpy structured scalar (numpy.void) of that size")
 
 
 class Client:

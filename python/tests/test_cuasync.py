@@ -90,18 +90,27 @@ def test_asyncio_awaits_several_launches(client, kernels):
             spin.launch(1, 1, np.int64((8 - i) * 5_000_000), stream=s)
             futs.append(fill.launch(1, 64, b, np.uint32(0xC0DE0000 + i), np.uint64(64), stream=s))
         done_order = []
+        ticks_before_first = 0
 
         async def one(i, f):
             await f
             done_order.append(i)
 
-        await asyncio.wait_for(asyncio.gather(*(one(i, f) for i, f in enumerate(futs))), 60)
+        async def ticker():  # runs only while the loop is free: awaiting must not block it
+            nonlocal ticks_before_first
+            while not done_order:
+                ticks_before_first += 1
+                await asyncio.sleep(0.001)
+
+        await asyncio.wait_for(asyncio.gather(ticker(), *(one(i, f) for i, f in enumerate(futs))), 60)
         for s in streams:
             s.free()
-        return done_order
+        return done_order, ticks_before_first
 
-    order = asyncio.run(main())
+    order, ticks = asyncio.run(main())
     assert sorted(order) == list(range(8))
+    assert ticks >= 3, "the event loop was blocked while the launches ran (%d ticks)" % ticks
+    # (the order is the replies': launches sent while others are in flight share one BATCH message and reply)
     for i, b in enumerate(bufs):
         np.testing.assert_array_equal(b.to_numpy(np.uint32), np.full(64, 0xC0DE0000 + i, np.uint32))
         b.free()
@@ -277,3 +286,15 @@ def test_a_cancelled_await_leaves_the_client_usable_on_another_loop(client, kern
 
     asyncio.run(again())  # a new loop: the first one's reader is gone with it
     assert slow.done() and slow.result() is None
+
+
+def test_a_structured_scalar_passes_its_bytes(client, kernels):
+    fill = kernels.function("fill_u32")
+    v = np.zeros((), dtype=[("lo", "<u2"), ("hi", "<u2")])[()]
+    v["lo"], v["hi"] = 0xBEEF, 0xDEAD
+    with client.mem_alloc(64) as p:
+        fill.launch(1, 16, p, v, np.uint64(16)).result(30)
+        np.testing.assert_array_equal(p.to_numpy(np.uint32), np.full(16, 0xDEADBEEF, np.uint32))
+        wide = np.zeros((), dtype=[("a", "<u4"), ("b", "<u4")])[()]
+        with pytest.raises(cuasync.ArgumentTypeError, match="argument 1 of fill_u32 is 8 bytes"):
+            fill.launch(1, 16, p, wide, np.uint64(16))
