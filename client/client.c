@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static _Thread_local char last_error[CUA_MAX_MESSAGE_TEXT / 16];
 
@@ -40,6 +41,7 @@ client_new(void)
 	TAILQ_INIT(&c->queue);
 	LIST_INIT(&c->layouts);
 	LIST_INIT(&c->hostbufs);
+	c->efd = -1;
 	return c;
 }
 
@@ -53,6 +55,8 @@ client_free(cua_client *c)
 	cuac_transport_close(c);
 	cuac_hostbufs_fini(c);
 	cuac_layouts_fini(c);
+	if (c->efd >= 0)
+		close(c->efd);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
 	free(c);

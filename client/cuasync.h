@@ -303,6 +303,24 @@ int cua_future_item(cua_future *f, size_t i, const char **message);
 /* Frees f; a future still in flight is released when its work completes. */
 void cua_future_free(cua_future *f);
 
+/* ---- completions for event loops (epoll, poll, libuv, Python's asyncio) ----
+ * cua_client_fd returns a file descriptor (an eventfd, non-blocking, close-on-exec) that becomes readable
+ * when a future of c completes: launches' and batches' futures, not the synchronous calls nor
+ * fire-and-forget work. It is written by the thread that completes the future (an NNG callback thread, or
+ * the submitting thread when a submission fails at once), never blocks it, and is level-triggered: it stays
+ * readable from the first completion after the last cua_client_fd_clear until the next one, however many
+ * futures completed in between (with EPOLLET you get one edge per clear).
+ * After a wake-up: call cua_client_fd_clear first, then cua_future_poll each future you wait for; a future
+ * that completes after the clear makes the fd readable again, so none is missed. Do not read(2) the fd
+ * yourself: only cua_client_fd_clear may, and it reads it only when the library has written it.
+ * The fd is created by the first call and owned by c: do not close it; cua_disconnect closes it, so take it
+ * out of your loop before disconnecting. Futures completed before that first call did not write it: poll
+ * them once after asking for the fd. Returns the fd (the same one on every call), or -1 when none could be
+ * created (cua_last_error says why). Any thread. */
+int cua_client_fd(cua_client *c);
+/* Makes cua_client_fd's fd unreadable until the next completion. Any thread; a no-op before cua_client_fd. */
+void cua_client_fd_clear(cua_client *c);
+
 #ifdef __cplusplus
 }
 #endif

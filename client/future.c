@@ -1,6 +1,7 @@
 /*
  * future.c — futures: the results of a submitted launch or batch, one per item, filled in by flight.c as
- * replies arrive (under the client's lock) and read by the application.
+ * replies arrive (under the client's lock) and read by the application; and the client's completion eventfd,
+ * written when a future completes, for event loops that cannot block in cua_future_wait.
  */
 #include "config.h"
 
@@ -9,7 +10,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 cua_future *
 cuac_future_new(cua_client *c, size_t n)
@@ -47,6 +50,43 @@ future_destroy(cua_future *f)
 	free(f);
 }
 
+/* Makes c's eventfd readable, if there is one and it is not readable already (one write per clear, so the
+ * counter cannot overflow and a busy client does not pay a system call per completion). Holds c->lock. */
+static void
+notify_locked(cua_client *c)
+{
+	if (c->efd < 0 || c->efd_armed)
+		return;
+	uint64_t one = 1;
+	/* cannot block (the counter is 0 or 1) nor fail on a valid eventfd */
+	if (write(c->efd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+		c->efd_armed = true;
+}
+
+int
+cua_client_fd(cua_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->efd < 0 && (c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		cuac_fail(CUA_ENOMEM, "eventfd: %s", strerror(errno));
+	int fd = c->efd;
+	pthread_mutex_unlock(&c->lock);
+	return fd;
+}
+
+void
+cua_client_fd_clear(cua_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->efd >= 0 && c->efd_armed) {
+		uint64_t n;
+		/* cannot fail: armed means the counter is 1 and only this function reads it */
+		if (read(c->efd, &n, sizeof(n)) == (ssize_t)sizeof(n))
+			c->efd_armed = false;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 void
 cuac_future_item_done(cua_future *f, size_t i, int status, const char *msg, size_t msglen)
 {
@@ -62,6 +102,8 @@ cuac_future_item_done(cua_future *f, size_t i, int status, const char *msg, size
 		f->done = true;
 		if (f->abandoned)
 			future_destroy(f);
+		else
+			notify_locked(f->c);
 	}
 }
 

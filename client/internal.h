@@ -10,15 +10,15 @@
  *   launch.c     the launch builder (after cuda-async's AsyncKernelLaunch) and cua_launch_submit
  *   batch.c      explicit batches (cua_batch_*)
  *   flight.c     the send queue: pipelined launches coalesced into BATCH messages, and those in flight
- *   future.c     futures: the results of launches and batches
+ *   future.c     futures: the results of launches and batches, and the completion eventfd (cua_client_fd)
  *
  * Data flows one way: calls.c, launch.c and batch.c hand requests down to flight.c and transport.c;
  * transport.c reports an asynchronous reply through the callback it was given (cuac_done_fn).
  *
  * Locking: c->lock guards the send queue, the in-flight batch count, the deferred error, the sequence
- * number, the device table, the function layouts, the host buffers and every future's state. NNG aio
- * callbacks take it; no NNG call that waits is made while holding it. c->cond is broadcast whenever a flight
- * completes (a future may be done, the queue may have moved).
+ * number, the device table, the function layouts, the host buffers, the completion eventfd's state and every
+ * future's state. NNG aio callbacks take it; no NNG call that waits is made while holding it. c->cond is
+ * broadcast whenever a flight completes (a future may be done, the queue may have moved).
  */
 #ifndef CUAC_INTERNAL_H
 #define CUAC_INTERNAL_H
@@ -105,6 +105,8 @@ struct cua_client {
 	char deferred_msg[256];
 	struct cuac_layouts layouts;   /* parameter layouts of the functions looked up, newest first */
 	struct cuac_hostbufs hostbufs; /* registered host buffers */
+	int efd;                       /* cua_client_fd's eventfd, -1 until it was asked for */
+	bool efd_armed;                /* efd was written since the last cua_client_fd_clear */
 };
 
 /* ------------------------------------------------------------------ client.c */
@@ -210,7 +212,8 @@ int cuac_wait_idle(cua_client *c, bool take, char *msg, size_t len);
 cua_future *cuac_future_new(cua_client *c, size_t n);
 
 /* Records item i's result (msg of msglen bytes, copied). When it was the last item the future is done, and
- * freed if abandoned: f must not be used afterwards by the caller. Caller holds c->lock. */
+ * freed if abandoned (f must not be used afterwards by the caller), else the client's completion eventfd is
+ * written (cua_client_fd). Caller holds c->lock. */
 void cuac_future_item_done(cua_future *f, size_t i, int status, const char *msg, size_t msglen);
 
 #endif

@@ -1,0 +1,84 @@
+"""Fixtures: the real cuasyncd on the emulated device, on a private socket, for the whole session.
+
+The build tree is $CUASYNC_BUILDDIR (set by `make check`), else ../../build beside this source tree; the
+library comes from $CUASYNC_LIB, else that build tree (cuasync._ffi looks there too).
+"""
+import os
+import select
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILDDIR = os.environ.get("CUASYNC_BUILDDIR") or os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, "build"))
+os.environ.setdefault("CUASYNC_LIB", os.path.join(BUILDDIR, "client", ".libs", "libcuasync.so.0"))
+
+# The emulated device's kernel list (what tests/integration/harness.c loads without nvcc).
+EMU_IMAGE = b"cuasync-emu-module\naxpy\nfill_u32\nempty_kernel\nspin\npdl_count\nbad_write\n"
+
+
+def _read_ready(fd, log):
+    """Reads the --ready-fd pipe to its end (the daemon writes "ready <url>" and closes it)."""
+    data = b""
+    while True:
+        r, _, _ = select.select([fd], [], [], 30)
+        assert r, "cuasyncd did not say ready within 30 s (have %r); see %s" % (data, log)
+        chunk = os.read(fd, 512)
+        if not chunk:
+            break
+        data += chunk
+    assert data.startswith(b"ready "), "cuasyncd did not start; see %s" % log
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    """The URL of a running cuasyncd (--backend emu); stopped with SIGTERM at the end, which must exit 0."""
+    exe = os.path.join(BUILDDIR, "daemon", "cuasyncd")
+    assert os.access(exe, os.X_OK), "no daemon at %s (set CUASYNC_BUILDDIR)" % exe
+    tmp = tempfile.mkdtemp(prefix="cuasync-pytest.")
+    url = "ipc://%s/d.sock" % tmp
+    log = os.path.join(tmp, "daemon.log")
+    rfd, wfd = os.pipe()
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen(
+            [exe, "--listen", url, "--ready-fd", str(wfd), "--backend", "emu", "--emu-mem", "256M",
+             "--staging", "96M", "--ring", "4M"],
+            pass_fds=(wfd,), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf)
+    os.close(wfd)
+    try:
+        _read_ready(rfd, log)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        os.close(rfd)
+    yield url
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail("cuasyncd did not stop within 60 s of SIGTERM; see %s" % log)
+    with open(log, errors="replace") as f:
+        tail = f.read()[-3000:]
+    assert rc == 0, "cuasyncd exited %d:\n%s" % (rc, tail)
+    subprocess.run(["rm", "-rf", tmp], check=False)
+
+
+@pytest.fixture
+def client(daemon):
+    import cuasync
+
+    with cuasync.connect(daemon, timeout_ms=60000) as c:
+        yield c
+
+
+@pytest.fixture
+def kernels(client):
+    """The test kernels: the nvcc-built fatbin when the build has one, else the emulated device's list."""
+    fatbin = os.path.join(BUILDDIR, "tests", "kernels", "test_kernels.fatbin")
+    return client.load_module(fatbin if os.path.exists(fatbin) else EMU_IMAGE)
