@@ -193,6 +193,8 @@ do_validate(struct fe *fe, struct request *r)
 				    "or raise it with --session-inflight",
 				    s->queued + s->in_flight),
 		       true;
+	if (r->op != CUA_OP_STATUS && (rc = tenant_check_inflight(fe, s, &e)) != 0)
+		return request_fail(r, rc, "%s", e.detail), true;
 	if (s->reply_bytes >= fe->cfg.session_reply_bytes && r->op != CUA_OP_STATUS)
 		return request_fail(r, CUA_EQUOTA,
 				    "%llu bytes of replies to this connection wait to be sent, its limit set by "

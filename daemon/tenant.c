@@ -230,6 +230,8 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 		rc = parse_u32(v, &t->streams);
 	else if (strcmp(key, "sessions") == 0)
 		rc = parse_u32(v, &t->sessions);
+	else if (strcmp(key, "in-flight") == 0)
+		rc = parse_u32(v, &t->in_flight);
 	else if (strcmp(key, "weight") == 0)
 		rc = parse_u32(v, &t->weight) || t->weight < 1 || t->weight > 1000 ? -1 : 0;
 	else if (strcmp(key, "isolation") == 0)
@@ -239,7 +241,7 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 	else {
 		snprintf(why, whylen,
 			 "unknown key '%s' in [tenant %s] (who: uid, user, group, subject, token; limits: mem, "
-			 "modules, module-bytes, streams, host-bytes, sessions; weight, isolation%s)",
+			 "modules, module-bytes, streams, host-bytes, sessions, in-flight; weight, isolation%s)",
 			 key, name, is_default ? "; refuse" : "");
 		return -1;
 	}
@@ -398,6 +400,25 @@ tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_er
 			   "unregister some, or raise `host-bytes` in [tenant %s]",
 			   (unsigned long long)bytes, t->name, (unsigned long long)t->host_bytes,
 			   (unsigned long long)u.host_bytes, t->name);
+}
+
+int
+tenant_check_inflight(struct fe *fe, const struct session *s, cua_err *e)
+{
+	const struct tenant *t = s->tenant;
+	if (t == NULL || t->in_flight == 0) /* the walk below is paid only by tenants with this limit */
+		return 0;
+	uint64_t n = 0;
+	const struct session *o;
+	TAILQ_FOREACH(o, &fe->sessions, link)
+	if (o->tenant == t && !o->closing && !o->pipe_gone)
+		n += o->queued + o->in_flight;
+	if (n < t->in_flight)
+		return 0;
+	return cua_err_set(e, CUA_EQUOTA,
+			   "tenant '%s''s sessions have %llu requests queued or running, its limit; wait for some to "
+			   "complete, or raise `in-flight` in [tenant %s]",
+			   t->name, (unsigned long long)n, t->name);
 }
 
 int

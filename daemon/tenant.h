@@ -47,7 +47,8 @@ struct tenant {
 	unsigned mem_pct; /* or a share of each device's memory */
 	uint64_t module_bytes, host_bytes;
 	uint32_t modules, streams, sessions;
-	unsigned weight; /* its share of the device against other busy tenants (default 1) */
+	uint32_t in_flight; /* requests queued or running, all its sessions together (0: no limit) */
+	unsigned weight;    /* its share of the device against other busy tenants (default 1) */
 	/* usage, under fe->lock (tenant_account); carried over by name across reloads */
 	uint64_t busy_ns; /* device time its sessions' work took (the workers' measure, wrec.h) */
 	uint64_t vt;      /* virtual time: busy_ns / weight, moved up to the others' when it comes back from idle */
@@ -88,6 +89,8 @@ int tenant_check_mem(struct fe *fe, const struct session *s, uint32_t dev, uint6
 int tenant_check_module(struct fe *fe, const struct session *s, uint64_t image_bytes, cua_err *e);
 int tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e);
 int tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e);
+/* Whether s's tenant may have one more request queued or running (every request but STATUS). */
+int tenant_check_inflight(struct fe *fe, const struct session *s, cua_err *e);
 /* Whether t may have one more session (HELLO). */
 int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e);
 

@@ -375,3 +375,16 @@ metric_value(const char *text, const char *series)
 			return strtod(p + n + 1, NULL);
 	return -1;
 }
+
+/* True when file contains text. */
+bool
+file_has(const char *file, const char *text)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(file, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, text) != NULL;
+}

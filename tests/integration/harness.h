@@ -58,6 +58,9 @@ int metrics_get(int port, const char *path, char **body);
 /* The value of series (name with its labels, exactly as written) in Prometheus text; -1 when absent. */
 double metric_value(const char *text, const char *series);
 
+/* True when file (at most 1 MiB of it) contains text. */
+bool file_has(const char *file, const char *text);
+
 #define CK(call)                                                                                                       \
 	do {                                                                                                           \
 		int rc_ = (call);                                                                                      \

@@ -53,19 +53,6 @@ down(void)
 	unsetenv("CUASYNC_TIMEOUT_MS");
 }
 
-/* True when file contains text. */
-static bool
-file_has(const char *file, const char *text)
-{
-	static char buf[1 << 20];
-	FILE *f = fopen(file, "r");
-	ck_assert_ptr_nonnull(f);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return strstr(buf, text) != NULL;
-}
-
 /* Runs cuasyncd with args, expecting it to refuse to start: its exit status (non-zero), its stderr in err. */
 static void
 start_refused(const char *const *args, char *err, size_t len)

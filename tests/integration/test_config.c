@@ -13,12 +13,14 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -355,6 +357,105 @@ START_TEST(tenant_limits_are_summed_over_its_sessions)
 }
 END_TEST
 
+static bool
+in_flight_is(const cua_daemon_status *s, void *ud)
+{
+	return s->total.in_flight == *(const uint64_t *)ud;
+}
+
+/* A tenant's requests queued or running are limited over all its sessions. */
+START_TEST(tenant_in_flight_is_summed_over_its_sessions)
+{
+	make_dir();
+	struct daemon d;
+	start_with(&d, "[tenant me]\nuid = %u\nin-flight = 2\n", NULL);
+	cua_client *a = connect_to(&d), *b = connect_to(&d), *op = connect_operator(&d);
+	cua_function fa = get_fn(a, load_kernels(a), "spin"), fb = get_fn(b, load_kernels(b), "spin");
+	cua_stream sa, sb;
+	CK(cua_stream_create(a, 0, 0, &sa));
+	CK(cua_stream_create(b, 0, 0, &sb));
+	cua_future *f1 = submit_spin(a, fa, 1000, sa), *f2 = submit_spin(b, fb, 1000, sb);
+	uint64_t two = 2;
+	cua_daemon_status st;
+	ck_assert(wait_status(op, in_flight_is, &two, &st));
+	cua_future *f3 = submit_spin(a, fa, 1, sa);
+	int rc = cua_future_wait(f3, -1);
+	ck_assert_msg(rc == CUA_EQUOTA && strstr(cua_future_error(f3), "tenant 'me'") != NULL,
+		      "a third request of tenant me with in-flight = 2: %s (%s)", cua_strerror_name(rc),
+		      cua_future_error(f3));
+	cua_future_free(f3);
+	CK(cua_future_wait(f1, -1));
+	CK(cua_future_wait(f2, -1));
+	cua_future_free(f1);
+	cua_future_free(f2);
+	CK(cua_ping(a)); /* room again */
+	cua_disconnect(op);
+	cua_disconnect(a);
+	cua_disconnect(b);
+	daemon_stop(&d);
+	remove_dir();
+}
+END_TEST
+
+/* In a child running as uid 65534: connects to d, loads the test kernels twice; its status codes in rc[2]
+ * (rc[0]: the connect's when it failed). The caller must not have used NNG yet: it does not survive a fork. */
+static void
+as_nobody(const struct daemon *d, int rc[2])
+{
+	int fds[2];
+	ck_assert_int_eq(pipe(fds), 0);
+	pid_t pid = fork(); /* this process has no NNG socket open now: forking is safe */
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int out[2] = {0, 0};
+		cua_client *c;
+		cua_module m;
+		close(fds[0]);
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(100);
+		if ((out[0] = cua_connect(d->url, &c)) == CUA_OK) {
+			out[0] = load_kernels_rc(c, &m);
+			out[1] = load_kernels_rc(c, &m);
+			cua_disconnect(c);
+		}
+		_exit(write(fds[1], out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 101);
+	}
+	close(fds[1]);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (0x%x)", st);
+	ck_assert_int_eq(read(fds[0], rc, 2 * sizeof(int)), (ssize_t)(2 * sizeof(int)));
+	close(fds[0]);
+}
+
+/* A client running as another user is placed in that user's tenant by the kernel's credentials, or refused. */
+START_TEST(another_user_gets_its_own_tenant)
+{
+	if (geteuid() != 0) {
+		printf("not root: cannot connect as another user; skipped\n");
+		return;
+	}
+	make_dir();
+	struct daemon d;
+	const char *open_socket[] = {"--ipc-mode", "0666", NULL};
+	start_with(&d, "[tenant nobody]\nuid = 65534\nmodules = 1\n[tenant me]\nuid = %u\n", open_socket);
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	int rc[2];
+	as_nobody(&d, rc);
+	ck_assert_msg(rc[0] == CUA_OK && rc[1] == CUA_EQUOTA, "uid 65534 in tenant nobody (1 module): %s then %s",
+		      cua_strerror_name(rc[0]), cua_strerror_name(rc[1]));
+	ck_assert_msg(file_has(d.log, "uid 65534") && file_has(d.log, "tenant nobody"), "see %s", d.log);
+	daemon_stop(&d);
+	/* (this process uses no NNG before its last fork: NNG does not survive a fork) */
+	start_with(&d, "[tenant me]\nuid = %u\n[tenant default]\nrefuse = yes\n", open_socket);
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	as_nobody(&d, rc);
+	ck_assert_msg(rc[0] == CUA_EPERMISSION_DENIED, "uid 65534 of no tenant: %s", cua_strerror_name(rc[0]));
+	daemon_stop(&d);
+	remove_dir();
+}
+END_TEST
+
 /* An identity of no tenant gets default's rules, or is refused when default says so; a group rule matches. */
 START_TEST(unknown_identities_are_refused_when_default_refuses)
 {
@@ -492,6 +593,8 @@ config_suite(void)
 	tcase_add_test(tc, sighup_moves_sessions_to_the_new_tenants);
 	tcase_add_test(tc, a_tenant_can_have_its_own_isolation);
 	tcase_add_test(tc, a_token_names_the_tenant);
+	tcase_add_test(tc, tenant_in_flight_is_summed_over_its_sessions);
+	tcase_add_test(tc, another_user_gets_its_own_tenant);
 	suite_add_tcase(s, tc);
 	return s;
 }
