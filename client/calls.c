@@ -203,7 +203,10 @@ cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n)
 						     .alloc_bytes = w->alloc_bytes,
 						     .streams = w->streams,
 						     .modules = w->modules,
-						     .operator_endpoint = (int)w->operator};
+						     .operator_endpoint = (int)w->operator,
+						     .busy_ns = w->busy_ns };
+			snprintf(rows[i].tenant, sizeof(rows[i].tenant), "%.*s", (int)w->tenant.len,
+				 (const char *)w->tenant.ptr);
 			snprintf(rows[i].client, sizeof(rows[i].client), "%.*s", (int)w->client.len,
 				 (const char *)w->client.ptr);
 		}

@@ -135,6 +135,8 @@ typedef struct cua_session_info {
 	uint64_t alloc_bytes; /* device memory it holds, all devices */
 	uint64_t streams, modules;
 	int operator_endpoint; /* 1: connected through the operator endpoint */
+	char tenant[65];       /* its tenant (the daemon's configuration file; "" for the operator's) */
+	uint64_t busy_ns;      /* device time its work took, as the daemon's workers measure it */
 } cua_session_info;
 
 /* ---- connection ---- */

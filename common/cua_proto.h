@@ -19,6 +19,7 @@
 #define CUA_WIRE_MAX_DEPTH 8u                    /* nesting of arrays/maps */
 #define CUA_MAX_NAME 1024u                       /* kernel names */
 #define CUA_MAX_IDENT 128u                       /* client/server names, backend names */
+#define CUA_MAX_TENANT_NAME 64u                  /* tenants' names (the configuration file's) */
 #define CUA_MAX_TOKEN 256u                       /* HELLO's bearer token */
 #define CUA_MAX_MESSAGE_TEXT 65536u              /* human message in a reply (JIT logs) */
 #define CUA_MAX_ARGS 1024u                       /* arguments of one launch */
@@ -364,6 +365,8 @@ typedef struct cua_wire_session {
 	uint32_t peer_pid; /* the pid the kernel reports for an ipc:// peer (0: unknown, e.g. tcp) */
 	uint64_t age_ms, requests, errors, in_flight, alloc_bytes, streams, modules;
 	uint32_t operator; /* 1: connected through the operator endpoint */
+	cua_bytes tenant;  /* its tenant's name ("": none, the operator's) */
+	uint64_t busy_ns;  /* device time its work took (the workers' measure) */
 } cua_wire_session;
 struct cua_rep_sessions {
 	cua_wire_session *sessions;

@@ -169,7 +169,8 @@ SCHEMA(s_session_info, "session", U64(cua_wire_session, session), STR(cua_wire_s
        U32(cua_wire_session, pid, UINT32_MAX), U32(cua_wire_session, peer_pid, UINT32_MAX),
        U64(cua_wire_session, age_ms), U64(cua_wire_session, requests), U64(cua_wire_session, errors),
        U64(cua_wire_session, in_flight), U64(cua_wire_session, alloc_bytes), U64(cua_wire_session, streams),
-       U64(cua_wire_session, modules), U32(cua_wire_session, operator, 1));
+       U64(cua_wire_session, modules), U32(cua_wire_session, operator, 1),
+       STR(cua_wire_session, tenant, CUA_MAX_TENANT_NAME), U64(cua_wire_session, busy_ns));
 SCHEMA(s_rep_sessions, "SESSIONS reply",
        ARR(struct cua_rep_sessions, sessions, nsessions, CUA_MAX_SESSIONS_LIST, s_session_info, cua_wire_session));
 SCHEMA(s_req_disconnect, "DISCONNECT", U64(struct cua_req_disconnect, session));

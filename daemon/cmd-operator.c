@@ -7,6 +7,7 @@
 
 #include "cmd.h"
 #include "cua_log.h"
+#include "tenant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +20,20 @@ session_row(struct fe *fe, const struct session *s, uint64_t now)
 	uint64_t bytes = 0;
 	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
 		bytes += s->dev_bytes[i];
-	return (cua_wire_session){s->id, {s->client, (uint32_t)strnlen(s->client, sizeof(s->client))}, s->client_pid,
-				  peer > 0 && peer <= UINT32_MAX ? (uint32_t)peer : 0, now - s->born_ms, s->requests,
-				  s->errors, (uint64_t)s->queued + s->nparked + s->in_flight, bytes, s->counts.streams,
-				  s->counts.modules, (uint32_t)s->operator};
+	return (cua_wire_session){s->id,
+				  {s->client, (uint32_t)strnlen(s->client, sizeof(s->client))},
+				  s->client_pid,
+				  peer > 0 && peer <= UINT32_MAX ? (uint32_t)peer : 0,
+				  now - s->born_ms,
+				  s->requests,
+				  s->errors,
+				  (uint64_t)s->queued + s->nparked + s->in_flight,
+				  bytes,
+				  s->counts.streams,
+				  s->counts.modules,
+				  (uint32_t)s->operator,
+				  {s->tenant ? s->tenant->name : "", s->tenant ? (uint32_t)strlen(s->tenant->name) : 0},
+				  s->busy_ns};
 }
 
 static bool

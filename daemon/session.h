@@ -97,6 +97,7 @@ struct session {
 	bool hello_overdue; /* no HELLO within --hello-timeout, or kicked: the edge was told to close its connection */
 	uint64_t born_ms;   /* when the connection came (now_ms) */
 	struct tenant *tenant;    /* tenant.h: set at HELLO; NULL before */
+	uint64_t busy_ns;         /* device time its work took (tenant_account) */
 	enum isolation isolation; /* its workers: the shared ones, or its own (--isolation, else its tenant's) */
 	uint16_t tag_salt;
 

@@ -199,10 +199,11 @@ set_mem(struct tenant *t, const char *v)
 int
 tenant_table_set(struct tenant_table *T, const char *name, const char *key, const char *v, char *why, size_t whylen)
 {
-	struct tenant *t = tenant_get(T, name);
+	struct tenant *t = strlen(name) <= CUA_MAX_TENANT_NAME ? tenant_get(T, name) : NULL;
 	int rc = -1;
 	if (t == NULL) {
-		snprintf(why, whylen, "more than %d tenants, or out of memory", CUAD_MAX_TENANTS);
+		snprintf(why, whylen, "more than %d tenants, a name over %u bytes, or out of memory", CUAD_MAX_TENANTS,
+			 CUA_MAX_TENANT_NAME);
 		return -1;
 	}
 	bool is_default = strcmp(name, "default") == 0;
@@ -440,6 +441,7 @@ tenant_account(struct fe *fe, struct session *s, uint64_t busy_ns)
 {
 	struct tenant *t = s->tenant;
 	(void)fe;
+	s->busy_ns += busy_ns;
 	if (t == NULL || busy_ns == 0)
 		return;
 	t->busy_ns += busy_ns;

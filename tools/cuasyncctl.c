@@ -269,6 +269,124 @@ cmd_undrain(cua_client *c, bool json, const char *arg)
 	return drain_cmd(c, json, arg, 0);
 }
 
+/* ------------------------------------------------------------------ top */
+
+static double top_interval = 1.0; /* --interval */
+static long top_count = -1;       /* --count (-1: until interrupted; with --json: 1) */
+
+/* One tenant's row of a top sample. */
+struct top_row {
+	char tenant[65];
+	unsigned sessions;
+	uint64_t requests, in_flight, bytes, streams, modules, busy_ns;
+};
+
+static struct top_row *
+top_row_of(struct top_row *rows, unsigned *n, const char *tenant)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (strcmp(rows[i].tenant, tenant) == 0)
+			return &rows[i];
+	struct top_row *r = &rows[(*n)++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->tenant, sizeof(r->tenant), "%s", tenant[0] ? tenant : "(operator)");
+	return r;
+}
+
+/* Per tenant: the sessions' gauges at b, and what their counters moved between a and b (a session new in b
+ * counts from 0). rows has room for nb rows. */
+static unsigned
+top_aggregate(const cua_session_info *a, uint32_t na, const cua_session_info *b, uint32_t nb, struct top_row *rows)
+{
+	unsigned n = 0;
+	for (uint32_t i = 0; i < nb; i++) {
+		const cua_session_info *s = &b[i], *old = NULL;
+		for (uint32_t k = 0; k < na && old == NULL; k++)
+			if (a[k].id == s->id)
+				old = &a[k];
+		struct top_row *r = top_row_of(rows, &n, s->tenant);
+		r->sessions++;
+		r->requests += s->requests - (old ? old->requests : 0);
+		r->busy_ns += s->busy_ns - (old ? old->busy_ns : 0);
+		r->in_flight += s->in_flight;
+		r->bytes += s->alloc_bytes;
+		r->streams += s->streams;
+		r->modules += s->modules;
+	}
+	return n;
+}
+
+static void
+top_print(const struct top_row *rows, unsigned n, double secs, bool json, bool tty)
+{
+	if (json) {
+		printf("{\"interval_s\":%.3f,\"tenants\":[", secs);
+		for (unsigned i = 0; i < n; i++) {
+			const struct top_row *r = &rows[i];
+			printf("%s{\"tenant\":", i ? "," : "");
+			json_str(r->tenant);
+			printf(",\"sessions\":%u,\"requests_per_s\":%.1f,\"busy_s_per_s\":%.3f,\"in_flight\":%llu,"
+			       "\"alloc_bytes\":%llu,\"streams\":%llu,\"modules\":%llu}",
+			       r->sessions, (double)r->requests / secs, (double)r->busy_ns / 1e9 / secs,
+			       (unsigned long long)r->in_flight, (unsigned long long)r->bytes,
+			       (unsigned long long)r->streams, (unsigned long long)r->modules);
+		}
+		printf("]}\n");
+		return;
+	}
+	if (tty)
+		printf("\033[H\033[2J");
+	printf("cuasyncd by tenant, over %.1f s (device busy: seconds of stream time per second)\n", secs);
+	printf("%-20s %8s %10s %8s %9s %10s %7s %7s\n", "TENANT", "SESSIONS", "REQ/S", "BUSY", "IN_FLIGHT",
+	       "MEMORY_MIB", "STREAMS", "MODULES");
+	for (unsigned i = 0; i < n; i++) {
+		const struct top_row *r = &rows[i];
+		printf("%-20.20s %8u %10.1f %8.2f %9llu %10.1f %7llu %7llu\n", r->tenant, r->sessions,
+		       (double)r->requests / secs, (double)r->busy_ns / 1e9 / secs, (unsigned long long)r->in_flight,
+		       (double)r->bytes / (1 << 20), (unsigned long long)r->streams, (unsigned long long)r->modules);
+	}
+	fflush(stdout);
+}
+
+/* A live view of usage by tenant, from SESSIONS every --interval seconds (the operator endpoint sees every
+ * session). With --json: one document per sample, one sample unless --count says more. */
+static int
+cmd_top(cua_client *c, bool json, const char *arg)
+{
+	(void)arg;
+	cua_session_info *a = NULL, *b = NULL;
+	uint32_t na = 0, nb = 0;
+	int rc = cua_sessions(c, &a, &na);
+	bool tty = isatty(STDOUT_FILENO);
+	long left = top_count >= 0 ? top_count : json ? 1 : -1;
+	while (rc == CUA_OK && left != 0) {
+		struct timespec t0, t1,
+			pause = {(time_t)top_interval, (long)((top_interval - (time_t)top_interval) * 1e9)};
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		nanosleep(&pause, NULL);
+		if ((rc = cua_sessions(c, &b, &nb)) != CUA_OK)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		struct top_row *rows = calloc(nb ? nb : 1, sizeof(*rows));
+		if (rows == NULL) {
+			rc = CUA_ENOMEM;
+			break;
+		}
+		double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		top_print(rows, top_aggregate(a, na, b, nb, rows), secs, json, tty && !json);
+		free(rows);
+		free(a);
+		a = b;
+		na = nb;
+		b = NULL;
+		if (left > 0)
+			left--;
+	}
+	free(a);
+	free(b);
+	return rc == CUA_OK ? 0 : die("top", rc);
+}
+
 /* The commands: one row each (arg: the name of the one argument it takes, NULL: none). */
 static const struct ctl_cmd {
 	const char *name, *arg;
@@ -281,6 +399,7 @@ static const struct ctl_cmd {
 	{"disconnect", "SESSION", cmd_disconnect},
 	{"drain", "DEVICE", cmd_drain},
 	{"undrain", "DEVICE", cmd_undrain},
+	{"top", NULL, cmd_top},
 };
 
 static void
@@ -294,8 +413,10 @@ usage(FILE *f)
 		"  sessions            one line per session (the operator endpoint lists every one)\n"
 		"  disconnect SESSION  close a session's connection (operator endpoint)\n"
 		"  drain DEVICE        the device takes no new objects; says what still holds it (operator endpoint)\n"
-		"  undrain DEVICE      it takes new objects again\n\n"
-		"--json prints one JSON document on stdout.\n");
+		"  undrain DEVICE      it takes new objects again\n"
+		"  top                 live usage by tenant: sessions, requests/s, device busy time, memory\n"
+		"                      (--interval SECONDS, default 1; --count N samples, default: until Ctrl-C)\n\n"
+		"--json prints one JSON document on stdout (top: one per sample, one sample unless --count).\n");
 }
 
 int
@@ -303,16 +424,19 @@ main(int argc, char **argv)
 {
 	const char *url = NULL;
 	bool json = false;
-	static const struct option opts[] = {{"url", 1, NULL, 'u'},
-					     {"json", 0, NULL, 'j'},
-					     {"help", 0, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"url", 1, NULL, 'u'},      {"json", 0, NULL, 'j'},
+					     {"interval", 1, NULL, 'i'}, {"count", 1, NULL, 'n'},
+					     {"help", 0, NULL, 'h'},     {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (ch == 'u') {
 			url = optarg;
 		} else if (ch == 'j') {
 			json = true;
+		} else if (ch == 'i' && (top_interval = atof(optarg)) >= 0.05 && top_interval <= 3600) {
+			continue;
+		} else if (ch == 'n' && (top_count = atol(optarg)) >= 1) {
+			continue;
 		} else {
 			usage(ch == 'h' ? stdout : stderr);
 			return ch == 'h' ? 0 : 2;

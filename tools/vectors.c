@@ -114,7 +114,8 @@ static cua_item_result p_results[] = {
 static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
 static const struct cua_rep_status p_status = {5230, 1, 28, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
-static cua_wire_session p_session_rows[] = {{7, BYTES("libcuasync"), 4242, 4242, 5230, 29, 0, 0, 0, 0, 0, 0}};
+static cua_wire_session p_session_rows[] = {
+	{7, BYTES("libcuasync"), 4242, 4242, 5230, 29, 0, 0, 0, 0, 0, 0, BYTES("default"), 0}};
 static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
 static const struct cua_req_disconnect q_disconnect = {9};
 static const struct cua_req_drain q_drain = {0, 1};

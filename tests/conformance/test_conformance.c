@@ -594,14 +594,14 @@ START_TEST(r_status_private)
 }
 END_TEST
 
-/* SESSIONS row i of the reply r (12 fields, PROTOCOL.md §4 session_info). */
+/* SESSIONS row i of the reply r (14 fields, PROTOCOL.md §4 session_info). */
 static const struct mpv *
 session_row(const struct reply *r, uint32_t i)
 {
 	ck_assert_uint_eq(r->body->len, 1);
 	ck_assert_uint_gt(r->body->a[0].len, i);
 	const struct mpv *row = &r->body->a[0].a[i];
-	ck_assert_uint_eq(row->len, 12);
+	ck_assert_uint_eq(row->len, 14);
 	return row;
 }
 
@@ -623,6 +623,8 @@ START_TEST(r_sessions_private)
 	ck_assert_uint_eq(row->a[3].u, (uint64_t)getpid()); /* ipc://: the kernel's word */
 	ck_assert_uint_eq(row->a[8].u, 0);                  /* a's memory is not b's business */
 	ck_assert_uint_eq(row->a[11].u, 0);
+	ck_assert_uint_eq(row->a[12].len, strlen("default")); /* no configuration: every session is default's */
+	ck_assert(memcmp(row->a[12].p, "default", row->a[12].len) == 0);
 	uint64_t b_id = row->a[0].u;
 	reply_free(&r);
 	expect(&a, OP_SESSIONS, 0, ST_OK, &r, "[]");

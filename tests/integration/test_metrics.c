@@ -217,6 +217,27 @@ START_TEST(cuasyncctl_lists_sessions)
 }
 END_TEST
 
+/* cuasyncctl top: usage by tenant over an interval (every session here is in the default tenant). */
+START_TEST(cuasyncctl_top_by_tenant)
+{
+	cua_client *a = connect_to(&D), *b = connect_to(&D);
+	cua_deviceptr p;
+	CK(cua_mem_alloc(a, 0, 1 << 20, &p));
+	CK(cua_mem_alloc(b, 0, 1 << 20, &p));
+	char *out = ctl("--json --interval 0.2 top");
+	assert_json("top", out);
+	ck_assert_msg(strstr(out, "\"tenant\":\"default\",\"sessions\":2,") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "\"alloc_bytes\":2097152,") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "\"tenant\":\"(operator)\",\"sessions\":1,") != NULL, "%s", out);
+	free(out);
+	out = ctl("--interval 0.1 --count 2 top");
+	ck_assert_msg(strstr(out, "TENANT") && strstr(out, "default") && strstr(out, "2.0"), "%s", out);
+	free(out);
+	cua_disconnect(a);
+	cua_disconnect(b);
+}
+END_TEST
+
 /* Whether the operator's SESSIONS lists session id. */
 static bool
 listed(cua_client *op, uint64_t id)
@@ -306,6 +327,7 @@ metrics_suite(void)
 	tcase_add_test(tc, healthz_ok_while_serving);
 	tcase_add_test(tc, promtool_accepts_the_text);
 	tcase_add_test(tc, cuasyncctl_lists_sessions);
+	tcase_add_test(tc, cuasyncctl_top_by_tenant);
 	tcase_add_test(tc, cuasyncctl_disconnects_a_session);
 	tcase_add_test(tc, cuasyncctl_drains_a_device);
 	suite_add_tcase(s, tc);
