@@ -1,9 +1,16 @@
 /*
- * cua_log.h — leveled logging to stderr (journald picks it up under systemd), with call-site context.
- * Thread-safe: one line per call, written with a single write(2).
+ * cua_log.h — leveled logging, with call-site context. Thread-safe: one record per call, one system call.
+ *
+ * Where it goes: stderr, one line per record; or, when stderr is journald's stream ($JOURNAL_STREAM names it,
+ * as systemd sets it for a service) or $CUASYNC_JOURNAL_SOCKET names a socket, journald's native protocol
+ * with structured fields: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, CODE_FUNC, CODE_LINE, and the request context
+ * of the calling thread (CUASYNC_SESSION, CUASYNC_TENANT, CUASYNC_REQUEST; cua_log_ctx_set). A record
+ * journald does not take is written to stderr instead.
  */
 #ifndef CUA_LOG_H
 #define CUA_LOG_H
+
+#include <stdint.h>
 
 enum cua_log_level { CUA_LOG_ERROR = 0, CUA_LOG_WARN = 1, CUA_LOG_INFO = 2, CUA_LOG_DEBUG = 3 };
 
@@ -13,6 +20,11 @@ int cua_log_get_level(void);
 int cua_log_parse_level(const char *s);
 /* Prefix printed on every line ("cuasyncd", "worker[0]"); the string must outlive logging. */
 void cua_log_set_ident(const char *ident);
+
+/* The request the calling thread works for, named in its records' structured fields until cleared (0 / NULL:
+ * none). tenant must outlive the context. */
+void cua_log_ctx_set(uint64_t session, const char *tenant, uint64_t request);
+void cua_log_ctx_clear(void);
 
 void cua_log_emit(int level, const char *func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

@@ -66,6 +66,7 @@ v_hello(struct fe *fe, struct request *r, cua_err *e)
 				 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)), e->detail);
 		return rc;
 	}
+	do_log_ctx(r->s, r->id); /* its tenant is known now */
 	log_info("session %llu: hello from '%.*s' (says pid %u) over %s, tenant %s", (unsigned long long)r->s->id,
 		 (int)q->client.len, (const char *)q->client.ptr, q->pid, auth_describe(r->s, who, sizeof(who)),
 		 r->s->tenant ? r->s->tenant->name : "- (operator)");

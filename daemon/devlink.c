@@ -474,6 +474,7 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		return;
 	}
 	r->busy_ns = h.busy_ns;
+	do_log_ctx(r->s, r->id);
 	if (h.fatal) {
 		log_error("device %d: sticky fault in request %llu of session %llu", d->index,
 			  (unsigned long long)h.req, (unsigned long long)r->s->id);
@@ -498,6 +499,7 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 		/* else a command without an item (session cleanup) */
 	}
 	d->done(fe, r);
+	cua_log_ctx_clear();
 }
 
 /* The worker is gone: answer everything in flight on it, DEVICE_HUNG when the watchdog killed it (d->hung_s),

@@ -125,6 +125,7 @@ void
 do_request_finish(struct fe *fe, struct request *r)
 {
 	struct session *s = r->s;
+	do_log_ctx(s, r->id);
 	if (r->kind == REQ_CLIENT && r->status == CUA_OK) {
 		const struct cmd_entry *row = cmd_find(r->op);
 		if (row != NULL && row->complete != NULL)
@@ -152,6 +153,7 @@ do_request_finish(struct fe *fe, struct request *r)
 	request_free(fe, r);
 	do_sched_session_release(fe, s);
 	do_sched_wake(fe);
+	cua_log_ctx_clear();
 }
 
 void
@@ -229,6 +231,7 @@ do_process(struct fe *fe, struct request *r)
 		return;
 	}
 	r->id = ++fe->next_req;
+	do_log_ctx(s, r->id);
 	if (r->undecodable || do_validate(fe, r)) {
 		do_request_finish(fe, r);
 		return;
@@ -395,7 +398,9 @@ request_receive(struct fe *fe, const struct incoming *in)
 		goto drop;
 	}
 	r->s->requests++;
+	do_log_ctx(r->s, r->id); /* the records of its validation name it (journald fields) */
 	do_admit(fe, r);
+	cua_log_ctx_clear();
 	pthread_mutex_unlock(&fe->lock);
 	return;
 drop:

@@ -150,7 +150,10 @@ dispatch_one(struct fe *fe, struct session *s, bool *full)
 		return false;
 	TAILQ_REMOVE(&s->queue, r, qlink);
 	s->queued--;
-	switch (sched_ops->dispatch(fe, r)) {
+	do_log_ctx(s, r->id);
+	enum sched_verdict v = sched_ops->dispatch(fe, r);
+	cua_log_ctx_clear();
+	switch (v) {
 	case SCHED_SENT:
 	case SCHED_ANSWERED: return true;
 	case SCHED_FULL: *full = true; break;

@@ -6,6 +6,7 @@
 #include "cua_log.h"
 #include "devlink.h"
 #include "session.h"
+#include "tenant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,12 @@ do_session_new(struct fe *fe, uint32_t pipe)
 	HASH_ADD(hh, fe->by_pipe, pipe, sizeof(s->pipe), s);
 	fe->nsessions++;
 	return s;
+}
+
+void
+do_log_ctx(const struct session *s, uint64_t req)
+{
+	cua_log_ctx_set(s ? s->id : 0, s && s->tenant ? s->tenant->name : NULL, req);
 }
 
 struct session *

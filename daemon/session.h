@@ -162,6 +162,9 @@ struct session {
 	UT_hash_handle hh;         /* fe->by_pipe */
 };
 
+/* Names s (and its tenant) and request req in the calling thread's log records (cua_log_ctx_set). */
+void do_log_ctx(const struct session *s, uint64_t req);
+
 /* A new session for pipe, or NULL (out of memory). */
 struct session *do_session_new(struct fe *fe, uint32_t pipe);
 /* The live session of pipe (not closing, pipe not gone), or NULL. */

@@ -514,6 +514,54 @@ START_TEST(a_token_names_the_tenant)
 }
 END_TEST
 
+/* The next journald record on fd whose MESSAGE contains text (bounded: 30 s), its fields in rec; false: none. */
+static bool
+journal_record(int fd, const char *text, char *rec, size_t len)
+{
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, 30000) != 1)
+			return false;
+		ssize_t n = recv(fd, rec, len - 1, 0);
+		ck_assert_int_gt(n, 0);
+		rec[n] = '\0';
+		const char *m = memmem(rec, (size_t)n, "MESSAGE\n", 8);
+		ck_assert_msg(m != NULL && m + 16 <= rec + n, "a record without MESSAGE: %s", rec);
+		uint64_t mlen;
+		memcpy(&mlen, m + 8, 8);
+		ck_assert_uint_le(mlen, (uint64_t)(rec + n - (m + 16)));
+		if (memmem(m + 16, mlen, text, strlen(text)) != NULL)
+			return true;
+	}
+}
+
+/* Under systemd, records go to journald with the session, its tenant and the request as fields. */
+START_TEST(journald_records_name_session_and_tenant)
+{
+	make_dir();
+	char path[128], rec[8192];
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	struct daemon d;
+	setenv("CUASYNC_JOURNAL_SOCKET", path, 1);
+	start_with(&d, "[tenant me]\nuid = %u\n", NULL);
+	unsetenv("CUASYNC_JOURNAL_SOCKET");
+	cua_client *c = connect_to(&d);
+	ck_assert_msg(journal_record(fd, "hello from", rec, sizeof(rec)), "no HELLO record");
+	ck_assert_msg(strstr(rec, "PRIORITY=6\n") && strstr(rec, "SYSLOG_IDENTIFIER=cuasyncd\n") &&
+			      strstr(rec, "CUASYNC_TENANT=me\n") && strstr(rec, "CUASYNC_SESSION=") &&
+			      strstr(rec, "CUASYNC_REQUEST=") && strstr(rec, "CODE_FUNC=v_hello\n"),
+		      "fields: %s", rec);
+	cua_disconnect(c);
+	daemon_stop(&d);
+	close(fd);
+	remove_dir();
+}
+END_TEST
+
 /* Two sessions' first allocations: in one shared worker they differ; each in a fresh worker of its own
  * (isolation = session) they are the same address of two separate address spaces. */
 static bool
@@ -595,6 +643,7 @@ config_suite(void)
 	tcase_add_test(tc, a_token_names_the_tenant);
 	tcase_add_test(tc, tenant_in_flight_is_summed_over_its_sessions);
 	tcase_add_test(tc, another_user_gets_its_own_tenant);
+	tcase_add_test(tc, journald_records_name_session_and_tenant);
 	suite_add_tcase(s, tc);
 	return s;
 }
