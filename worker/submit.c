@@ -1,6 +1,6 @@
 /*
  * submit.c — the worker's submit threads (--submit-threads N > 1): one thread's cuLaunchKernel rate is the
- * ceiling otherwise (DESIGN.md). Thread k owns the streams sid % N and issues everything on them, so a stream's
+ * ceiling otherwise (docs/ARCHITECTURE.md). Thread k owns the streams sid % N and issues everything on them, so a stream's
  * work is issued by one thread in the order the main thread handed it over.
  *
  * Queues: the main thread fills one batch per thread while it decodes a record (prepared commands, their bytes

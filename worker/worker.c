@@ -21,7 +21,7 @@
 
 /* Exit status of a worker that stopped on a sticky fault (the front-end restarts it). */
 #define WORKER_EXIT_FAULT 3
-/* The derived number of submit threads, at most (the measured knee: DESIGN.md) */
+/* The derived number of submit threads, at most (the measured knee: docs/ARCHITECTURE.md) */
 #define SUBMIT_THREADS_MAX 4u
 
 static const char oom_detail[] = "worker out of memory";
@@ -621,7 +621,7 @@ open_device(struct wk *w, cua_err *e)
 }
 
 /* --submit-threads, or when 0, half the cores up to SUBMIT_THREADS_MAX: four threads of one context reach
- * ~550-590 k launches/s where one reaches ~310 k (DESIGN.md), and the front-end needs cores too. */
+ * ~550-590 k launches/s where one reaches ~310 k (docs/ARCHITECTURE.md), and the front-end needs cores too. */
 static unsigned
 submit_threads(const struct worker_opts *o)
 {
