@@ -63,7 +63,7 @@ cua_batch_add_memcpy_htod(cua_batch *b, cua_deviceptr dst, const void *src, size
 		free(p);
 		return cuac_fail(CUA_ETOO_LARGE, "copy too large for one batch item");
 	}
-	p->item.u.htod = (struct cua_req_memcpy_htod){dst, s.id, {src, (uint32_t)bytes}};
+	p->item.u.htod = (struct cua_req_memcpy_htod){dst, cuac_stream(b->c, s), {src, (uint32_t)bytes}};
 	p->htod_src = src;
 	return batch_append(b, p);
 }
@@ -74,7 +74,7 @@ cua_batch_add_memcpy_dtoh(cua_batch *b, void *dst, cua_deviceptr src, size_t byt
 	struct cuac_pending *p = copy_item(CUA_OP_MEMCPY_DTOH);
 	if (p == NULL)
 		return CUA_ENOMEM;
-	p->item.u.dtoh = (struct cua_req_memcpy_dtoh){src, bytes, s.id};
+	p->item.u.dtoh = (struct cua_req_memcpy_dtoh){src, bytes, cuac_stream(b->c, s)};
 	p->htod_src = dst; /* remembered until the future exists: see cua_batch_submit */
 	return batch_append(b, p);
 }
@@ -85,7 +85,7 @@ cua_batch_add_memcpy_dtod(cua_batch *b, cua_deviceptr dst, cua_deviceptr src, si
 	struct cuac_pending *p = copy_item(CUA_OP_MEMCPY_DTOD);
 	if (p == NULL)
 		return CUA_ENOMEM;
-	p->item.u.dtod = (struct cua_req_memcpy_dtod){dst, src, bytes, s.id};
+	p->item.u.dtod = (struct cua_req_memcpy_dtod){dst, src, bytes, cuac_stream(b->c, s)};
 	return batch_append(b, p);
 }
 
@@ -95,7 +95,7 @@ cua_batch_add_memset(cua_batch *b, cua_deviceptr dst, uint32_t value, unsigned w
 	struct cuac_pending *p = copy_item(CUA_OP_MEMSET);
 	if (p == NULL)
 		return CUA_ENOMEM;
-	p->item.u.memset = (struct cua_req_memset){dst, value, width, count, s.id};
+	p->item.u.memset = (struct cua_req_memset){dst, value, width, count, cuac_stream(b->c, s)};
 	return batch_append(b, p);
 }
 
@@ -150,6 +150,7 @@ cua_batch_submit(cua_batch *b, cua_future **out)
 		goto out;
 	}
 	attach_future(b, f);
+	cuac_wait_sent(c); /* launches submitted before it go out first: on one stream they run first */
 	pthread_mutex_lock(&c->lock);
 	cuac_send_flight_locked(c, &b->items, b->n); /* an explicit batch goes out now, as one message */
 	pthread_mutex_unlock(&c->lock);

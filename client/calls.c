@@ -474,16 +474,17 @@ cua_memcpy_htod_on(cua_client *c, cua_deviceptr dst, const void *src, size_t byt
 {
 	if (bytes == 0)
 		return 0;
+	cuac_wait_sent(c); /* launches submitted before it go out first: on one stream they run first */
 	uint64_t hb, hoff;
 	if (cuac_host_lookup(c, src, bytes, &hb, &hoff)) {
-		struct cua_req_memcpy_host q = {dst, s.id, hb, hoff, bytes};
+		struct cua_req_memcpy_host q = {dst, cuac_stream(c, s), hb, hoff, bytes};
 		int r = cuac_call(c, CUA_OP_MEMCPY_HTOD_HOST, &q);
 		if (r != CUA_EBAD_ARGUMENT) /* else: registered for another device; go through the socket */
 			return r;
 	}
 	for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
 		size_t n = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
-		struct cua_req_memcpy_htod q = {dst + off, s.id, {(const char *)src + off, (uint32_t)n}};
+		struct cua_req_memcpy_htod q = {dst + off, cuac_stream(c, s), {(const char *)src + off, (uint32_t)n}};
 		int r = cuac_call(c, CUA_OP_MEMCPY_HTOD, &q);
 		if (r != 0)
 			return r;
@@ -501,7 +502,7 @@ cua_memcpy_htod(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes)
 static int
 dtoh_chunk(cua_client *c, void *dst, cua_deviceptr src, size_t n, cua_stream s)
 {
-	struct cua_req_memcpy_dtoh q = {src, n, s.id};
+	struct cua_req_memcpy_dtoh q = {src, n, cuac_stream(c, s)};
 	struct cuac_reply rep;
 	int r = cuac_rpc(c, CUA_OP_MEMCPY_DTOH, &q, true, &rep);
 	if (r == 0) {
@@ -518,9 +519,10 @@ dtoh_chunk(cua_client *c, void *dst, cua_deviceptr src, size_t n, cua_stream s)
 int
 cua_memcpy_dtoh_on(cua_client *c, void *dst, cua_deviceptr src, size_t bytes, cua_stream s)
 {
+	cuac_wait_sent(c); /* launches submitted before it go out first: on one stream they run first */
 	uint64_t hb, hoff;
 	if (bytes > 0 && cuac_host_lookup(c, dst, bytes, &hb, &hoff)) {
-		struct cua_req_memcpy_host q = {src, s.id, hb, hoff, bytes};
+		struct cua_req_memcpy_host q = {src, cuac_stream(c, s), hb, hoff, bytes};
 		int r = cuac_call(c, CUA_OP_MEMCPY_DTOH_HOST, &q);
 		if (r != CUA_EBAD_ARGUMENT)
 			return r;
@@ -543,14 +545,16 @@ cua_memcpy_dtoh(cua_client *c, void *dst, cua_deviceptr src, size_t bytes)
 int
 cua_memcpy_dtod(cua_client *c, cua_deviceptr dst, cua_deviceptr src, size_t bytes)
 {
-	struct cua_req_memcpy_dtod q = {dst, src, bytes, 0};
+	struct cua_req_memcpy_dtod q = {dst, src, bytes, cuac_stream(c, CUA_STREAM_DEFAULT)};
+	cuac_wait_sent(c);
 	return cuac_call(c, CUA_OP_MEMCPY_DTOD, &q);
 }
 
 int
 cua_memset(cua_client *c, cua_deviceptr dst, uint32_t value, unsigned width, size_t count)
 {
-	struct cua_req_memset q = {dst, value, width, count, 0};
+	struct cua_req_memset q = {dst, value, width, count, cuac_stream(c, CUA_STREAM_DEFAULT)};
+	cuac_wait_sent(c);
 	return cuac_call(c, CUA_OP_MEMSET, &q);
 }
 
@@ -564,9 +568,20 @@ cua_stream_create(cua_client *c, int dev, int priority, cua_stream *out)
 }
 
 int
+cua_set_default_stream(cua_client *c, cua_stream s)
+{
+	if (s.id == 0)
+		return cuac_fail(CUA_EBAD_ARGUMENT,
+				 "CUA_STREAM_DEFAULT names the default itself: choose CUA_STREAM_POOL, "
+				 "CUA_STREAM_ORDERED or a stream");
+	atomic_store(&c->default_stream, s.id);
+	return 0;
+}
+
+int
 cua_stream_destroy(cua_client *c, cua_stream s)
 {
-	struct cua_req_stream q = {s.id};
+	struct cua_req_stream q = {cuac_stream(c, s)};
 	return cuac_call(c, CUA_OP_STREAM_DESTROY, &q);
 }
 
@@ -574,7 +589,7 @@ int
 cua_stream_synchronize(cua_client *c, cua_stream s)
 {
 	cuac_wait_sent(c);
-	struct cua_req_stream q = {s.id};
+	struct cua_req_stream q = {cuac_stream(c, s)};
 	return cuac_call(c, CUA_OP_STREAM_SYNC, &q);
 }
 

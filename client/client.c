@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static _Thread_local char last_error[CUA_MAX_MESSAGE_TEXT / 16];
@@ -42,6 +43,8 @@ client_new(void)
 	LIST_INIT(&c->layouts);
 	LIST_INIT(&c->hostbufs);
 	c->efd = -1;
+	const char *def = getenv("CUASYNC_DEFAULT_STREAM"); /* "ordered": runtime-API ports get their ordering */
+	atomic_init(&c->default_stream, def && strcmp(def, "ordered") == 0 ? CUA_STREAM_ORDERED.id : 0);
 	return c;
 }
 

@@ -89,7 +89,15 @@ typedef struct cua_stream {
 } cua_stream; /* {0}: the daemon's stream pool */
 typedef uint64_t cua_deviceptr;
 
+/* Streams without a handle. CUA_STREAM_DEFAULT is the client's default: the session's pool unless
+ * cua_set_default_stream (or $CUASYNC_DEFAULT_STREAM=ordered at connect) chose the ordered stream.
+ * CUA_STREAM_POOL is the pool, a few streams of the session used round-robin: work on it is NOT ordered, which
+ * is the fastest for independent launches (the seed cuda-async's pool). CUA_STREAM_ORDERED is the session's
+ * ordered stream on device 0: its work runs in submission order, like CUDA's default stream for a one-thread
+ * program — what a port from the runtime API expects. */
 #define CUA_STREAM_DEFAULT ((cua_stream){0})
+#define CUA_STREAM_ORDERED ((cua_stream){1})
+#define CUA_STREAM_POOL ((cua_stream){2})
 
 typedef struct cua_device_info {
 	int index;
@@ -237,6 +245,9 @@ int cua_host_free(cua_client *c, void *p);
 /* ---- streams and synchronization ---- */
 /* priority is clamped to the device's range (cua_device_info). */
 int cua_stream_create(cua_client *c, int dev, int priority, cua_stream *out);
+/* What CUA_STREAM_DEFAULT means for c from now on: CUA_STREAM_POOL (the initial default), CUA_STREAM_ORDERED,
+ * or a stream c created. Calls already submitted keep theirs. Any thread. */
+int cua_set_default_stream(cua_client *c, cua_stream s);
 int cua_stream_destroy(cua_client *c, cua_stream s);
 int cua_stream_synchronize(cua_client *c, cua_stream s);
 /* Waits for all work of this client; returns the first error of fire-and-forget work since the last call. */

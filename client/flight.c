@@ -1,7 +1,7 @@
 /*
  * flight.c — the send queue. Submitted launches wait in the client's queue while CUAC_MAX_INFLIGHT_BATCHES
  * BATCH messages are in flight and are then coalesced, up to CUA_MAX_BATCH per message; explicit batches go
- * out at once. A flight is one BATCH message on the wire: its reply fills in the items' futures, and a
+ * out at once (after the launches queued before them: on one stream, submission order is run order). A flight is one BATCH message on the wire: its reply fills in the items' futures, and a
  * failed fire-and-forget item becomes the client's deferred error (reported by cua_synchronize).
  */
 #include "config.h"

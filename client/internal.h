@@ -30,12 +30,14 @@
 #include "cuasync.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
 
 #define CUAC_DEFAULT_TIMEOUT_MS 120000
+#define CUAC_STREAM_POOL_ID 2       /* CUA_STREAM_POOL: client-side only, sent as 0 */
 #define CUAC_MAX_INFLIGHT_BATCHES 4 /* BATCH messages in flight per client; more launches wait in the queue */
 #define CUAC_ARG_SLOTS CUA_ARENA_INLINE
 
@@ -103,11 +105,21 @@ struct cua_client {
 	unsigned inflight;       /* BATCH messages sent and not answered */
 	int deferred_status;     /* the first failure of a fire-and-forget item, reported by cua_synchronize */
 	char deferred_msg[256];
-	struct cuac_layouts layouts;   /* parameter layouts of the functions looked up, newest first */
-	struct cuac_hostbufs hostbufs; /* registered host buffers */
-	int efd;                       /* cua_client_fd's eventfd, -1 until it was asked for */
-	bool efd_armed;                /* efd was written since the last cua_client_fd_clear */
+	struct cuac_layouts layouts;     /* parameter layouts of the functions looked up, newest first */
+	struct cuac_hostbufs hostbufs;   /* registered host buffers */
+	_Atomic uint64_t default_stream; /* the wire's stream for CUA_STREAM_DEFAULT: 0 (pool), 1 (ordered), a handle */
+	int efd;                         /* cua_client_fd's eventfd, -1 until it was asked for */
+	bool efd_armed;                  /* efd was written since the last cua_client_fd_clear */
 };
+
+/* The stream field the wire carries for s: CUA_STREAM_DEFAULT is c's default (cua_set_default_stream),
+ * CUA_STREAM_POOL the pool (0), anything else itself. Any thread. */
+static inline uint64_t
+cuac_stream(cua_client *c, cua_stream s)
+{
+	uint64_t id = s.id == 0 ? atomic_load_explicit(&c->default_stream, memory_order_relaxed) : s.id;
+	return id == CUAC_STREAM_POOL_ID ? 0 : id;
+}
 
 /* ------------------------------------------------------------------ client.c */
 

@@ -176,7 +176,7 @@ launch_item(cua_launch *l, struct cuac_pending *p)
 	memcpy(q->grid, l->cfg.grid, sizeof(q->grid));
 	memcpy(q->block, l->cfg.block, sizeof(q->block));
 	q->shared_mem = l->cfg.shared_mem_bytes;
-	q->stream = l->stream.id;
+	q->stream = cuac_stream(l->c, l->stream);
 	q->flags = l->flags;
 	q->nargs = (uint32_t)l->nargs;
 	return 0;

@@ -107,6 +107,9 @@ enum {
  * session's handle is refused (NOT_FOUND) rather than aliasing a live object. 0 is never a valid handle. */
 enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3, CUA_HK_HOSTBUF = 4 };
 #define CUA_HANDLE_GEN_MASK 0xfffu
+/* Stream fields: 0 is the session's pool (unordered), CUA_STREAM_ORDERED_ID its ordered stream (PROTOCOL.md §3);
+ * no handle of an object is ever below 1 << 60. */
+#define CUA_STREAM_ORDERED_ID 1u
 static inline uint64_t
 cua_handle_make(unsigned kind, unsigned dev, uint32_t gen, unsigned tag, uint32_t slot)
 {

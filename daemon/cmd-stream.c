@@ -52,6 +52,20 @@ c_stream_create(struct fe *fe, struct request *r)
 	r->s->counts.streams++;
 }
 
+/* STREAM_SYNC of the ordered stream (on device 0, the only one a stream field without a handle can name). */
+static int
+sync_ordered(struct fe *fe, struct request *r, cua_err *e)
+{
+	int rc;
+	uint32_t sid;
+	if ((rc = plan_need_device(fe, 0, e)) != 0 || (rc = plan_bind_device(fe, r, 0, 0, e)) != 0 ||
+	    (rc = plan_stream(fe, r, CUA_STREAM_ORDERED_ID, 0, &sid, e)) != 0)
+		return rc;
+	struct wrec_stream c = {{WR_STREAM_SYNC, 0}, sid, 0};
+	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
+	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
 /* STREAM_DESTROY and STREAM_SYNC */
 static int
 v_stream(struct fe *fe, struct request *r, cua_err *e)
@@ -60,6 +74,10 @@ v_stream(struct fe *fe, struct request *r, cua_err *e)
 	struct hslot *hs;
 	if (h == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "stream 0 is the daemon's pool; use SYNCHRONIZE");
+	if (h == CUA_STREAM_ORDERED_ID && r->op == CUA_OP_STREAM_DESTROY)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the session's ordered stream lives as long as the session");
+	if (h == CUA_STREAM_ORDERED_ID)
+		return sync_ordered(fe, r, e);
 	int rc = do_handle_get(fe, r->s, h, CUA_HK_STREAM, &hs, e);
 	if (rc == CUA_ECONTEXT_LOST && r->op == CUA_OP_STREAM_DESTROY) {
 		do_handle_free(r->s, do_handle_slot(r->s, h, CUA_HK_STREAM));

@@ -139,8 +139,8 @@ plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *dev,
 int
 plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e)
 {
-	if (h == 0) {
-		*wsid = do_spool_slot(fe, r, dev);
+	if (h == 0 || h == CUA_STREAM_ORDERED_ID) {
+		*wsid = h == 0 ? do_spool_slot(fe, r, dev) : do_spool_ordered(fe, r, dev);
 		return 0;
 	}
 	struct hslot *hs;

@@ -11,7 +11,8 @@
 #include <string.h>
 
 _Static_assert(offsetof(struct wrec_copy, stream) == 8 && offsetof(struct wrec_dtod, stream) == 8 &&
-		       offsetof(struct wrec_memset, stream) == 8 && offsetof(struct wrec_launch, stream) == 8,
+		       offsetof(struct wrec_memset, stream) == 8 && offsetof(struct wrec_launch, stream) == 8 &&
+		       offsetof(struct wrec_stream, stream) == 8,
 	       "stream work keeps its stream right after the header");
 
 static uint32_t
@@ -19,6 +20,16 @@ pool_size(const struct fe *fe, int dev)
 {
 	uint32_t n = fe->devs[dev].info.pool_streams ? fe->devs[dev].info.pool_streams : fe->cfg.pool_streams;
 	return n < 1 ? 1 : n > CUAD_SPOOL_MAX ? CUAD_SPOOL_MAX : n;
+}
+
+uint32_t
+do_spool_ordered(struct fe *fe, struct request *r, int dev)
+{
+	(void)dev;
+	if (r->s->isolation == ISO_SESSION) /* the worker's own pool stream 0 */
+		return 0;
+	r->uses_pool = true;
+	return SPOOL_STREAM | 0;
 }
 
 uint32_t
@@ -40,8 +51,8 @@ patch(struct request *r, const struct spool *p)
 		struct wrec_hdr h;
 		uint32_t sid;
 		memcpy(&h, r->cmds + off, sizeof(h));
-		bool stream_work =
-			h.op == WR_HTOD || h.op == WR_DTOH || h.op == WR_DTOD || h.op == WR_MEMSET || h.op == WR_LAUNCH;
+		bool stream_work = h.op == WR_HTOD || h.op == WR_DTOH || h.op == WR_DTOD || h.op == WR_MEMSET ||
+				   h.op == WR_LAUNCH || h.op == WR_STREAM_SYNC; /* the ordered stream's sync */
 		if (stream_work) {
 			memcpy(&sid, r->cmds + off + 8, sizeof(sid));
 			if (sid & SPOOL_STREAM) {

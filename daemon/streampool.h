@@ -21,6 +21,9 @@
 /* The stream field for work of r on device dev that named stream 0: a pool slot of r's session (shared
  * isolation), or a stream of the worker's own pool (session isolation). Marks r as needing its pool. */
 uint32_t do_spool_slot(struct fe *fe, struct request *r, int dev);
+/* The worker stream of the session's ordered stream on device dev (CUA_STREAM_ORDERED_ID): its first pool
+ * stream, always (the pool's round-robin may put unordered work there too, which only orders it more). */
+uint32_t do_spool_ordered(struct fe *fe, struct request *r, int dev);
 
 enum spool_verdict { SPOOL_READY, SPOOL_WAIT, SPOOL_FULL, SPOOL_FAILED };
 /* Before r goes to worker d: SPOOL_READY when r needs no pool or its session's pool exists there (r's

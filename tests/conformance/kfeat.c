@@ -222,12 +222,32 @@ START_TEST(r_occupancy)
 }
 END_TEST
 
+/* Stream 1: the session's ordered stream. Work on it runs in order (a memset then a copy see each other without
+ * a SYNCHRONIZE between them, 64 times over); it can be synchronised, not destroyed. */
+START_TEST(r_stream_ordered)
+{
+	struct conn c;
+	sess(&c, &D);
+	uint64_t p = alloc(&c, 256);
+	for (uint32_t k = 0; k < 64; k++) {
+		uint32_t got[64];
+		expect(&c, OP_MEMSET, 0, ST_OK, NULL, "[uuuuu]", p, U(k * 2654435761u), U(4), U(64), U(1));
+		dtoh(&c, p, 1, got, sizeof(got));
+		for (int i = 0; i < 64; i++)
+			ck_assert_uint_eq(got[i], k * 2654435761u);
+	}
+	expect(&c, OP_STREAM_SYNC, 0, ST_OK, NULL, "[u]", U(1));
+	expect(&c, OP_STREAM_DESTROY, 0, ST_BAD_ARGUMENT, NULL, "[u]", U(1));
+	conn_close(&c);
+}
+END_TEST
+
 size_t
 kfeat_rules(struct rule *out)
 {
 	const struct rule rules[] = {
 		{"get-global", r_get_global},         {"param-bytes", r_param_bytes}, {"dyn-shared", r_dyn_shared},
-		{"func-attribute", r_func_attribute}, {"occupancy", r_occupancy},
+		{"func-attribute", r_func_attribute}, {"occupancy", r_occupancy}, {"stream-ordered", r_stream_ordered},
 	};
 	memcpy(out, rules, sizeof(rules));
 	return sizeof(rules) / sizeof(rules[0]);

@@ -298,6 +298,62 @@ START_TEST(attributes_are_read_set_and_range_checked)
 }
 END_TEST
 
+/* fill_u32(p, v, n) with the client's default stream (nothing set on the launch). */
+static void
+fill_default(cua_client *c, cua_function f, cua_deviceptr p, uint32_t v, uint64_t n)
+{
+	cua_launch *l = launch_1d(c, f, 1, 64);
+	cua_launch_push_device_ptr(l, p);
+	cua_launch_push_u32(l, v);
+	cua_launch_push_u64(l, n);
+	CK(cua_launch_submit(l, NULL));
+}
+
+#define ORDERED_N 512
+
+/* A port from the runtime API: launches and copies with no stream named, the ordered stream as the client's
+ * default. Launch i fills words i..N-1 with i, so word j ends as j only when every launch ran after those
+ * before it; and a plain copy after a launch sees what the launch wrote, every time. On the pool neither holds. */
+START_TEST(ordered_default_stream_keeps_a_ports_order)
+{
+	cua_client *c;
+	setenv("CUASYNC_DEFAULT_STREAM", "ordered", 1);
+	int rc = cua_connect(D.url, &c);
+	unsetenv("CUASYNC_DEFAULT_STREAM");
+	CK(rc);
+	cua_function f = get_fn(c, load_kernels(c), "fill_u32");
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, ORDERED_N * 4, &p));
+	for (uint32_t i = 0; i < ORDERED_N; i++) {
+		cua_launch *l = launch_1d(c, f, 1, 64);
+		cua_launch_push_device_ptr(l, p + (uint64_t)i * 4);
+		cua_launch_push_u32(l, i);
+		cua_launch_push_u64(l, ORDERED_N - i);
+		CK(cua_launch_submit(l, NULL)); /* fire and forget, pipelined: nothing waits between them */
+	}
+	uint32_t *v = malloc(ORDERED_N * 4);
+	ck_assert_ptr_nonnull(v);
+	CK(cua_memcpy_dtoh(c, v, p, ORDERED_N * 4)); /* no synchronize: the stream orders it after them */
+	for (uint32_t j = 0; j < ORDERED_N; j++)
+		ck_assert_msg(v[j] == j, "word %u is %u: a launch ran out of order", j, v[j]);
+	for (uint32_t k = 1; k <= 100; k++) {
+		fill_default(c, f, p, k, ORDERED_N);
+		uint32_t w;
+		CK(cua_memcpy_dtoh(c, &w, p + (ORDERED_N - 1) * 4, 4));
+		ck_assert_msg(w == k, "round %u: a copy after the launch read %u", k, w);
+	}
+	CK(cua_synchronize(c)); /* and none of the fire-and-forget launches failed */
+	CK(cua_stream_synchronize(c, CUA_STREAM_ORDERED));
+	ck_assert_int_eq(cua_stream_destroy(c, CUA_STREAM_ORDERED), CUA_EBAD_ARGUMENT);
+	CK(cua_set_default_stream(c, CUA_STREAM_POOL)); /* back to the pool: still works, unordered */
+	fill_default(c, f, p, 7, ORDERED_N);
+	CK(cua_synchronize(c));
+	ck_assert_int_eq(cua_set_default_stream(c, CUA_STREAM_DEFAULT), CUA_EBAD_ARGUMENT);
+	free(v);
+	cua_disconnect(c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -311,6 +367,7 @@ main(void)
 	tcase_add_test(tc, old_device_refuses_more_than_4096_bytes);
 	tcase_add_test(tc, dynamic_shared_memory_needs_the_attribute);
 	tcase_add_test(tc, attributes_are_read_set_and_range_checked);
+	tcase_add_test(tc, ordered_default_stream_keeps_a_ports_order);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
