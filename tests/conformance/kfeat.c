@@ -246,8 +246,9 @@ size_t
 kfeat_rules(struct rule *out)
 {
 	const struct rule rules[] = {
-		{"get-global", r_get_global},         {"param-bytes", r_param_bytes}, {"dyn-shared", r_dyn_shared},
-		{"func-attribute", r_func_attribute}, {"occupancy", r_occupancy}, {"stream-ordered", r_stream_ordered},
+		{"get-global", r_get_global}, {"param-bytes", r_param_bytes},
+		{"dyn-shared", r_dyn_shared}, {"func-attribute", r_func_attribute},
+		{"occupancy", r_occupancy},   {"stream-ordered", r_stream_ordered},
 	};
 	memcpy(out, rules, sizeof(rules));
 	return sizeof(rules) / sizeof(rules[0]);
