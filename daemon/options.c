@@ -308,6 +308,44 @@ static struct {
 	struct conf_strings strings; /* the file's values in effect (the configuration points into them) */
 } conf;
 
+/* apply_option's second half: access, monitoring, the file, and what workers and probes are started with. */
+static int
+apply_other(struct config *c, struct worker_opts *wo, int ch, const char *arg)
+{
+	unsigned u;
+	int bad;
+	switch (ch) {
+	case O_ALLOW_INSECURE_TCP: c->allow_insecure_tcp = true; return 0;
+	case O_TLS_CA: c->tls_ca = arg; return 0;
+	case O_TOKEN_FILE: c->token_file = arg; return 0;
+	case O_OPERATOR_GROUP: c->operator_group = arg; return 0;
+	case O_SOCKET_GROUP: c->socket_group = arg; return 0;
+	case O_METRICS_LISTEN: c->metrics_listen = arg; return strncmp(arg, "http://", 7) != 0;
+	case O_METRICS_SESSIONS: c->metrics_sessions = true; return 0;
+	case O_CONFIG: conf.path = arg; return 0;
+	case O_LOG_LEVEL_NUM:
+		bad = opt_parse_uint(arg, 0, 3, &u);
+		cua_log_set_level((int)u);
+		return bad;
+	case O_WORKER:
+		bad = opt_parse_uint(arg, 0, 65535, &u);
+		wo->shm_fd = (int)u;
+		return bad;
+	case O_WORKER_DEVICE:
+		bad = opt_parse_uint(arg, 0, CUA_MAX_DEVICES, &u);
+		wo->device = (int)u;
+		return bad;
+	case O_WORKER_GEN:
+		bad = opt_parse_uint(arg, 0, UINT32_MAX >> 1, &u);
+		wo->generation = u;
+		return bad;
+	case O_CUDA_PROBE: return 100 + cuda_probe_main();
+	case O_HELP: usage(stdout); return 100;
+	case O_VERSION: printf("%s %s (protocol %u)\n", PACKAGE_NAME, PACKAGE_VERSION, CUA_PROTO_VERSION); return 100;
+	default: usage(stderr); return 102;
+	}
+}
+
 /* One option into c or wo. Returns 0, 1 (a bad value), or 100 + an exit status to stop with now. */
 static int
 apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
@@ -383,34 +421,7 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_SUBMIT_THREADS: return opt_parse_uint(arg, 0, 64, &c->submit_threads);
 	case O_DRAIN_TIMEOUT: return opt_parse_uint(arg, 0, 86400, &c->drain_timeout);
 	case O_HELLO_TIMEOUT: return opt_parse_uint(arg, 0, 86400, &c->hello_timeout);
-	case O_ALLOW_INSECURE_TCP: c->allow_insecure_tcp = true; return 0;
-	case O_TLS_CA: c->tls_ca = arg; return 0;
-	case O_TOKEN_FILE: c->token_file = arg; return 0;
-	case O_OPERATOR_GROUP: c->operator_group = arg; return 0;
-	case O_SOCKET_GROUP: c->socket_group = arg; return 0;
-	case O_METRICS_LISTEN: c->metrics_listen = arg; return strncmp(arg, "http://", 7) != 0;
-	case O_METRICS_SESSIONS: c->metrics_sessions = true; return 0;
-	case O_CONFIG: conf.path = arg; return 0;
-	case O_LOG_LEVEL_NUM:
-		bad = opt_parse_uint(arg, 0, 3, &u);
-		cua_log_set_level((int)u);
-		return bad;
-	case O_WORKER:
-		bad = opt_parse_uint(arg, 0, 65535, &u);
-		wo->shm_fd = (int)u;
-		return bad;
-	case O_WORKER_DEVICE:
-		bad = opt_parse_uint(arg, 0, CUA_MAX_DEVICES, &u);
-		wo->device = (int)u;
-		return bad;
-	case O_WORKER_GEN:
-		bad = opt_parse_uint(arg, 0, UINT32_MAX >> 1, &u);
-		wo->generation = u;
-		return bad;
-	case O_CUDA_PROBE: return 100 + cuda_probe_main();
-	case O_HELP: usage(stdout); return 100;
-	case O_VERSION: printf("%s %s (protocol %u)\n", PACKAGE_NAME, PACKAGE_VERSION, CUA_PROTO_VERSION); return 100;
-	default: usage(stderr); return 102;
+	default: return apply_other(c, wo, ch, arg);
 	}
 }
 
