@@ -581,7 +581,7 @@ START_TEST(a_tenant_can_have_its_own_isolation)
 {
 	make_dir();
 	struct daemon d;
-	start_with(&d, "[tenant me]\nuid = %u\n", NULL);
+	start_with(&d, "[tenant me]\nuid = %u\nisolation = shared\n", NULL); /* whatever --isolation says */
 	ck_assert_msg(!first_allocs_coincide(&d), "a shared tenant's sessions share one worker");
 	daemon_stop(&d);
 	start_with(&d, "[tenant me]\nuid = %u\nisolation = session\n", NULL);
