@@ -12,6 +12,7 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/tls/tls.h>
 #include <nng/supplemental/util/platform.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,8 @@
 
 struct cuac_transport {
 	nng_socket sock;
-	int timeout_ms; /* of each wait in a synchronous call; set by cua_set_timeout without a lock */
-	uint64_t seq;   /* last sequence number sent; guarded by the client's lock */
+	atomic_int timeout_ms; /* of each wait in a synchronous call; cua_set_timeout may change it from any thread */
+	uint64_t seq;          /* last sequence number sent; guarded by the client's lock */
 };
 
 /* One asynchronous exchange: its own context, the aio that sends then receives, whom to tell. */
@@ -184,10 +185,10 @@ cuac_transport_open(cua_client *c, const char *url)
 		r = cuac_fail(CUA_ENOMEM, "out of memory");
 		goto out;
 	}
-	t->timeout_ms = CUAC_DEFAULT_TIMEOUT_MS;
+	atomic_init(&t->timeout_ms, CUAC_DEFAULT_TIMEOUT_MS);
 	const char *env = getenv("CUASYNC_TIMEOUT_MS");
 	if (env && *env)
-		t->timeout_ms = atoi(env);
+		atomic_store(&t->timeout_ms, atoi(env));
 	if ((rv = nng_req0_open(&t->sock)) != 0) {
 		r = cuac_fail(nng_status(rv), "cannot open a socket: %s", nng_strerror(rv));
 		goto out;
@@ -224,7 +225,7 @@ cuac_transport_close(cua_client *c)
 void
 cua_set_timeout(cua_client *c, int timeout_ms)
 {
-	c->t->timeout_ms = timeout_ms < 0 ? NNG_DURATION_INFINITE : timeout_ms;
+	atomic_store(&c->t->timeout_ms, timeout_ms < 0 ? NNG_DURATION_INFINITE : timeout_ms);
 }
 
 /* ------------------------------------------------------------------ contexts and order */
@@ -319,7 +320,7 @@ cuac_rpc(cua_client *c, uint32_t op, const void *body, bool ordered, struct cuac
 		r = r == CUA_ENOMEM ? cuac_fail(r, "out of memory") : cuac_fail(r, "cannot encode the request");
 		goto out;
 	}
-	nng_aio_set_timeout(aio, c->t->timeout_ms);
+	nng_aio_set_timeout(aio, atomic_load(&c->t->timeout_ms));
 	if ((r = roundtrip(c, ctx, aio, &m, ordered)) != 0)
 		goto out;
 	cua_err_clear(&e);
