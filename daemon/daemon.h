@@ -91,6 +91,12 @@ void config_defaults(struct config *c);
 /* Derives what depends on other options: session_pending follows contexts unless it was given. */
 void config_settle(struct config *c, bool pending_given);
 
+/* The parsers of option values, the command line's and the configuration file's alike. 0, or -1 when s is
+ * malformed or out of range. Pure. */
+int cfg_parse_size(const char *s, uint64_t *out);                           /* "4096", "64M", "1G", "2T" */
+int cfg_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out); /* within lo..hi */
+int cfg_parse_share(const char *s, uint64_t *bytes, unsigned *pct);         /* "25%" (pct), "4G" or "0" (bytes) */
+
 struct request;
 struct session;
 struct device;

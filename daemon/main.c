@@ -135,7 +135,7 @@ count_devices(struct fe *fe, int *ordinals, int max)
 		char *copy = strdup(fe->cfg.devices), *save = NULL;
 		for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) {
 			unsigned v;
-			if (opt_parse_uint(t, 0, CUA_MAX_DEVICES - 1, &v) != 0) {
+			if (cfg_parse_uint(t, 0, CUA_MAX_DEVICES - 1, &v) != 0) {
 				log_error("--devices: '%s' is not a device ordinal", t);
 				free(copy);
 				return -1;

@@ -217,71 +217,6 @@ usage(FILE *f)
 		   "token, CUASYNC_TLS_CA / CUASYNC_TLS_CERT / CUASYNC_TLS_KEY their TLS files.\n");
 }
 
-/* "64M", "1G", "4096": bytes. Returns -1 on a malformed value. */
-static int
-parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	uint64_t mul = 1;
-	switch (*end) {
-	case '\0': break;
-	case 'k':
-	case 'K':
-		mul = 1ull << 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mul = 1ull << 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mul = 1ull << 30;
-		end++;
-		break;
-	default: return -1;
-	}
-	if (*end != '\0' || (v && mul > UINT64_MAX / v))
-		return -1;
-	*out = v * mul;
-	return 0;
-}
-
-int
-opt_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < (long)lo || v > (long)hi)
-		return -1;
-	*out = (unsigned)v;
-	return 0;
-}
-
-/* "25%" (a share of each device's memory), "4G" (bytes) or "0" (no limit). Returns -1 when malformed. */
-static int
-parse_share(const char *s, uint64_t *bytes, unsigned *pct)
-{
-	size_t n = strlen(s);
-	if (n > 1 && s[n - 1] == '%') {
-		char num[16];
-		if (n > sizeof(num))
-			return -1;
-		memcpy(num, s, n - 1);
-		num[n - 1] = '\0';
-		*bytes = 0;
-		return opt_parse_uint(num, 1, 100, pct);
-	}
-	*pct = 0;
-	return parse_size(s, bytes);
-}
-
 /* `cuasyncd --cuda-probe`: prints "ok COUNT" or "no REASON" (run as a child: CUDA stays out of the front-end). */
 static int
 cuda_probe_main(void)
@@ -324,19 +259,19 @@ apply_other(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_METRICS_SESSIONS: c->metrics_sessions = true; return 0;
 	case O_CONFIG: conf.path = arg; return 0;
 	case O_LOG_LEVEL_NUM:
-		bad = opt_parse_uint(arg, 0, 3, &u);
+		bad = cfg_parse_uint(arg, 0, 3, &u);
 		cua_log_set_level((int)u);
 		return bad;
 	case O_WORKER:
-		bad = opt_parse_uint(arg, 0, 65535, &u);
+		bad = cfg_parse_uint(arg, 0, 65535, &u);
 		wo->shm_fd = (int)u;
 		return bad;
 	case O_WORKER_DEVICE:
-		bad = opt_parse_uint(arg, 0, CUA_MAX_DEVICES, &u);
+		bad = cfg_parse_uint(arg, 0, CUA_MAX_DEVICES, &u);
 		wo->device = (int)u;
 		return bad;
 	case O_WORKER_GEN:
-		bad = opt_parse_uint(arg, 0, UINT32_MAX >> 1, &u);
+		bad = cfg_parse_uint(arg, 0, UINT32_MAX >> 1, &u);
 		wo->generation = u;
 		return bad;
 	case O_CUDA_PROBE: return 100 + cuda_probe_main();
@@ -363,42 +298,43 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		return 0;
 	case O_BACKEND: c->backend = arg; return strcmp(arg, "auto") && strcmp(arg, "cuda") && strcmp(arg, "emu");
 	case O_EMU_SM:
-		bad = opt_parse_uint(arg, 10, 199, &u);
+		bad = cfg_parse_uint(arg, 10, 199, &u);
 		c->emu_sm = (int)u;
 		return bad;
 	case O_EMU_DEVICES:
-		bad = opt_parse_uint(arg, 1, CUA_MAX_DEVICES, &u);
+		bad = cfg_parse_uint(arg, 1, CUA_MAX_DEVICES, &u);
 		c->emu_devices = (int)u;
 		return bad;
-	case O_EMU_MEM: return parse_size(arg, &c->emu_mem) || c->emu_mem == 0;
+	case O_EMU_MEM: return cfg_parse_size(arg, &c->emu_mem) || c->emu_mem == 0;
 	case O_DEVICES: c->devices = arg; return 0;
-	case O_POOL: return opt_parse_uint(arg, 1, 64, &c->pool_streams);
-	case O_CONTEXTS: return opt_parse_uint(arg, 1, 65536, &c->contexts);
+	case O_POOL: return cfg_parse_uint(arg, 1, 64, &c->pool_streams);
+	case O_CONTEXTS: return cfg_parse_uint(arg, 1, 65536, &c->contexts);
 	case O_MAX_MESSAGE:
-		bad = parse_size(arg, &sz) || sz < 65536 || sz > CUA_WIRE_MAX_MESSAGE;
+		bad = cfg_parse_size(arg, &sz) || sz < 65536 || sz > CUA_WIRE_MAX_MESSAGE;
 		c->max_message = (size_t)sz;
 		return bad;
-	case O_STAGING: return parse_size(arg, &c->staging_bytes) || c->staging_bytes < 65536;
+	case O_STAGING: return cfg_parse_size(arg, &c->staging_bytes) || c->staging_bytes < 65536;
 	case O_RING:
-		return parse_size(arg, &c->ring_bytes) || c->ring_bytes < 65536 ||
+		return cfg_parse_size(arg, &c->ring_bytes) || c->ring_bytes < 65536 ||
 		       (c->ring_bytes & (c->ring_bytes - 1));
-	case O_SESSION_MEM: return parse_share(arg, &c->session_mem, &c->session_mem_pct);
-	case O_SESSION_STREAMS: return opt_parse_uint(arg, 1, 4000, &c->session_streams);
-	case O_SESSION_MODULES: return opt_parse_uint(arg, 1, 1u << 20, &c->session_modules);
-	case O_SESSION_MODULE_BYTES: return parse_size(arg, &c->session_module_bytes) || c->session_module_bytes == 0;
-	case O_SESSION_HOST_BYTES: return parse_size(arg, &c->session_host_bytes);
-	case O_SESSION_HANDLES: return opt_parse_uint(arg, 1, 0xffffff, &c->session_handles);
-	case O_SESSION_INFLIGHT: return opt_parse_uint(arg, 1, 1u << 24, &c->session_inflight);
-	case O_SESSION_PENDING: return opt_parse_uint(arg, 1, 65536, &c->session_pending);
-	case O_SESSION_WINDOW: return opt_parse_uint(arg, 1, 65536, &c->session_window);
-	case O_SESSION_REPLY_BYTES: return parse_size(arg, &c->session_reply_bytes) || c->session_reply_bytes == 0;
-	case O_SEND_TIMEOUT: return opt_parse_uint(arg, 1, 86400000, &c->send_timeout_ms);
-	case O_CONTEXTS_MAX: return opt_parse_uint(arg, 1, 1u << 20, &c->contexts_max);
-	case O_SEQ_GAP_TIMEOUT: return opt_parse_uint(arg, 1, 86400000, &c->seq_gap_timeout_ms);
+	case O_SESSION_MEM: return cfg_parse_share(arg, &c->session_mem, &c->session_mem_pct);
+	case O_SESSION_STREAMS: return cfg_parse_uint(arg, 1, 4000, &c->session_streams);
+	case O_SESSION_MODULES: return cfg_parse_uint(arg, 1, 1u << 20, &c->session_modules);
+	case O_SESSION_MODULE_BYTES:
+		return cfg_parse_size(arg, &c->session_module_bytes) || c->session_module_bytes == 0;
+	case O_SESSION_HOST_BYTES: return cfg_parse_size(arg, &c->session_host_bytes);
+	case O_SESSION_HANDLES: return cfg_parse_uint(arg, 1, 0xffffff, &c->session_handles);
+	case O_SESSION_INFLIGHT: return cfg_parse_uint(arg, 1, 1u << 24, &c->session_inflight);
+	case O_SESSION_PENDING: return cfg_parse_uint(arg, 1, 65536, &c->session_pending);
+	case O_SESSION_WINDOW: return cfg_parse_uint(arg, 1, 65536, &c->session_window);
+	case O_SESSION_REPLY_BYTES: return cfg_parse_size(arg, &c->session_reply_bytes) || c->session_reply_bytes == 0;
+	case O_SEND_TIMEOUT: return cfg_parse_uint(arg, 1, 86400000, &c->send_timeout_ms);
+	case O_CONTEXTS_MAX: return cfg_parse_uint(arg, 1, 1u << 20, &c->contexts_max);
+	case O_SEQ_GAP_TIMEOUT: return cfg_parse_uint(arg, 1, 86400000, &c->seq_gap_timeout_ms);
 	case O_TLS_CERT: c->tls_cert = arg; return 0;
 	case O_TLS_KEY: c->tls_key = arg; return 0;
 	case O_READY_FD:
-		bad = opt_parse_uint(arg, 0, 65535, &u);
+		bad = cfg_parse_uint(arg, 0, 65535, &u);
 		c->ready_fd = (int)u;
 		return bad;
 	case O_LOG_LEVEL:
@@ -414,13 +350,13 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 	case O_ISOLATION:
 		c->isolation = strcmp(arg, "session") == 0 ? ISO_SESSION : ISO_SHARED;
 		return strcmp(arg, "session") != 0 && strcmp(arg, "shared") != 0;
-	case O_ISOLATION_POOL: return opt_parse_uint(arg, 0, 64, &c->isolation_pool);
+	case O_ISOLATION_POOL: return cfg_parse_uint(arg, 0, 64, &c->isolation_pool);
 	case O_SCRUB: c->scrub = strcmp(arg, "on") == 0; return strcmp(arg, "on") && strcmp(arg, "off");
-	case O_WATCHDOG: return opt_parse_uint(arg, 0, 3600, &c->watchdog_s);
-	case O_EMU_THREADS: return opt_parse_uint(arg, 0, 256, &c->emu_threads);
-	case O_SUBMIT_THREADS: return opt_parse_uint(arg, 0, 64, &c->submit_threads);
-	case O_DRAIN_TIMEOUT: return opt_parse_uint(arg, 0, 86400, &c->drain_timeout);
-	case O_HELLO_TIMEOUT: return opt_parse_uint(arg, 0, 86400, &c->hello_timeout);
+	case O_WATCHDOG: return cfg_parse_uint(arg, 0, 3600, &c->watchdog_s);
+	case O_EMU_THREADS: return cfg_parse_uint(arg, 0, 256, &c->emu_threads);
+	case O_SUBMIT_THREADS: return cfg_parse_uint(arg, 0, 64, &c->submit_threads);
+	case O_DRAIN_TIMEOUT: return cfg_parse_uint(arg, 0, 86400, &c->drain_timeout);
+	case O_HELLO_TIMEOUT: return cfg_parse_uint(arg, 0, 86400, &c->hello_timeout);
 	default: return apply_other(c, wo, ch, arg);
 	}
 }

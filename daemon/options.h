@@ -27,7 +27,4 @@ int options_parse(struct config *c, struct worker_opts *wo, int argc, char **arg
  */
 void options_reload(struct fe *fe, char *status, size_t len);
 
-/* "N" within lo..hi into *out. 0, or -1 when malformed or out of range. */
-int opt_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out);
-
 #endif

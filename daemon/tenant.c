@@ -99,38 +99,14 @@ push_str(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-static int
-parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	uint64_t mul = 1;
-	if (*end == 'K' || *end == 'k')
-		mul = 1ull << 10;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1ull << 20;
-	else if (*end == 'G' || *end == 'g')
-		mul = 1ull << 30;
-	else if (*end == 'T' || *end == 't')
-		mul = 1ull << 40;
-	if (mul != 1)
-		end++;
-	if (*end != '\0' || (v && mul > UINT64_MAX / v))
-		return -1;
-	*out = v * mul;
-	return 0;
-}
-
+/* A count of a tenant's rule: 0..UINT32_MAX. */
 static int
 parse_u32(const char *s, uint32_t *out)
 {
-	uint64_t v;
-	if (parse_u64(s, &v) != 0 || v > UINT32_MAX || strpbrk(s, "KkMmGgTt") != NULL)
+	unsigned v;
+	if (cfg_parse_uint(s, 0, UINT32_MAX, &v) != 0)
 		return -1;
-	*out = (uint32_t)v;
+	*out = v;
 	return 0;
 }
 
@@ -174,28 +150,6 @@ add_group(struct tenant *t, const char *v, char *why, size_t whylen)
 	return 0;
 }
 
-/* `mem = BYTES|N%`. */
-static int
-set_mem(struct tenant *t, const char *v)
-{
-	size_t n = strlen(v);
-	if (n > 1 && v[n - 1] == '%') {
-		char num[8];
-		uint32_t pct;
-		if (n > sizeof(num))
-			return -1;
-		memcpy(num, v, n - 1);
-		num[n - 1] = '\0';
-		if (parse_u32(num, &pct) != 0 || pct < 1 || pct > 100)
-			return -1;
-		t->mem = 0;
-		t->mem_pct = pct;
-		return 0;
-	}
-	t->mem_pct = 0;
-	return parse_u64(v, &t->mem);
-}
-
 int
 tenant_table_set(struct tenant_table *T, const char *name, const char *key, const char *v, char *why, size_t whylen)
 {
@@ -220,11 +174,11 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 	else if (strcmp(key, "refuse") == 0 && is_default)
 		rc = strcmp(v, "yes") == 0 ? (t->refuse = true, 0) : strcmp(v, "no") == 0 ? (t->refuse = false, 0) : -1;
 	else if (strcmp(key, "mem") == 0)
-		rc = set_mem(t, v);
+		rc = cfg_parse_share(v, &t->mem, &t->mem_pct);
 	else if (strcmp(key, "module-bytes") == 0)
-		rc = parse_u64(v, &t->module_bytes);
+		rc = cfg_parse_size(v, &t->module_bytes);
 	else if (strcmp(key, "host-bytes") == 0)
-		rc = parse_u64(v, &t->host_bytes);
+		rc = cfg_parse_size(v, &t->host_bytes);
 	else if (strcmp(key, "modules") == 0)
 		rc = parse_u32(v, &t->modules);
 	else if (strcmp(key, "streams") == 0)

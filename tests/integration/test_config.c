@@ -140,6 +140,8 @@ static const struct bad_file {
 } bad_files[] = {
 	{"[daemon]\nsession-modules = 1\nsession-modulez = 2\n", ":3: unknown key 'session-modulez'"},
 	{"[daemon]\nsession-mem = lots\n", ":2: invalid value 'lots' for session-mem (expected BYTES|N%"},
+	{"[daemon]\nemu-mem = -1\n", ":2: invalid value '-1' for emu-mem (expected BYTES"},
+	{"[tenant research]\nhost-bytes = -4G\n", ":2: invalid value '-4G' for host-bytes in [tenant research]"},
 	{"[daemon]\nisolation = partial\n", ":2: invalid value 'partial' for isolation (expected shared|session"},
 	{"session-modules = 1\n", ":1: unknown section []"},
 	{"[daemon]\n[tenants]\nx = 1\n", ":3: unknown section [tenants]"},
