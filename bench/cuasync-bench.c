@@ -110,8 +110,9 @@ struct bench_opts {
 	size_t bytes;
 	size_t alloc_bytes; /* MEM_ALLOC + MEM_FREE cycles of this size */
 	int alloc_cycles;
-	int alloc_only; /* only those cycles */
-	int compare;    /* --compare: the side-by-side run (compare.h) instead */
+	int alloc_only;  /* only those cycles */
+	int compare;     /* --compare: the side-by-side run (compare.h) instead */
+	int daemon_only; /* --daemon-only: --compare without the native and MPS columns */
 	const char *kernels, *tenants;
 };
 
@@ -120,12 +121,19 @@ struct bench_opts {
 static int
 parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option opts[] = {{"module", 1, NULL, 'm'},       {"launches", 1, NULL, 'n'},
-					     {"clients", 1, NULL, 'k'},      {"bytes", 1, NULL, 'b'},
-					     {"url", 1, NULL, 'u'},          {"alloc-bytes", 1, NULL, 'a'},
-					     {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'},
-					     {"compare", 0, NULL, 'C'},      {"kernel", 1, NULL, 'K'},
-					     {"tenants", 1, NULL, 'T'},      {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"module", 1, NULL, 'm'},
+					     {"launches", 1, NULL, 'n'},
+					     {"clients", 1, NULL, 'k'},
+					     {"bytes", 1, NULL, 'b'},
+					     {"url", 1, NULL, 'u'},
+					     {"alloc-bytes", 1, NULL, 'a'},
+					     {"alloc-cycles", 1, NULL, 'c'},
+					     {"alloc-only", 0, NULL, 'o'},
+					     {"compare", 0, NULL, 'C'},
+					     {"kernel", 1, NULL, 'K'},
+					     {"tenants", 1, NULL, 'T'},
+					     {"daemon-only", 0, NULL, 'D'},
+					     {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -140,11 +148,13 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'C': o->compare = 1; break;
 		case 'K': o->kernels = optarg; break;
 		case 'T': o->tenants = optarg; break;
+		case 'D': o->daemon_only = 1; break;
 		default:
-			fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
-					"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
-					"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
-					"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8]\n");
+			fprintf(stderr,
+				"usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
+				"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
+				"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
+				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--daemon-only]\n");
 			return 2;
 		}
 	}
@@ -351,8 +361,8 @@ main(int argc, char **argv)
 	if (r != 0)
 		return r;
 	if (o.compare) /* before this process touches NNG: it forks for every measurement */
-		return compare_main(
-			&(struct compare_opts){o.kernels, o.tenants, o.launches, module_path, url, argc, argv});
+		return compare_main(&(struct compare_opts){o.kernels, o.tenants, o.launches, o.daemon_only, module_path,
+							   url, argc, argv});
 	if (!o.alloc_only && fork_clients(&p, &o) != 0)
 		return 1;
 	cua_client *c;
