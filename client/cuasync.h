@@ -297,7 +297,9 @@ int cua_batch_add_memcpy_dtoh(cua_batch *b, void *dst, cua_deviceptr src, size_t
 int cua_batch_add_memcpy_dtod(cua_batch *b, cua_deviceptr dst, cua_deviceptr src, size_t bytes, cua_stream s);
 int cua_batch_add_memset(cua_batch *b, cua_deviceptr dst, uint32_t value, unsigned width, size_t count, cua_stream s);
 size_t cua_batch_count(const cua_batch *b);
-/* Submits and consumes b. The future's status is that of the first failed item; see cua_future_item. */
+/* Submits and consumes b. The future's status is that of the first failed item; see cua_future_item. Sends it
+ * at once, after the launches submitted before it; with 16 batches of this client already unanswered, first
+ * waits for one of them to be answered (the daemon refuses a connection's requests past --session-pending). */
 int cua_batch_submit(cua_batch *b, cua_future **out);
 void cua_batch_free(cua_batch *b);
 
