@@ -363,7 +363,7 @@ static const struct bad_case bad_cases[] = {
 	{"memset width 8", "94010c 00 95 01 00 08 01 00", CUA_EPROTOCOL, "MEMSET.width", 12, true, 0},
 	{"array over the element limit", "940102 00 dc1389", CUA_EPROTOCOL, "exceeds", 2, true, 0},
 	{"grid of 4 dimensions", "940110 00 97 01 9401010101 93010101 00 00 00 90", CUA_EPROTOCOL, "LAUNCH.grid", 16, true, 0},
-	{"launch with unknown flag", "940110 00 97 01 93010101 93010101 00 00 04 90", CUA_EPROTOCOL, "LAUNCH.flags", 16, true, 0},
+	{"launch with unknown flag", "940110 00 97 01 93010101 93010101 00 00 08 90", CUA_EPROTOCOL, "LAUNCH.flags", 16, true, 0},
 	{"empty bin argument", "940110 00 97 01 93010101 93010101 00 00 00 91 c400", CUA_EPROTOCOL, "LAUNCH.args[0]", 16, true, 0},
 	{"str argument", "940110 00 97 01 93010101 93010101 00 00 00 91 a178", CUA_EPROTOCOL, "LAUNCH.args[0]", 16, true, 0},
 	{"batch item of unknown kind", "940111 00 92 00 91 92 63 90", CUA_EPROTOCOL, "is not an item kind", 17, true, 0},
