@@ -29,13 +29,16 @@ check_cluster(const struct device *d, const struct cua_req_launch *q, cua_err *e
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
 				   "cluster %ux%ux%u: every cluster dimension must be at least 1 (all 0: no cluster)",
 				   c[0], c[1], c[2]);
-	uint64_t size = (uint64_t)c[0] * c[1] * c[2];
-	if (size > CUA_MAX_CLUSTER_SIZE)
+	/* dimensions over 2^16 first, so the product cannot wrap (2^31 x 2^31 x 4 would be 0 in 64 bits) */
+	bool huge = c[0] > 65536 || c[1] > 65536 || c[2] > 65536;
+	uint64_t size = huge ? 0 : (uint64_t)c[0] * c[1] * c[2];
+	if (huge || size > CUA_MAX_CLUSTER_SIZE)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
-				   "cluster %ux%ux%u has %llu blocks; a cluster has at most %u (%u unless the kernel's "
+				   "cluster %ux%ux%u has %s%llu blocks; a cluster has at most %u (%u unless the kernel's "
 				   "NON_PORTABLE_CLUSTER_SIZE_ALLOWED attribute is set)",
-				   c[0], c[1], c[2], (unsigned long long)size, CUA_MAX_CLUSTER_SIZE,
-				   CUA_MAX_CLUSTER_PORTABLE);
+				   c[0], c[1], c[2], huge ? "more than " : "",
+				   huge ? (unsigned long long)CUA_MAX_CLUSTER_SIZE : (unsigned long long)size,
+				   CUA_MAX_CLUSTER_SIZE, CUA_MAX_CLUSTER_PORTABLE);
 	for (int i = 0; i < 3; i++)
 		if (q->grid[i] % c[i] != 0)
 			return cua_err_set(e, CUA_EBAD_ARGUMENT,
