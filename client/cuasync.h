@@ -216,9 +216,9 @@ typedef enum cua_func_attribute {
 	CUA_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,    /* settable: 0..cua_device_info.max_shared_optin */
 	CUA_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9, /* settable: -1 (default) or 0..100 percent */
 	CUA_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET = 10,        /* 1: compiled with cluster dimensions */
-	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11,          /* settable (sm_90+): 0..16 blocks; all three or none */
-	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT = 12,         /* settable (sm_90+) */
-	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,          /* settable (sm_90+) */
+	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11,  /* settable (sm_90+): 0..16 blocks; all three or none */
+	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT = 12, /* settable (sm_90+) */
+	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,  /* settable (sm_90+) */
 	CUA_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14, /* settable (sm_90+): 1 allows clusters of 9..16 */
 	CUA_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15,
 } cua_func_attribute;

@@ -206,7 +206,7 @@ launch_item(cua_launch *l, struct cuac_pending *p)
 	/* the optional tail only when used, so that a plain launch is what older daemons read */
 	memcpy(q->cluster, l->cluster, sizeof(q->cluster));
 	q->priority = l->priority;
-	q->nfields = l->has_priority					   ? CUA_LAUNCH_FIELDS_PRIORITY
+	q->nfields = l->has_priority                                        ? CUA_LAUNCH_FIELDS_PRIORITY
 		     : (l->cluster[0] | l->cluster[1] | l->cluster[2]) != 0 ? CUA_LAUNCH_FIELDS_CLUSTER
 									    : CUA_LAUNCH_FIELDS;
 	return 0;

@@ -76,8 +76,8 @@ enum cua_op {
 const char *cua_op_name(uint32_t op);
 
 /* ---- flags ---- */
-#define CUA_LAUNCH_PDL (1u << 0)   /* programmatic dependent launch (sm_90+) */
-#define CUA_FLAG_NO_WAIT (1u << 1) /* fire-and-forget: reply at acceptance; errors at SYNCHRONIZE */
+#define CUA_LAUNCH_PDL (1u << 0)         /* programmatic dependent launch (sm_90+) */
+#define CUA_FLAG_NO_WAIT (1u << 1)       /* fire-and-forget: reply at acceptance; errors at SYNCHRONIZE */
 #define CUA_LAUNCH_COOPERATIVE (1u << 2) /* cooperative launch: the grid is co-resident (grid-wide sync) */
 #define CUA_LAUNCH_FLAGS_ALL (CUA_LAUNCH_PDL | CUA_FLAG_NO_WAIT | CUA_LAUNCH_COOPERATIVE)
 
@@ -185,8 +185,8 @@ typedef struct cua_wire_device {
 	int32_t prio_least, prio_greatest;
 	cua_bytes backend;
 	uint32_t generation;
-	uint32_t max_param_bytes;  /* bytes of arguments one launch may pass: 32764 (CUDA 12.1+, sm_70+) or 4096 */
-	uint32_t max_shared_optin; /* dynamic shared memory a block may opt in to (FUNC_SET_ATTRIBUTE) */
+	uint32_t max_param_bytes;    /* bytes of arguments one launch may pass: 32764 (CUDA 12.1+, sm_70+) or 4096 */
+	uint32_t max_shared_optin;   /* dynamic shared memory a block may opt in to (FUNC_SET_ATTRIBUTE) */
 	uint32_t cluster_launch;     /* 1: thread-block clusters (LAUNCH.cluster; sm_90+) */
 	uint32_t cooperative_launch; /* 1: cooperative launches (CUA_LAUNCH_COOPERATIVE) */
 } cua_wire_device;

@@ -55,8 +55,9 @@ static int
 check_set_cluster(const struct device *d, uint32_t attr, int32_t v, cua_err *e)
 {
 	if (!d->info.cluster_launch)
-		return cua_err_set(e, CUA_EUNSUPPORTED, "%s: thread block clusters require sm_90 or newer; target sm_%u%u",
-				   attr_names[attr], d->info.sm_major, d->info.sm_minor);
+		return cua_err_set(e, CUA_EUNSUPPORTED,
+				   "%s: thread block clusters require sm_90 or newer; target sm_%u%u", attr_names[attr],
+				   d->info.sm_major, d->info.sm_minor);
 	if (attr == CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED && (v < 0 || v > 1))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "%s = %d is out of range: 0 or 1", attr_names[attr], v);
 	if (attr != CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED && (v < 0 || (uint32_t)v > CUA_MAX_CLUSTER_SIZE))
@@ -78,7 +79,8 @@ check_set(const struct device *d, uint32_t attr, int32_t v, cua_err *e)
 				   "HEIGHT, DEPTH (11..13) and %s (%u) can",
 				   attr, attr_names[attr], attr_names[CUA_FATTR_MAX_DYNAMIC_SHARED],
 				   CUA_FATTR_MAX_DYNAMIC_SHARED, attr_names[CUA_FATTR_PREFERRED_CARVEOUT],
-				   CUA_FATTR_PREFERRED_CARVEOUT, attr_names[CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED],
+				   CUA_FATTR_PREFERRED_CARVEOUT,
+				   attr_names[CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED],
 				   CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
 	if (attr == CUA_FATTR_MAX_DYNAMIC_SHARED && (v < 0 || (uint32_t)v > d->info.max_shared_optin))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,

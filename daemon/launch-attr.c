@@ -34,7 +34,8 @@ check_cluster(const struct device *d, const struct cua_req_launch *q, cua_err *e
 	uint64_t size = huge ? 0 : (uint64_t)c[0] * c[1] * c[2];
 	if (huge || size > CUA_MAX_CLUSTER_SIZE)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
-				   "cluster %ux%ux%u has %s%llu blocks; a cluster has at most %u (%u unless the kernel's "
+				   "cluster %ux%ux%u has %s%llu blocks; a cluster has at most %u (%u unless the "
+				   "kernel's "
 				   "NON_PORTABLE_CLUSTER_SIZE_ALLOWED attribute is set)",
 				   c[0], c[1], c[2], huge ? "more than " : "",
 				   huge ? (unsigned long long)CUA_MAX_CLUSTER_SIZE : (unsigned long long)size,
@@ -42,10 +43,11 @@ check_cluster(const struct device *d, const struct cua_req_launch *q, cua_err *e
 	for (int i = 0; i < 3; i++)
 		if (q->grid[i] % c[i] != 0)
 			return cua_err_set(e, CUA_EBAD_ARGUMENT,
-					   "grid %ux%ux%u is not a multiple of cluster %ux%ux%u (dimension %c: %u %% %u = "
+					   "grid %ux%ux%u is not a multiple of cluster %ux%ux%u (dimension %c: %u %% "
+					   "%u = "
 					   "%u)",
-					   q->grid[0], q->grid[1], q->grid[2], c[0], c[1], c[2], "xyz"[i], q->grid[i],
-					   c[i], q->grid[i] % c[i]);
+					   q->grid[0], q->grid[1], q->grid[2], c[0], c[1], c[2], "xyz"[i], q -> grid[i],
+					   c[i], q -> grid[i] % c[i]);
 	return 0;
 }
 

@@ -148,7 +148,7 @@ struct wrec_launch {
 	uint32_t shared_mem, nargs;
 	uint32_t cluster[3]; /* blocks per cluster; {0, 0, 0}: no cluster asked */
 	int32_t priority;    /* with WREC_LAUNCH_PRIORITY */
-	/* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
+			     /* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
 };
 
 struct wrec_arg {
@@ -221,8 +221,8 @@ struct wdev_info {
 	uint32_t multiprocessors;
 	int32_t prio_least, prio_greatest;
 	uint32_t pool_streams;
-	uint32_t max_param_bytes;  /* argument bytes one launch may pass (32764 or 4096) */
-	uint32_t max_shared_optin; /* dynamic shared memory per block with the attribute raised */
+	uint32_t max_param_bytes;    /* argument bytes one launch may pass (32764 or 4096) */
+	uint32_t max_shared_optin;   /* dynamic shared memory per block with the attribute raised */
 	uint32_t cluster_launch;     /* 1: thread-block clusters (sm_90+) */
 	uint32_t cooperative_launch; /* 1: cooperative launches */
 };

@@ -104,8 +104,10 @@ cu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_er
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "attribute %u cannot be set", attr);
 	CUresult r = drv.cuFuncSetAttribute(f, (CUfunction_attribute)attr, value);
 	if (r == CUDA_ERROR_NOT_PERMITTED) /* REQUIRED_CLUSTER_* of a kernel compiled with __cluster_dims__ */
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "%s: cuFuncSetAttribute: attribute %u is fixed by the kernel's "
-				   "compile-time cluster dimensions", errname(r), attr);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "%s: cuFuncSetAttribute: attribute %u is fixed by the kernel's "
+				   "compile-time cluster dimensions",
+				   errname(r), attr);
 	return r == CUDA_SUCCESS ? 0 : ferr(e, r, "cuFuncSetAttribute");
 }
 

@@ -318,8 +318,11 @@ i_launch(struct wk *w, const struct wk_op *op, cua_err *e)
 						: "malformed launch arguments");
 		goto out;
 	}
-	struct launch_call L = {
-		w, op, {c->function, {0}, {0}, c->shared_mem, c->flags, {0}, c->priority, NULL, sizes, 0}, e, 0};
+	struct launch_call L = {w,
+				op,
+				{c->function, {0}, {0}, c->shared_mem, c->flags, {0}, c->priority, NULL, sizes, 0},
+				e,
+				0};
 	memcpy(L.l.cluster, c->cluster, sizeof(L.l.cluster));
 	memcpy(L.l.grid, c->grid, sizeof(L.l.grid));
 	memcpy(L.l.block, c->block, sizeof(L.l.block));

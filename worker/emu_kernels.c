@@ -199,7 +199,8 @@ k_coop_reduce(struct emu *E, const struct emu_dims *d, void **params, char *faul
 	uint64_t ia = u64_at(params[0]), n = u64_at(params[1]), pa = u64_at(params[2]), oa = u64_at(params[3]);
 	uint64_t nb = dims_blocks(d->grid), B = dims_blocks(d->block), T = nb * B;
 	if (!d->cooperative)
-		return snprintf(fault, len, "CUDA_ERROR_LAUNCH_FAILED: grid.sync() in a kernel not launched cooperatively"),
+		return snprintf(fault, len,
+				"CUDA_ERROR_LAUNCH_FAILED: grid.sync() in a kernel not launched cooperatively"),
 		       -1;
 	const uint32_t *in = n > 0 && n <= UINT64_MAX / 4 ? emu_ptr(E, ia, n * 4) : NULL;
 	uint64_t *part = nb <= UINT64_MAX / 8 ? emu_ptr(E, pa, nb * 8) : NULL, *out = emu_ptr(E, oa, 8);

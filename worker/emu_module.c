@@ -218,7 +218,7 @@ emu_func_get_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_
 	case CUA_FATTR_SHARED_SIZE_BYTES:
 	case CUA_FATTR_LOCAL_SIZE_BYTES:
 	case CUA_FATTR_CACHE_MODE_CA:
-	case CUA_FATTR_CLUSTER_SIZE_MUST_BE_SET:   /* no built-in kernel has compile-time cluster dimensions */
+	case CUA_FATTR_CLUSTER_SIZE_MUST_BE_SET: /* no built-in kernel has compile-time cluster dimensions */
 	case CUA_FATTR_CLUSTER_SCHEDULING_POLICY: *value = 0; break; /* CU_CLUSTER_SCHEDULING_POLICY_DEFAULT */
 	default: return cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: attribute %u", attr);
 	}

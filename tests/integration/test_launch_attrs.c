@@ -158,8 +158,8 @@ START_TEST(cooperative_grid_too_large_is_refused_with_the_numbers)
 	unsigned max = (unsigned)per_sm * (unsigned)info.multiprocessors;
 	reduce_setup(&R, c, max + 1);
 	char want[256], want2[64];
-	snprintf(want, sizeof(want), "cooperative launch of %u blocks cannot be co-resident: at most %d blocks", max + 1,
-		 per_sm);
+	snprintf(want, sizeof(want), "cooperative launch of %u blocks cannot be co-resident: at most %d blocks",
+		 max + 1, per_sm);
 	snprintf(want2, sizeof(want2), "x %d multiprocessors = %u", info.multiprocessors, max);
 	EXPECT_REFUSED(reduce_launch(&R, max + 1, true), CUA_EBAD_ARGUMENT, want, want2);
 	/* a well-behaved client is served meanwhile, and so is this one */
@@ -418,7 +418,8 @@ START_TEST(sm80_has_no_clusters_sm50_no_cooperative_launch)
 	ck_assert_int_eq(info.cooperative_launch, 0);
 	static struct reduce R;
 	reduce_setup(&R, c, 4);
-	EXPECT_REFUSED(reduce_launch(&R, 4, true), CUA_EUNSUPPORTED, "cooperative launch requires sm_60 or newer; target sm_50");
+	EXPECT_REFUSED(reduce_launch(&R, 4, true), CUA_EUNSUPPORTED,
+		       "cooperative launch requires sm_60 or newer; target sm_50");
 	cua_disconnect(c);
 	daemon_stop(&old);
 }
