@@ -66,6 +66,9 @@ struct cua_launch {
 	bool has_cfg;
 	cua_stream stream;
 	uint32_t flags;
+	uint32_t cluster[3]; /* {0, 0, 0}: none */
+	int32_t priority;
+	bool has_priority;
 	cua_arena vals;
 	uint32_t sizes_inline[CUAC_ARG_SLOTS];
 	uint8_t kinds_inline[CUAC_ARG_SLOTS];

@@ -138,6 +138,8 @@ env_init(struct env *e)
 		d->info.prio_greatest = -5;
 		d->info.max_param_bytes = i == 0 ? 32764 : 4096; /* device 1 as before CUDA 12.1 */
 		d->info.max_shared_optin = 232448;
+		d->info.cluster_launch = i == 0; /* sm_90 only */
+		d->info.cooperative_launch = 1;
 		snprintf(d->info.name, sizeof(d->info.name), "fake sm_%u0", d->info.sm_major);
 	}
 	nreplies = 0;
@@ -426,6 +428,21 @@ static const int64_t n64 = 1024;
 #define INT64 ((cua_wire_arg){CUA_ARG_BYTES, 0, {&n64, 8}})
 #define LAUNCH(fn, gx, flags, nargs)                                                                                   \
 	((struct cua_req_launch){(fn), {(gx), 1, 1}, {32, 1, 1}, 0, 0, (flags), e->args, (nargs)})
+/* A launch with the optional tail: cluster cx x cy x cz, priority p, nf fields on the wire. */
+#define LAUNCHX(fn, gx, gy, gz, flags, nargs, cx, cy, cz, p, nf)                                                       \
+	((struct cua_req_launch){(fn),                                                                                 \
+				 {(gx), (gy), (gz)},                                                                   \
+				 {32, 1, 1},                                                                           \
+				 0,                                                                                    \
+				 0,                                                                                    \
+				 (flags),                                                                              \
+				 e->args,                                                                              \
+				 (nargs),                                                                              \
+				 {(cx), (cy), (cz)},                                                                   \
+				 (p),                                                                                  \
+				 (nf)})
+#define ARGS2 e->args[0] = DEVPTR(ADDR_A), e->args[1] = INT32
+#define ARGS2B e->args[0] = DEVPTR(ADDR_B), e->args[1] = INT32
 static const char bytes16[16] = "0123456789abcde";
 
 BODY(b_hello_v1, b->hello = (struct cua_req_hello){1, 1, {"t", 1}, 42})
@@ -601,9 +618,72 @@ BODY(b_occ_ok, b->occupancy = (struct cua_req_occupancy){e->fn0, 256, 0})
 BODY(b_occ_block0, b->occupancy = (struct cua_req_occupancy){e->fn0, 0, 0})
 BODY(b_occ_smem, b->occupancy = (struct cua_req_occupancy){e->fn0, 32, 232449})
 
+BODY(b_lx_cluster_ok, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 2, 1, 0, 2, 4, 2, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_none, ARGS2; b->launch = LAUNCHX(e->fn0, 7, 1, 1, 0, 2, 0, 0, 0, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_sm80, ARGS2B; b->launch = LAUNCHX(e->fn1, 8, 1, 1, 0, 2, 2, 1, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_zero, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 1, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_div, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 3, 1, 0, 2, 1, 2, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_wrap, ARGS2;
+     b->launch = LAUNCHX(e->fn0, 1u << 31, 1u << 31, 4, 0, 2, 1u << 31, 1u << 31, 4, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_tail7, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 1, 1, 0, CUA_LAUNCH_FIELDS))
+BODY(b_lx_prio_ok, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 0, 0, -5, CUA_LAUNCH_FIELDS_PRIORITY))
+BODY(b_lx_prio_hi, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 0, 0, 1, CUA_LAUNCH_FIELDS_PRIORITY))
+BODY(b_lx_prio_tail8, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 0, 0, 99, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_coop, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, CUA_LAUNCH_COOPERATIVE, 2, 0, 0, 0, 0, CUA_LAUNCH_FIELDS))
+BODY(b_setattr_np,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1})
+BODY(b_setattr_np2,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 2})
+BODY(b_setattr_np80,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn1, CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1})
+BODY(b_setattr_req17, b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_REQUIRED_CLUSTER_DEPTH, 17})
+BODY(b_setattr_sched,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_CLUSTER_SCHEDULING_POLICY, 1})
+
 static const char pdl_msg[] = "programmatic dependent launch requires sm_90 or newer; target sm_80";
 
 static const struct ccase cases[] = {
+	/* launch attributes (issue 13): what the front-end checks; the worker checks the rest (launch_attr.c) */
+	{"launch in clusters of 4x2x1 queues", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_ok, .status = CUA_OK,
+	 .outcome = QUEUED, .ncmds = 1},
+	{"cluster [0, 0, 0] is no cluster, whatever the grid", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_none,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"a cluster field not sent counts for nothing", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_tail7,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"cluster on sm_80", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_sm80, .status = CUA_EUNSUPPORTED,
+	 .msg = "thread block clusters require sm_90 or newer; target sm_80", .exact = true, .outcome = ANSWERED},
+	{"cluster with a zero dimension", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_zero, .status = CUA_EBAD_ARGUMENT,
+	 .msg = "cluster 0x1x1: every cluster dimension must be at least 1", .outcome = ANSWERED},
+	{"grid not a multiple of the cluster", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_div,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "grid 8x3x1 is not a multiple of cluster 1x2x1 (dimension y: 3 % 2 = 1)",
+	 .outcome = ANSWERED},
+	{"a cluster whose 64-bit product wraps to 0", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_wrap,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "cluster 2147483648x2147483648x4 has more than 16 blocks",
+	 .outcome = ANSWERED},
+	{"launch priority -5 queues", setup_std, CUA_OP_LAUNCH, 0, b_lx_prio_ok, .status = CUA_OK, .outcome = QUEUED,
+	 .ncmds = 1},
+	{"launch priority above the least", setup_std, CUA_OP_LAUNCH, 0, b_lx_prio_hi, .status = CUA_EBAD_ARGUMENT,
+	 .msg = "launch priority 1 is out of range: device 0 allows -5 (highest) .. 0 (lowest)", .exact = true,
+	 .outcome = ANSWERED},
+	{"a priority field not sent counts for nothing", setup_std, CUA_OP_LAUNCH, 0, b_lx_prio_tail8, .status = CUA_OK,
+	 .outcome = QUEUED, .ncmds = 1},
+	{"cooperative launch queues (co-residency is the worker's)", setup_std, CUA_OP_LAUNCH, 0, b_lx_coop,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"set NON_PORTABLE_CLUSTER_SIZE_ALLOWED queues", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_np,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 2", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_np2,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 2 is out of range: 0 or 1",
+	 .outcome = ANSWERED},
+	{"cluster attribute on sm_80", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_np80,
+	 .status = CUA_EUNSUPPORTED, .msg = "thread block clusters require sm_90 or newer; target sm_80",
+	 .outcome = ANSWERED},
+	{"REQUIRED_CLUSTER_DEPTH = 17", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_req17,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "REQUIRED_CLUSTER_DEPTH = 17 is out of range: 0..16 blocks",
+	 .outcome = ANSWERED},
+	{"cluster scheduling policy cannot be set", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_sched,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "(CLUSTER_SCHEDULING_POLICY_PREFERENCE) cannot be set",
+	 .outcome = ANSWERED},
+
 	/* module globals, kernel parameter bytes, function attributes (issue 13) */
 	{"htod inside a module global queues", setup_global, CUA_OP_MEMCPY_HTOD, 0, b_htod_g, .status = CUA_OK,
 	 .outcome = QUEUED, .ncmds = 1},
