@@ -256,6 +256,8 @@ v_graph_launch(struct fe *fe, struct request *r, cua_err *e)
 	uint32_t sid;
 	int rc;
 	r->no_wait = (q->flags & CUA_FLAG_NO_WAIT) != 0;
+	if (q->flags & ~CUA_FLAG_NO_WAIT)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "GRAPH_LAUNCH takes only the NO_WAIT flag (2), not %u", q->flags);
 	if ((rc = graph_get(fe, r, q->graph, &hs, &g, e)) != 0 ||
 	    (rc = plan_stream(fe, r, q->stream, g->dev, &sid, e)) != 0)
 		return rc;

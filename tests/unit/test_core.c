@@ -1066,6 +1066,10 @@ START_TEST(every_op_has_its_row)
 {
 	for (uint32_t op = 1; op < CUA_OP_MAX; op++) {
 		const struct cmd_entry *row = cmd_find(op);
+		if (cua_op_name(op) == NULL) { /* a number no op has (yet, or any more) */
+			ck_assert_ptr_null(row);
+			continue;
+		}
 		ck_assert_msg(row != NULL, "op %u (%s) has no row", op, cua_op_name(op));
 		ck_assert_msg(row->op == op, "op %u (%s): the row says %u", op, cua_op_name(op), row->op);
 		ck_assert_ptr_nonnull(row->validate);
