@@ -6,6 +6,7 @@
  *                 [--alloc-cycles N] [--alloc-only]
  *   cuasync-bench --compare [--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--launches N]
  *                 [--module FILE]
+ *   cuasync-bench --graph-compare [--graph N] [--rounds R] [--module FILE]
  *
  * Prints one line per measurement: round-trip latency (PING), launch+complete latency of one kernel,
  * launch throughput from one client with futures and fire-and-forget, aggregate throughput of K client
@@ -16,8 +17,13 @@
  * --compare measures instead the same kernel, launch count and number of tenants natively (threads of one
  * process, separate processes, separate processes under a private MPS daemon) and through cuasyncd, side by
  * side (compare.c); --module must then name the fatbin for the native columns.
+ *
+ * --graph-compare launches N empty kernels per round (default 100) R times (default 1000): as N launches and as
+ * one CUDA graph of N nodes (cua_graph_*), natively and through cuasyncd, printing kernels/s and the ratios
+ * (graphcmp.c); --module names the fatbin for the native rows.
  */
 #include "compare.h"
+#include "graphcmp.h"
 #include "cuasync.h"
 
 #include <getopt.h>
@@ -112,6 +118,7 @@ struct bench_opts {
 	int alloc_cycles;
 	int alloc_only; /* only those cycles */
 	int compare;    /* --compare: the side-by-side run (compare.h) instead */
+	int graph_compare, graph_nodes, rounds; /* --graph-compare [--graph N] [--rounds R] (graphcmp.h) */
 	const char *kernels, *tenants;
 };
 
@@ -125,7 +132,9 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 					     {"url", 1, NULL, 'u'},          {"alloc-bytes", 1, NULL, 'a'},
 					     {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'},
 					     {"compare", 0, NULL, 'C'},      {"kernel", 1, NULL, 'K'},
-					     {"tenants", 1, NULL, 'T'},      {NULL, 0, NULL, 0}};
+					     {"tenants", 1, NULL, 'T'},      {"graph-compare", 0, NULL, 'G'},
+					     {"graph", 1, NULL, 'N'},        {"rounds", 1, NULL, 'R'},
+					     {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -140,11 +149,18 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'C': o->compare = 1; break;
 		case 'K': o->kernels = optarg; break;
 		case 'T': o->tenants = optarg; break;
+		case 'G': o->graph_compare = 1; break;
+		case 'N': o->graph_nodes = atoi(optarg); break;
+		case 'R': o->rounds = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
 					"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
 					"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
-					"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8]\n");
+					"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8]\n"
+					"       cuasync-bench --graph-compare [--url URL] [--module FATBIN] [--graph N] "
+					"[--rounds R]\n"
+					"         N empty kernels per round (default 100) as N launches and as one CUDA graph, "
+					"natively and through cuasyncd, R rounds (default 1000)\n");
 			return 2;
 		}
 	}
@@ -345,11 +361,15 @@ main(int argc, char **argv)
 			       .alloc_bytes = 64u << 20,
 			       .alloc_cycles = 200,
 			       .kernels = "empty",
-			       .tenants = "1,4,8"};
+			       .tenants = "1,4,8",
+			       .graph_nodes = 100,
+			       .rounds = 1000};
 	struct client_procs p;
 	int r = parse_options(argc, argv, &o);
 	if (r != 0)
 		return r;
+	if (o.graph_compare) /* the same: before NNG */
+		return graph_compare_main(&(struct graph_compare_opts){o.graph_nodes, o.rounds, module_path, url});
 	if (o.compare) /* before this process touches NNG: it forks for every measurement */
 		return compare_main(
 			&(struct compare_opts){o.kernels, o.tenants, o.launches, module_path, url, argc, argv});

@@ -151,6 +151,9 @@ cua_graph_launch(cua_client *c, cua_graph g, cua_stream s, cua_future **out)
 	struct cua_req_graph_launch q = {g.id, cuac_stream(c, s), out ? 0 : CUA_FLAG_NO_WAIT};
 	cuac_wait_sent(c); /* launches submitted before it go out first: on one stream they run first */
 	pthread_mutex_lock(&c->lock);
+	/* in flight like a batch, and bounded like them: the daemon answers QUOTA past --session-pending */
+	while (c->inflight >= CUAC_MAX_INFLIGHT_BATCHES)
+		pthread_cond_wait(&c->cond, &c->lock);
 	r = cuac_send_async(c, CUA_OP_GRAPH_LAUNCH, &q, launch_done, p);
 	if (r == 0)
 		c->inflight++; /* counted like a batch: cua_synchronize waits for its reply */
