@@ -23,8 +23,8 @@
  * (graphcmp.c); --module names the fatbin for the native rows.
  */
 #include "compare.h"
-#include "graphcmp.h"
 #include "cuasync.h"
+#include "graphcmp.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -116,8 +116,8 @@ struct bench_opts {
 	size_t bytes;
 	size_t alloc_bytes; /* MEM_ALLOC + MEM_FREE cycles of this size */
 	int alloc_cycles;
-	int alloc_only; /* only those cycles */
-	int compare;    /* --compare: the side-by-side run (compare.h) instead */
+	int alloc_only;                         /* only those cycles */
+	int compare;                            /* --compare: the side-by-side run (compare.h) instead */
 	int graph_compare, graph_nodes, rounds; /* --graph-compare [--graph N] [--rounds R] (graphcmp.h) */
 	const char *kernels, *tenants;
 };
@@ -127,14 +127,12 @@ struct bench_opts {
 static int
 parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option opts[] = {{"module", 1, NULL, 'm'},       {"launches", 1, NULL, 'n'},
-					     {"clients", 1, NULL, 'k'},      {"bytes", 1, NULL, 'b'},
-					     {"url", 1, NULL, 'u'},          {"alloc-bytes", 1, NULL, 'a'},
-					     {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'},
-					     {"compare", 0, NULL, 'C'},      {"kernel", 1, NULL, 'K'},
-					     {"tenants", 1, NULL, 'T'},      {"graph-compare", 0, NULL, 'G'},
-					     {"graph", 1, NULL, 'N'},        {"rounds", 1, NULL, 'R'},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] =
+		{{"module", 1, NULL, 'm'},       {"launches", 1, NULL, 'n'},   {"clients", 1, NULL, 'k'},
+		 {"bytes", 1, NULL, 'b'},        {"url", 1, NULL, 'u'},        {"alloc-bytes", 1, NULL, 'a'},
+		 {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'}, {"compare", 0, NULL, 'C'},
+		 {"kernel", 1, NULL, 'K'},       {"tenants", 1, NULL, 'T'},    {"graph-compare", 0, NULL, 'G'},
+		 {"graph", 1, NULL, 'N'},        {"rounds", 1, NULL, 'R'},     {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -153,14 +151,15 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'N': o->graph_nodes = atoi(optarg); break;
 		case 'R': o->rounds = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
-					"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
-					"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
-					"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8]\n"
-					"       cuasync-bench --graph-compare [--url URL] [--module FATBIN] [--graph N] "
-					"[--rounds R]\n"
-					"         N empty kernels per round (default 100) as N launches and as one CUDA graph, "
-					"natively and through cuasyncd, R rounds (default 1000)\n");
+			fprintf(stderr,
+				"usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
+				"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
+				"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
+				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8]\n"
+				"       cuasync-bench --graph-compare [--url URL] [--module FATBIN] [--graph N] "
+				"[--rounds R]\n"
+				"         N empty kernels per round (default 100) as N launches and as one CUDA graph, "
+				"natively and through cuasyncd, R rounds (default 1000)\n");
 			return 2;
 		}
 	}

@@ -99,7 +99,8 @@ cuad_launches_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_resu
 	int rounds = job->launches / job->graph_nodes;
 	(void)k;
 	if (cuad_open(job, &t, out->msg, sizeof(out->msg)) != 0 ||
-	    cuad_rounds_launches(job, &t, bench_warmup(rounds), out->msg, sizeof(out->msg)) != 0 || tenant_ready(g) != 0)
+	    cuad_rounds_launches(job, &t, bench_warmup(rounds), out->msg, sizeof(out->msg)) != 0 ||
+	    tenant_ready(g) != 0)
 		return;
 	out->t0 = bench_now();
 	if (cuad_rounds_launches(job, &t, rounds, out->msg, sizeof(out->msg)) != 0)
@@ -169,7 +170,8 @@ graph_compare_main(const struct graph_compare_opts *o)
 		return 2;
 	}
 	struct bench_job job = {&k, o->rounds * o->nodes, 1, 1, o->module, o->url, o->nodes};
-	printf("## cuasync-bench --graph-compare: %d empty kernels per round (%u x %u threads), %d rounds, one stream\n\n",
+	printf("## cuasync-bench --graph-compare: %d empty kernels per round (%u x %u threads), %d rounds, one "
+	       "stream\n\n",
 	       o->nodes, k.grid, k.block, o->rounds);
 	double nl = measure(native_process_tenant, &job, nwhy, sizeof(nwhy));
 	double ng = nl > 0 ? measure(native_graph_tenant, &job, nwhy, sizeof(nwhy)) : 0;

@@ -30,7 +30,7 @@
 #define CUA_MAX_BATCH 4096u                      /* items in one batch */
 #define CUA_MAX_DEVICES 64u
 #define CUA_MAX_PING 1024u
-#define CUA_MAX_SESSIONS_LIST 4096u /* rows of one SESSIONS reply */
+#define CUA_MAX_SESSIONS_LIST 4096u       /* rows of one SESSIONS reply */
 #define CUA_MAX_GRAPH_NODES CUA_MAX_BATCH /* nodes of one graph (GRAPH_CREATE.items) */
 
 /* ---- request kinds (the "op" of every message) ---- */

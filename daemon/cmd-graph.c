@@ -51,8 +51,9 @@ plan_node_launch(struct fe *fe, struct request *r, struct fgraph *g, uint32_t i,
 {
 	struct ritem it = {-1, 0, NULL, 0, NULL, 0, -1};
 	if (q->flags & CUA_FLAG_NO_WAIT)
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "a node has no reply of its own: leave CUA_FLAG_NO_WAIT to "
-							 "GRAPH_LAUNCH");
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "a node has no reply of its own: leave CUA_FLAG_NO_WAIT to "
+				   "GRAPH_LAUNCH");
 	int rc = plan_launch(fe, r, q, &it, e);
 	if (rc != 0)
 		return rc;
@@ -60,8 +61,11 @@ plan_node_launch(struct fe *fe, struct request *r, struct fgraph *g, uint32_t i,
 		return cua_err_set(e, CUA_EUNSUPPORTED,
 				   "programmatic dependent launch inside a graph is not supported; launch that kernel "
 				   "on its own");
-	g->nodes[i] = (struct gnode){CUA_OP_LAUNCH, q->function, {q->grid[0], q->grid[1], q->grid[2]},
-				     {q->block[0], q->block[1], q->block[2]}, q->shared_mem};
+	g->nodes[i] = (struct gnode){CUA_OP_LAUNCH,
+				     q->function,
+				     {q->grid[0], q->grid[1], q->grid[2]},
+				     {q->block[0], q->block[1], q->block[2]},
+				     q->shared_mem};
 	return pin_args(r->s, g, i, q->args, q->nargs, 0) != 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
@@ -142,9 +146,8 @@ graph_quota(struct fe *fe, struct request *r, uint32_t n, cua_err *e)
 				   "the session holds %u graphs, its limit; destroy some, or raise it with "
 				   "--session-graphs",
 				   s->ngraphs);
-	if (n > fe->cfg.session_graph_nodes - (s->graph_nodes < fe->cfg.session_graph_nodes
-						       ? s->graph_nodes
-						       : fe->cfg.session_graph_nodes))
+	if (n > fe->cfg.session_graph_nodes -
+			(s->graph_nodes < fe->cfg.session_graph_nodes ? s->graph_nodes : fe->cfg.session_graph_nodes))
 		return cua_err_set(e, CUA_EQUOTA,
 				   "a graph of %u nodes would take the session's graphs to %llu nodes, past its limit "
 				   "of %u; destroy graphs, or raise it with --session-graph-nodes",
@@ -257,7 +260,8 @@ v_graph_launch(struct fe *fe, struct request *r, cua_err *e)
 	int rc;
 	r->no_wait = (q->flags & CUA_FLAG_NO_WAIT) != 0;
 	if (q->flags & ~CUA_FLAG_NO_WAIT)
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "GRAPH_LAUNCH takes only the NO_WAIT flag (2), not %u", q->flags);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "GRAPH_LAUNCH takes only the NO_WAIT flag (2), not %u",
+				   q->flags);
 	if ((rc = graph_get(fe, r, q->graph, &hs, &g, e)) != 0 ||
 	    (rc = plan_stream(fe, r, q->stream, g->dev, &sid, e)) != 0)
 		return rc;
@@ -283,8 +287,14 @@ v_graph_set_args(struct fe *fe, struct request *r, cua_err *e)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "node %u is a %s, not a kernel launch", q->node,
 				   n->kind == CUA_OP_MEMSET ? "memset" : "device-to-device copy");
 	/* validated as a launch of the node's function with these arguments */
-	struct cua_req_launch L = {n->function, {n->grid[0], n->grid[1], n->grid[2]}, {n->block[0], n->block[1], n->block[2]},
-				   n->shared_mem, 0, 0, q->args, q->nargs};
+	struct cua_req_launch L = {n->function,
+				   {n->grid[0], n->grid[1], n->grid[2]},
+				   {n->block[0], n->block[1], n->block[2]},
+				   n->shared_mem,
+				   0,
+				   0,
+				   q->args,
+				   q->nargs};
 	struct pool_mark pm = pool_save(r);
 	rc = plan_launch(fe, r, &L, &it, e);
 	pool_restore(r, pm);
@@ -375,5 +385,4 @@ const struct cmd_entry cmd_graph_create_entry = {CUA_OP_GRAPH_CREATE, true, v_gr
 const struct cmd_entry cmd_graph_launch_entry = {CUA_OP_GRAPH_LAUNCH, true, v_graph_launch, NULL, NULL};
 const struct cmd_entry cmd_graph_set_args_entry = {CUA_OP_GRAPH_SET_ARGS, true, v_graph_set_args, c_graph_set_args,
 						   NULL};
-const struct cmd_entry cmd_graph_destroy_entry = {CUA_OP_GRAPH_DESTROY, true, v_graph_destroy, c_graph_destroy,
-						  NULL};
+const struct cmd_entry cmd_graph_destroy_entry = {CUA_OP_GRAPH_DESTROY, true, v_graph_destroy, c_graph_destroy, NULL};

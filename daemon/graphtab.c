@@ -146,7 +146,8 @@ do_graph_check_free(struct fe *fe, struct session *s, uint64_t addr, uint64_t le
 				return cua_err_set(e, CUA_EBUSY,
 						   "0x%llx is used by node %u of %s: destroy the graph first "
 						   "(cua_graph_destroy), then free the memory",
-						   (unsigned long long)addr, p->node, graph_name(s, g, name, sizeof(name)));
+						   (unsigned long long)addr, p->node,
+						   graph_name(s, g, name, sizeof(name)));
 		}
 	}
 	return 0;
@@ -174,7 +175,8 @@ do_graph_check_unload(struct fe *fe, struct session *s, uint32_t module_slot, cu
 		for (uint32_t i = 0; i < g->npins; i++)
 			if (g->pins[i].module_slot == (int32_t)module_slot)
 				return cua_err_set(e, CUA_EBUSY,
-						   "node %u of %s uses a global of this module: destroy the graph first "
+						   "node %u of %s uses a global of this module: destroy the graph "
+						   "first "
 						   "(cua_graph_destroy), then unload the module",
 						   g->pins[i].node, graph_name(s, g, name, sizeof(name)));
 	}

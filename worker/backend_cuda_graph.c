@@ -54,7 +54,8 @@ add_node(struct cu *C, struct cu_graph *g, uint32_t i, const struct wk_gnode *n,
 		CUDA_KERNEL_NODE_PARAMS *p = &g->kp[i];
 		p->func = function_of(C, n->launch.fn);
 		if (p->func == NULL) {
-			cua_err_set(e, CUA_ENOT_FOUND, "node %u: no function %llu", i, (unsigned long long)n->launch.fn);
+			cua_err_set(e, CUA_ENOT_FOUND, "node %u: no function %llu", i,
+				    (unsigned long long)n->launch.fn);
 			return CUDA_ERROR_NOT_FOUND;
 		}
 		p->gridDimX = n->launch.grid[0];
@@ -202,7 +203,8 @@ cu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk_laun
 	if (g == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
 	if (node >= g->n || g->kp[node].func == NULL)
-		return cua_err_set(e, CUA_EBAD_ARGUMENT, "graph %llu has no kernel node %u", (unsigned long long)id, node);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "graph %llu has no kernel node %u", (unsigned long long)id,
+				   node);
 	CUDA_KERNEL_NODE_PARAMS p = g->kp[node];
 	p.kernelParams = l->params;
 	pthread_mutex_lock(&g->lock);

@@ -104,9 +104,14 @@ node_decode(const struct wrec_hdr *h, struct wk_gnode *n, struct gargs *g, cua_e
 	int r = gargs_build((const unsigned char *)(c + 1), (const unsigned char *)h + h->size, c->nargs, g);
 	if (r != 0)
 		return cua_err_set(e, r, r == CUA_ENOMEM ? "worker out of memory" : "malformed node arguments");
-	n->launch = (struct wk_launch){c->function, {c->grid[0], c->grid[1], c->grid[2]},
-				       {c->block[0], c->block[1], c->block[2]}, c->shared_mem, c->flags, g->params,
-				       g->sizes, g->n};
+	n->launch = (struct wk_launch){c->function,
+				       {c->grid[0], c->grid[1], c->grid[2]},
+				       {c->block[0], c->block[1], c->block[2]},
+				       c->shared_mem,
+				       c->flags,
+				       g->params,
+				       g->sizes,
+				       g->n};
 	return 0;
 }
 

@@ -81,7 +81,7 @@ struct cu {
 	int staging_registered;
 	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
 	CUstream scrub;
-	uint64_t leaked_bytes; /* allocations kept because their clear failed (never handed out again) */
+	uint64_t leaked_bytes;    /* allocations kept because their clear failed (never handed out again) */
 	struct cu_graphs *graphs; /* backend_cuda_graph.c; NULL until the first graph */
 	/* reactor */
 	pthread_t reactor;

@@ -12,8 +12,8 @@
 #include <string.h>
 
 struct emu_gnode {
-	struct wk_gnode n;     /* launch.params points into args; launch.sizes is sizes */
-	unsigned char *args;   /* the arguments, each 16-byte aligned */
+	struct wk_gnode n;   /* launch.params points into args; launch.sizes is sizes */
+	unsigned char *args; /* the arguments, each 16-byte aligned */
 	uint32_t *sizes;
 	void **params;
 };
@@ -101,8 +101,9 @@ check_kernel(struct emu *E, uint32_t i, const struct wk_launch *l, cua_err *e)
 	uint64_t global;
 	int r = emu_fn_resolve(E, l->fn, &k, NULL, &global, e);
 	if (r == 0 && l->nparams != k->nparams)
-		r = cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: node %u: %zu arguments for %u parameters",
-				i, l->nparams, k->nparams);
+		r = cua_err_set(e, CUA_EBAD_ARGUMENT,
+				"CUDA_ERROR_INVALID_VALUE: node %u: %zu arguments for %u parameters", i, l->nparams,
+				k->nparams);
 	return r;
 }
 

@@ -108,12 +108,12 @@ START_TEST(r_graph_launch)
 	expect(&c, OP_GRAPH_LAUNCH, 0, ST_OK, NULL, "[uuu]", g, s, U(0));
 	dtoh(&c, p, s, out, sizeof(out));
 	ck_assert_uint_eq(out[15], 0x2a);
-	expect(&c, OP_GRAPH_LAUNCH, 0, ST_OK, NULL, "[uuu]", g, U(1), U(2));      /* ordered stream, no wait */
-	expect(&c, OP_GRAPH_LAUNCH, 0, ST_OK, NULL, "[uuu]", g, U(0), U(0));      /* the pool */
+	expect(&c, OP_GRAPH_LAUNCH, 0, ST_OK, NULL, "[uuu]", g, U(1), U(2));           /* ordered stream, no wait */
+	expect(&c, OP_GRAPH_LAUNCH, 0, ST_OK, NULL, "[uuu]", g, U(0), U(0));           /* the pool */
 	expect(&c, OP_GRAPH_LAUNCH, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", g, U(0), U(1)); /* only NO_WAIT */
 	expect(&c, OP_GRAPH_LAUNCH, 0, ST_PROTOCOL, NULL, "[uuu]", g, U(0), U(3));     /* past the table's bound */
-	expect(&o, OP_GRAPH_LAUNCH, 0, ST_NOT_FOUND, NULL, "[uuu]", g, U(0), U(0)); /* not its graph */
-	expect(&c, OP_GRAPH_LAUNCH, 0, ST_NOT_FOUND, NULL, "[uuu]", s, U(0), U(0)); /* a stream is no graph */
+	expect(&o, OP_GRAPH_LAUNCH, 0, ST_NOT_FOUND, NULL, "[uuu]", g, U(0), U(0));    /* not its graph */
+	expect(&c, OP_GRAPH_LAUNCH, 0, ST_NOT_FOUND, NULL, "[uuu]", s, U(0), U(0));    /* a stream is no graph */
 	expect(&c, OP_SYNCHRONIZE, 0, ST_OK, NULL, "[]");
 	conn_close(&o);
 	conn_close(&c);
@@ -187,8 +187,9 @@ size_t
 graph_rules(struct rule *out)
 {
 	const struct rule rules[] = {
-		{"graph-create", r_graph_create},   {"graph-launch", r_graph_launch}, {"graph-set-args", r_graph_set_args},
-		{"graph-destroy", r_graph_destroy}, {"graph-pin", r_graph_pin},
+		{"graph-create", r_graph_create},     {"graph-launch", r_graph_launch},
+		{"graph-set-args", r_graph_set_args}, {"graph-destroy", r_graph_destroy},
+		{"graph-pin", r_graph_pin},
 	};
 	memcpy(out, rules, sizeof(rules));
 	return sizeof(rules) / sizeof(rules[0]);

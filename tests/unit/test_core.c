@@ -659,17 +659,16 @@ BODY(b_gcreate_stream, e->items[0] = (cua_batch_item){.kind = CUA_OP_MEMSET, .u.
 BODY(b_gcreate_htod, e->items[0] = (cua_batch_item){.kind = CUA_OP_MEMCPY_HTOD, .u.htod = {ADDR_A, 0, {bytes16, 16}}};
      GITEMS(1))
 BODY(b_gcreate_pdl80, e->args[0] = DEVPTR(ADDR_B); e->args[1] = INT32;
-     e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn1, 8, CUA_LAUNCH_PDL, 2)};
-     GITEMS(1))
+     e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn1, 8, CUA_LAUNCH_PDL, 2)}; GITEMS(1))
 BODY(b_gcreate_pdl90, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32;
-     e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn0, 8, CUA_LAUNCH_PDL, 2)};
-     GITEMS(1))
+     e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn0, 8, CUA_LAUNCH_PDL, 2)}; GITEMS(1))
 BODY(b_gcreate_empty, GITEMS(0))
 BODY(b_glaunch, b->graph_launch = (struct cua_req_graph_launch){e->gr0, CUA_STREAM_ORDERED_ID, 0})
 BODY(b_glaunch_fn, b->graph_launch = (struct cua_req_graph_launch){e->fn0, 0, 0})
 BODY(b_gset_ok, e->args[0] = DEVPTR(ADDR_A + 32); e->args[1] = INT32;
      b->graph_set_args = (struct cua_req_graph_set_args){e->gr0, 0, e->args, 2})
-BODY(b_gset_count, e->args[0] = DEVPTR(ADDR_A); b->graph_set_args = (struct cua_req_graph_set_args){e->gr0, 0, e->args, 1})
+BODY(b_gset_count, e->args[0] = DEVPTR(ADDR_A);
+     b->graph_set_args = (struct cua_req_graph_set_args){e->gr0, 0, e->args, 1})
 BODY(b_gset_foreign, e->args[0] = DEVPTR(ADDR_X); e->args[1] = INT32;
      b->graph_set_args = (struct cua_req_graph_set_args){e->gr0, 0, e->args, 2})
 BODY(b_gset_node1, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32;
@@ -713,8 +712,8 @@ static const struct ccase cases[] = {
 	 b_gcreate_foreign, .status = CUA_EBAD_ARGUMENT, .msg = "node 1: ", .outcome = ANSWERED},
 	{"graph_create: a node names a stream", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_stream,
 	 .status = CUA_EBAD_ARGUMENT, .msg = "node 0: a graph's node names no stream", .outcome = ANSWERED},
-	{"graph_create: a host copy node", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_htod, .status = CUA_EUNSUPPORTED,
-	 .msg = "(MEMCPY_HTOD) cannot be kept safe", .outcome = ANSWERED},
+	{"graph_create: a host copy node", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_htod,
+	 .status = CUA_EUNSUPPORTED, .msg = "(MEMCPY_HTOD) cannot be kept safe", .outcome = ANSWERED},
 	{"graph_create: the PDL gate holds for nodes", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_pdl80,
 	 .status = CUA_EPDL_UNSUPPORTED, .msg = "node 0: programmatic dependent launch requires sm_90 or newer",
 	 .outcome = ANSWERED},

@@ -207,8 +207,9 @@ START_TEST(vectors_form_one_session_covering_every_op)
 	}
 	ck_assert_uint_eq(maxseq, nordered);
 	for (uint32_t op = 1; op < CUA_OP_MAX; op++)
-		ck_assert_msg(cua_op_name(op) == NULL || (req_of[op] >= 1 && rep_of[op] >= 1), "op %u (%s): %d request and %d reply vectors", op,
-			      cua_op_name(op), req_of[op], rep_of[op]);
+		ck_assert_msg(cua_op_name(op) == NULL || (req_of[op] >= 1 && rep_of[op] >= 1),
+			      "op %u (%s): %d request and %d reply vectors", op, cua_op_name(op), req_of[op],
+			      rep_of[op]);
 }
 END_TEST
 
