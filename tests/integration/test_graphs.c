@@ -51,6 +51,17 @@ fx_init(struct fx *f)
 	CK(cua_memset(f->c, f->y, 0, 4, N));
 }
 
+/* Memory of o at an address f does not hold in either isolation mode (with --isolation session every session
+ * has a device of its own, whose addresses start alike). */
+static cua_deviceptr
+foreign(const struct fx *o)
+{
+	cua_deviceptr pad, q;
+	CK(cua_mem_alloc(o->c, 0, 1u << 20, &pad));
+	CK(cua_mem_alloc(o->c, 0, N * 4, &q));
+	return q;
+}
+
 static cua_launch *
 axpy(const struct fx *f, float a, cua_deviceptr x, cua_deviceptr y)
 {
@@ -220,9 +231,10 @@ START_TEST(nodes_are_validated_like_their_requests)
 	fx_init(&o);
 	cua_graph g;
 	/* a pointer of another session in node 1 */
+	cua_deviceptr q = foreign(&o);
 	cua_batch *b = cua_graph_begin(f.c);
 	CK(cua_batch_add_launch(b, axpy(&f, 1.0f, f.x, f.y)));
-	CK(cua_batch_add_launch(b, axpy(&f, 1.0f, f.x, o.y)));
+	CK(cua_batch_add_launch(b, axpy(&f, 1.0f, f.x, q)));
 	ck_assert_int_eq(cua_graph_instantiate(b, &g), CUA_EBAD_ARGUMENT); /* as a launch with it is */
 	ck_assert_msg(strstr(cua_last_error(), "node 1: argument 2"), "%s", cua_last_error());
 	ck_assert_uint_eq(g.id, 0);
@@ -267,7 +279,7 @@ START_TEST(set_args_is_checked_like_a_launch)
 	cua_launch_push_device_ptr(l, f.y);
 	cua_launch_push_u64(l, N);
 	ck_assert_int_eq(cua_graph_set_kernel_args(f.c, g, 0, l), CUA_EBAD_ARGUMENT);
-	ck_assert_int_eq(cua_graph_set_kernel_args(f.c, g, 1, axpy(&f, 1.0f, f.x, o.y)), CUA_EBAD_ARGUMENT);
+	ck_assert_int_eq(cua_graph_set_kernel_args(f.c, g, 1, axpy(&f, 1.0f, f.x, foreign(&o))), CUA_EBAD_ARGUMENT);
 	ck_assert_msg(strstr(cua_last_error(), "argument 2"), "%s", cua_last_error());
 	ck_assert_int_eq(cua_graph_set_kernel_args(f.c, g, 2, axpy(&f, 1.0f, f.x, f.y)), CUA_EBAD_ARGUMENT);
 	ck_assert_msg(strstr(cua_last_error(), "has 2 nodes"), "%s", cua_last_error());
@@ -361,9 +373,8 @@ START_TEST(graphs_of_a_lost_context_answer_context_lost)
 	CK(cua_launch_submit(l, &fu));
 	ck_assert_int_eq(cua_future_wait(fu, -1), CUA_EDEVICE);
 	cua_future_free(fu);
-	uint32_t restarts = 1;
-	cua_daemon_status st;
-	ck_assert(wait_status(f.c, status_restarted, &restarts, &st));
+	/* the worker is gone: the launch fails (at validation, or at dispatch while the worker restarts); what
+	 * follows its reply is validated against the new generation */
 	char msg[512];
 	ck_assert_int_eq(launch_wait(f.c, g, CUA_STREAM_ORDERED, msg, sizeof(msg)), CUA_ECONTEXT_LOST);
 	ck_assert_int_eq(cua_graph_set_kernel_args(f.c, g, 0, axpy(&f, 1.0f, f.x, f.y)), CUA_ECONTEXT_LOST);
