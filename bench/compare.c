@@ -448,7 +448,10 @@ compare_main(const struct compare_opts *o)
 		snprintf(c->native_why, sizeof(c->native_why), "%s", c->gpu);
 	if (probe(c, cuad_probe_tenant, c->daemon_dev, sizeof(c->daemon_dev)) != 0)
 		c->failed = 1;
-	if (c->native_why[0])
+	if (o->daemon_only) {
+		snprintf(c->native_why, sizeof(c->native_why), "not measured (--daemon-only)");
+		snprintf(c->mps_why, sizeof(c->mps_why), "not measured (--daemon-only)");
+	} else if (c->native_why[0])
 		snprintf(c->mps_why, sizeof(c->mps_why), "no native CUDA");
 	else
 		measure_native(c);

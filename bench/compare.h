@@ -10,6 +10,7 @@ struct compare_opts {
 	const char *kernels; /* "empty", "spin:CYCLES", "axpy:N", comma-separated */
 	const char *tenants; /* "1,4,8" */
 	int launches;        /* per tenant */
+	int daemon_only;     /* skip the native and MPS columns (A/B runs of daemon options) */
 	const char *module;  /* the fatbin */
 	const char *url;     /* the daemon; NULL: CUASYNC_URL */
 	int argc;            /* the command line, printed */

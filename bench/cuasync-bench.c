@@ -118,6 +118,7 @@ struct bench_opts {
 	int alloc_cycles;
 	int alloc_only;                         /* only those cycles */
 	int compare;                            /* --compare: the side-by-side run (compare.h) instead */
+	int daemon_only;                        /* --daemon-only: --compare without the native and MPS columns */
 	int graph_compare, graph_nodes, rounds; /* --graph-compare [--graph N] [--rounds R] (graphcmp.h) */
 	const char *kernels, *tenants;
 };
@@ -127,12 +128,14 @@ struct bench_opts {
 static int
 parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option opts[] =
-		{{"module", 1, NULL, 'm'},       {"launches", 1, NULL, 'n'},   {"clients", 1, NULL, 'k'},
-		 {"bytes", 1, NULL, 'b'},        {"url", 1, NULL, 'u'},        {"alloc-bytes", 1, NULL, 'a'},
-		 {"alloc-cycles", 1, NULL, 'c'}, {"alloc-only", 0, NULL, 'o'}, {"compare", 0, NULL, 'C'},
-		 {"kernel", 1, NULL, 'K'},       {"tenants", 1, NULL, 'T'},    {"graph-compare", 0, NULL, 'G'},
-		 {"graph", 1, NULL, 'N'},        {"rounds", 1, NULL, 'R'},     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"module", 1, NULL, 'm'},        {"launches", 1, NULL, 'n'},
+					     {"clients", 1, NULL, 'k'},       {"bytes", 1, NULL, 'b'},
+					     {"url", 1, NULL, 'u'},           {"alloc-bytes", 1, NULL, 'a'},
+					     {"alloc-cycles", 1, NULL, 'c'},  {"alloc-only", 0, NULL, 'o'},
+					     {"compare", 0, NULL, 'C'},       {"kernel", 1, NULL, 'K'},
+					     {"tenants", 1, NULL, 'T'},       {"daemon-only", 0, NULL, 'D'},
+					     {"graph-compare", 0, NULL, 'G'}, {"graph", 1, NULL, 'N'},
+					     {"rounds", 1, NULL, 'R'},        {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -147,6 +150,7 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'C': o->compare = 1; break;
 		case 'K': o->kernels = optarg; break;
 		case 'T': o->tenants = optarg; break;
+		case 'D': o->daemon_only = 1; break;
 		case 'G': o->graph_compare = 1; break;
 		case 'N': o->graph_nodes = atoi(optarg); break;
 		case 'R': o->rounds = atoi(optarg); break;
@@ -155,7 +159,7 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 				"usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
 				"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
 				"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
-				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8]\n"
+				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--daemon-only]\n"
 				"       cuasync-bench --graph-compare [--url URL] [--module FATBIN] [--graph N] "
 				"[--rounds R]\n"
 				"         N empty kernels per round (default 100) as N launches and as one CUDA graph, "
@@ -370,8 +374,8 @@ main(int argc, char **argv)
 	if (o.graph_compare) /* the same: before NNG */
 		return graph_compare_main(&(struct graph_compare_opts){o.graph_nodes, o.rounds, module_path, url});
 	if (o.compare) /* before this process touches NNG: it forks for every measurement */
-		return compare_main(
-			&(struct compare_opts){o.kernels, o.tenants, o.launches, module_path, url, argc, argv});
+		return compare_main(&(struct compare_opts){o.kernels, o.tenants, o.launches, o.daemon_only, module_path,
+							   url, argc, argv});
 	if (!o.alloc_only && fork_clients(&p, &o) != 0)
 		return 1;
 	cua_client *c;

@@ -152,6 +152,8 @@ cua_batch_submit(cua_batch *b, cua_future **out)
 	attach_future(b, f);
 	cuac_wait_sent(c); /* launches submitted before it go out first: on one stream they run first */
 	pthread_mutex_lock(&c->lock);
+	while (c->inflight >= CUAC_MAX_INFLIGHT_MESSAGES)
+		pthread_cond_wait(&c->cond, &c->lock);
 	cuac_send_flight_locked(c, &b->items, b->n); /* an explicit batch goes out now, as one message */
 	pthread_mutex_unlock(&c->lock);
 	if (out)

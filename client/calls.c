@@ -123,6 +123,8 @@ device_from_wire(cua_device_info *o, const cua_wire_device *d)
 	o->generation = d->generation;
 	o->max_param_bytes = d->max_param_bytes;
 	o->max_shared_optin = d->max_shared_optin;
+	o->cluster_launch = d->cluster_launch != 0;
+	o->cooperative_launch = d->cooperative_launch != 0;
 }
 
 int

@@ -15,6 +15,7 @@
 #ifndef CUASYNC_H
 #define CUASYNC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -112,6 +113,9 @@ typedef struct cua_device_info {
 						* or 4096 */
 	uint32_t max_shared_optin;             /* dynamic shared memory per block a kernel may be allowed
 						* (cua_func_set_attribute, CUA_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) */
+	/* appended: fields are only ever added at the end */
+	int cluster_launch;     /* 1: thread-block clusters (cua_launch_set_cluster_dims; sm_90+) */
+	int cooperative_launch; /* 1: cooperative launches (cua_launch_cooperative) */
 } cua_device_info;
 
 typedef struct cua_status_counts {
@@ -211,10 +215,16 @@ typedef enum cua_func_attribute {
 	CUA_FUNC_ATTRIBUTE_CACHE_MODE_CA = 7,
 	CUA_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,    /* settable: 0..cua_device_info.max_shared_optin */
 	CUA_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9, /* settable: -1 (default) or 0..100 percent */
+	CUA_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET = 10,        /* 1: compiled with cluster dimensions */
+	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11,  /* settable (sm_90+): 0..16 blocks; all three or none */
+	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT = 12, /* settable (sm_90+) */
+	CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,  /* settable (sm_90+) */
+	CUA_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14, /* settable (sm_90+): 1 allows clusters of 9..16 */
+	CUA_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15,
 } cua_func_attribute;
 /* An attribute of f (cuFuncGetAttribute). */
 int cua_func_get_attribute(cua_client *c, cua_function f, cua_func_attribute attr, int *value);
-/* Sets one of the two settable attributes of f for this client's later launches of f (cuFuncSetAttribute);
+/* Sets one of the settable attributes of f for this client's later launches of f (cuFuncSetAttribute);
  * out-of-range values answer CUA_EBAD_ARGUMENT naming the range. A launch with more dynamic shared memory than
  * f's MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails with CUA_EBAD_ARGUMENT
  * (CUDA_ERROR_INVALID_VALUE). */
@@ -280,6 +290,18 @@ int cua_launch_set_stream(cua_launch *l, cua_stream s);
 /* Programmatic dependent launch (sm_90+; refused with CUA_EPDL_UNSUPPORTED below). The kernel must wait
  * (griddepcontrol.wait) before touching its predecessor's results. */
 int cua_launch_programmatic_dependent_launch(cua_launch *l);
+/* Thread-block clusters of x·y·z blocks (cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; sm_90+, else
+ * the launch fails with CUA_EUNSUPPORTED). Each dimension 1.., the grid a multiple of it in each dimension, at
+ * most 8 blocks (16 with f's NON_PORTABLE_CLUSTER_SIZE_ALLOWED attribute): else CUA_EBAD_ARGUMENT naming the
+ * numbers. 0, 0, 0 takes the cluster off again. */
+int cua_launch_set_cluster_dims(cua_launch *l, unsigned x, unsigned y, unsigned z);
+/* A cooperative launch (CU_LAUNCH_ATTRIBUTE_COOPERATIVE): every block of the grid is resident at once, so the
+ * kernel may synchronise the whole grid (cooperative_groups::this_grid().sync()). A grid larger than
+ * cua_occupancy_max_active_blocks × multiprocessors fails with CUA_EBAD_ARGUMENT and those numbers. */
+int cua_launch_cooperative(cua_launch *l, bool on);
+/* The launch's own priority (CU_LAUNCH_ATTRIBUTE_PRIORITY) instead of its stream's: within
+ * [priority_greatest, priority_least] of cua_device_info (lower numbers run first), else CUA_EBAD_ARGUMENT. */
+int cua_launch_set_priority(cua_launch *l, int priority);
 /* Submits and consumes l (also on failure). *out receives a future that completes when the kernel has
  * run; out == NULL makes it fire-and-forget (errors surface at cua_synchronize). */
 int cua_launch_submit(cua_launch *l, cua_future **out);
@@ -297,15 +319,17 @@ int cua_batch_add_memcpy_dtoh(cua_batch *b, void *dst, cua_deviceptr src, size_t
 int cua_batch_add_memcpy_dtod(cua_batch *b, cua_deviceptr dst, cua_deviceptr src, size_t bytes, cua_stream s);
 int cua_batch_add_memset(cua_batch *b, cua_deviceptr dst, uint32_t value, unsigned width, size_t count, cua_stream s);
 size_t cua_batch_count(const cua_batch *b);
-/* Submits and consumes b. The future's status is that of the first failed item; see cua_future_item. */
+/* Submits and consumes b. The future's status is that of the first failed item; see cua_future_item. Sends it
+ * at once, after the launches submitted before it; with 16 batches of this client already unanswered, first
+ * waits for one of them to be answered (the daemon refuses a connection's requests past --session-pending). */
 int cua_batch_submit(cua_batch *b, cua_future **out);
 void cua_batch_free(cua_batch *b);
 
 /* ---- graphs: a batch made into a CUDA graph once, launched by handle with one small message ----
  * cua_graph_begin returns a batch whose items become the graph's nodes, in order (each runs after the one
  * before): launches (cua_batch_add_launch), memsets and device-to-device copies; the streams given to those
- * calls are ignored (the graph's launch names its stream), and host copies are refused (CUA_EUNSUPPORTED: copy
- * before or after the launch). Every node is checked as the single request it mirrors; at most CUA_MAX_BATCH
+ * calls are ignored (the graph's launch names its stream); host copies, PDL and launch attributes (clusters,
+ * cooperative, priority) are refused (CUA_EUNSUPPORTED: copy before or after the launch, launch those alone). Every node is checked as the single request it mirrors; at most CUA_MAX_BATCH
  * nodes, and the daemon's --session-graphs / --session-graph-nodes limits (CUA_EQUOTA).
  * While a graph lives, the memory and modules its nodes use cannot be freed or unloaded (CUA_EBUSY): destroy
  * the graph first. After a worker restart its handle answers CUA_ECONTEXT_LOST. */

@@ -39,6 +39,10 @@
 #define CUAC_DEFAULT_TIMEOUT_MS 120000
 #define CUAC_STREAM_POOL_ID 2       /* CUA_STREAM_POOL: client-side only, sent as 0 */
 #define CUAC_MAX_INFLIGHT_BATCHES 4 /* BATCH messages in flight per client; more launches wait in the queue */
+/* Messages of explicit batches in flight per client; cua_batch_submit waits below it. The daemon answers QUOTA
+ * past --session-pending unanswered requests of a connection (16 at least) and drops them past twice that, so a
+ * client that submits batch after batch without waiting must hold back itself. */
+#define CUAC_MAX_INFLIGHT_MESSAGES 16
 #define CUAC_ARG_SLOTS CUA_ARENA_INLINE
 
 /* ------------------------------------------------------------------ shared structures */
@@ -62,6 +66,9 @@ struct cua_launch {
 	bool has_cfg;
 	cua_stream stream;
 	uint32_t flags;
+	uint32_t cluster[3]; /* {0, 0, 0}: none */
+	int32_t priority;
+	bool has_priority;
 	cua_arena vals;
 	uint32_t sizes_inline[CUAC_ARG_SLOTS];
 	uint8_t kinds_inline[CUAC_ARG_SLOTS];

@@ -162,6 +162,30 @@ cua_launch_programmatic_dependent_launch(cua_launch *l)
 	return 0;
 }
 
+int
+cua_launch_set_cluster_dims(cua_launch *l, unsigned x, unsigned y, unsigned z)
+{
+	l->cluster[0] = x;
+	l->cluster[1] = y;
+	l->cluster[2] = z;
+	return 0;
+}
+
+int
+cua_launch_cooperative(cua_launch *l, bool on)
+{
+	l->flags = on ? l->flags | CUA_LAUNCH_COOPERATIVE : l->flags & ~CUA_LAUNCH_COOPERATIVE;
+	return 0;
+}
+
+int
+cua_launch_set_priority(cua_launch *l, int priority)
+{
+	l->priority = priority;
+	l->has_priority = true;
+	return 0;
+}
+
 /* Checks l and fills p's LAUNCH item from it (the arguments are encoded from l when sent). */
 static int
 launch_item(cua_launch *l, struct cuac_pending *p)
@@ -179,6 +203,12 @@ launch_item(cua_launch *l, struct cuac_pending *p)
 	q->stream = cuac_stream(l->c, l->stream);
 	q->flags = l->flags;
 	q->nargs = (uint32_t)l->nargs;
+	/* the optional tail only when used, so that a plain launch is what older daemons read */
+	memcpy(q->cluster, l->cluster, sizeof(q->cluster));
+	q->priority = l->priority;
+	q->nfields = l->has_priority                                        ? CUA_LAUNCH_FIELDS_PRIORITY
+		     : (l->cluster[0] | l->cluster[1] | l->cluster[2]) != 0 ? CUA_LAUNCH_FIELDS_CLUSTER
+									    : CUA_LAUNCH_FIELDS;
 	return 0;
 }
 

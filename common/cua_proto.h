@@ -81,15 +81,23 @@ enum cua_op {
 const char *cua_op_name(uint32_t op);
 
 /* ---- flags ---- */
-#define CUA_LAUNCH_PDL (1u << 0)   /* programmatic dependent launch (sm_90+) */
-#define CUA_FLAG_NO_WAIT (1u << 1) /* fire-and-forget: reply at acceptance; errors at SYNCHRONIZE */
-#define CUA_LAUNCH_FLAGS_ALL (CUA_LAUNCH_PDL | CUA_FLAG_NO_WAIT)
+#define CUA_LAUNCH_PDL (1u << 0)         /* programmatic dependent launch (sm_90+) */
+#define CUA_FLAG_NO_WAIT (1u << 1)       /* fire-and-forget: reply at acceptance; errors at SYNCHRONIZE */
+#define CUA_LAUNCH_COOPERATIVE (1u << 2) /* cooperative launch: the grid is co-resident (grid-wide sync) */
+#define CUA_LAUNCH_FLAGS_ALL (CUA_LAUNCH_PDL | CUA_FLAG_NO_WAIT | CUA_LAUNCH_COOPERATIVE)
+
+/* LAUNCH's optional tail (PROTOCOL.md §4): 7 fields without it, 8 with the cluster, 9 with the priority too. */
+#define CUA_LAUNCH_FIELDS 7u
+#define CUA_LAUNCH_FIELDS_CLUSTER 8u
+#define CUA_LAUNCH_FIELDS_PRIORITY 9u
+#define CUA_MAX_CLUSTER_PORTABLE 8u /* blocks in a cluster, without NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
+#define CUA_MAX_CLUSTER_SIZE 16u    /* blocks in a cluster with it (sm_90) */
 
 /* Module image formats (MODULE_LOAD.format); AUTO sniffs the image. */
 enum { CUA_IMAGE_AUTO = 0, CUA_IMAGE_CUBIN = 1, CUA_IMAGE_FATBIN = 2, CUA_IMAGE_PTX = 3, CUA_IMAGE_EMU = 4 };
 
 /* Function attributes (FUNC_GET_ATTRIBUTE / FUNC_SET_ATTRIBUTE.attribute): CUDA's CUfunction_attribute numbers.
- * Only MAX_DYNAMIC_SHARED and PREFERRED_CARVEOUT can be set. */
+ * MAX_DYNAMIC_SHARED, PREFERRED_CARVEOUT, REQUIRED_CLUSTER_* and NON_PORTABLE_CLUSTER_SIZE_ALLOWED can be set. */
 enum {
 	CUA_FATTR_MAX_THREADS_PER_BLOCK = 0,
 	CUA_FATTR_SHARED_SIZE_BYTES = 1, /* static shared memory */
@@ -101,7 +109,13 @@ enum {
 	CUA_FATTR_CACHE_MODE_CA = 7,
 	CUA_FATTR_MAX_DYNAMIC_SHARED = 8,
 	CUA_FATTR_PREFERRED_CARVEOUT = 9,
-	CUA_FATTR_LAST = 9
+	CUA_FATTR_CLUSTER_SIZE_MUST_BE_SET = 10,
+	CUA_FATTR_REQUIRED_CLUSTER_WIDTH = 11,
+	CUA_FATTR_REQUIRED_CLUSTER_HEIGHT = 12,
+	CUA_FATTR_REQUIRED_CLUSTER_DEPTH = 13,
+	CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+	CUA_FATTR_CLUSTER_SCHEDULING_POLICY = 15,
+	CUA_FATTR_LAST = 15
 };
 #define CUA_MAX_GLOBAL_NAME CUA_MAX_NAME /* MODULE_GET_GLOBAL.name */
 #define CUA_MAX_BLOCK_THREADS 1024u      /* OCCUPANCY.block_size */
@@ -177,8 +191,10 @@ typedef struct cua_wire_device {
 	int32_t prio_least, prio_greatest;
 	cua_bytes backend;
 	uint32_t generation;
-	uint32_t max_param_bytes;  /* bytes of arguments one launch may pass: 32764 (CUDA 12.1+, sm_70+) or 4096 */
-	uint32_t max_shared_optin; /* dynamic shared memory a block may opt in to (FUNC_SET_ATTRIBUTE) */
+	uint32_t max_param_bytes;    /* bytes of arguments one launch may pass: 32764 (CUDA 12.1+, sm_70+) or 4096 */
+	uint32_t max_shared_optin;   /* dynamic shared memory a block may opt in to (FUNC_SET_ATTRIBUTE) */
+	uint32_t cluster_launch;     /* 1: thread-block clusters (LAUNCH.cluster; sm_90+) */
+	uint32_t cooperative_launch; /* 1: cooperative launches (CUA_LAUNCH_COOPERATIVE) */
 } cua_wire_device;
 
 struct cua_req_hello {
@@ -275,6 +291,11 @@ struct cua_req_launch {
 	uint32_t flags;
 	cua_wire_arg *args;
 	uint32_t nargs;
+	/* The optional tail: nfields says how many fields are on the wire (decoded) or to send (encoded; below
+	 * CUA_LAUNCH_FIELDS sends 7). cluster {0, 0, 0} is no cluster; priority counts only with 9 fields. */
+	uint32_t cluster[3];
+	int32_t priority;
+	uint32_t nfields;
 };
 
 struct cua_req_module_get_global {

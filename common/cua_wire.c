@@ -42,6 +42,10 @@ struct schema {
 	const char *name;
 	size_t nfields;
 	const struct field *fields;
+	/* A schema with an optional tail (LAUNCH): the fields up to nrequired must be there, the rest may be left
+	 * off from the end; count_off is the uint32_t that receives how many came (decode) or says how many to
+	 * send (encode). 0: every field is required. */
+	size_t nrequired, count_off;
 };
 
 /* The schema tables read as tables: */
@@ -58,7 +62,12 @@ struct schema {
 #define NESTED(st, m, sch) {#m, F_STRUCT, offsetof(st, m), 0, 0, &(sch), 0}
 #define SCHEMA(var, label, ...)                                                                              \
 	static const struct field var##_fields[] = {__VA_ARGS__};                                            \
-	static const struct schema var = {label, sizeof(var##_fields) / sizeof(var##_fields[0]), var##_fields}
+	static const struct schema var = {label, sizeof(var##_fields) / sizeof(var##_fields[0]), var##_fields, 0, 0}
+/* The same with fields past nreq optional (from the end); count: the struct's uint32_t count of them. */
+#define SCHEMA_OPT(var, label, nreq, count, ...)                                                             \
+	static const struct field var##_fields[] = {__VA_ARGS__};                                            \
+	static const struct schema var = {label, sizeof(var##_fields) / sizeof(var##_fields[0]), var##_fields, \
+					  (nreq), (count)}
 
 static const struct schema empty_schema = {"empty", 0, NULL};
 #define BYTES_MAX UINT32_MAX
@@ -76,7 +85,8 @@ SCHEMA(s_device_info, "device", U32(cua_wire_device, index, CUA_MAX_DEVICES), ST
        U32(cua_wire_device, multiprocessors, UINT32_MAX), I32(cua_wire_device, prio_least),
        I32(cua_wire_device, prio_greatest), STR(cua_wire_device, backend, CUA_MAX_IDENT),
        U32(cua_wire_device, generation, UINT32_MAX), U32(cua_wire_device, max_param_bytes, CUA_MAX_PARAM_BYTES),
-       U32(cua_wire_device, max_shared_optin, UINT32_MAX));
+       U32(cua_wire_device, max_shared_optin, UINT32_MAX), U32(cua_wire_device, cluster_launch, 1),
+       U32(cua_wire_device, cooperative_launch, 1));
 SCHEMA(s_rep_devices, "DEVICES reply",
        ARR(struct cua_rep_devices, devices, ndevices, CUA_MAX_DEVICES, s_device_info, cua_wire_device));
 SCHEMA(s_req_module_load, "MODULE_LOAD", U32(struct cua_req_module_load, device, CUA_MAX_DEVICES - 1),
@@ -106,10 +116,12 @@ SCHEMA(s_req_stream_create, "STREAM_CREATE", U32(struct cua_req_stream_create, d
        I32(struct cua_req_stream_create, priority), U32(struct cua_req_stream_create, flags, 0));
 SCHEMA(s_rep_stream_create, "STREAM_CREATE reply", U64(struct cua_rep_stream_create, stream));
 SCHEMA(s_req_stream, "STREAM", U64(struct cua_req_stream, stream));
-SCHEMA(s_req_launch, "LAUNCH", U64(struct cua_req_launch, function), DIM3(struct cua_req_launch, grid),
+SCHEMA_OPT(s_req_launch, "LAUNCH", CUA_LAUNCH_FIELDS, offsetof(struct cua_req_launch, nfields),
+       U64(struct cua_req_launch, function), DIM3(struct cua_req_launch, grid),
        DIM3(struct cua_req_launch, block), U32(struct cua_req_launch, shared_mem, UINT32_MAX),
        U64(struct cua_req_launch, stream), U32(struct cua_req_launch, flags, CUA_LAUNCH_FLAGS_ALL),
-       ARGS(struct cua_req_launch, args, nargs, CUA_MAX_ARGS));
+       ARGS(struct cua_req_launch, args, nargs, CUA_MAX_ARGS), DIM3(struct cua_req_launch, cluster),
+       I32(struct cua_req_launch, priority));
 
 SCHEMA(s_req_host_register, "HOST_REGISTER", U32(struct cua_req_host_register, device, CUA_MAX_DEVICES - 1),
        U32(struct cua_req_host_register, fd, INT32_MAX), U64(struct cua_req_host_register, bytes));
@@ -468,14 +480,20 @@ dec_struct(const struct schema *s, const msgpack_object *o, char *base, msgpack_
 	if (o->type != MSGPACK_OBJECT_ARRAY)
 		return cua_err_set(err, CUA_EPROTOCOL, "%s: expected array of %zu fields, got %s", s->name, s->nfields,
 				   type_name(o));
-	if (o->via.array.size != s->nfields)
+	size_t n = o->via.array.size;
+	if (s->nrequired == 0 && n != s->nfields)
 		return cua_err_set(err, CUA_EPROTOCOL, "%s: expected %zu fields, got %u", s->name, s->nfields,
 				   o->via.array.size);
-	for (size_t i = 0; i < s->nfields; i++) {
+	if (s->nrequired != 0 && (n < s->nrequired || n > s->nfields))
+		return cua_err_set(err, CUA_EPROTOCOL, "%s: expected %zu..%zu fields, got %u", s->name, s->nrequired,
+				   s->nfields, o->via.array.size);
+	for (size_t i = 0; i < n; i++) {
 		int r = dec_field(s, &s->fields[i], &o->via.array.ptr[i], base, z, err);
 		if (r != 0)
 			return r;
 	}
+	if (s->nrequired != 0)
+		*(uint32_t *)(base + s->count_off) = (uint32_t)n;
 	return 0;
 }
 
@@ -669,8 +687,13 @@ enc_struct(msgpack_packer *pk, const struct schema *s, const char *base)
 {
 	if (s->nfields == 1 && s->fields[0].type == F_UNION)
 		return enc_field(pk, &s->fields[0], base);
-	int r = msgpack_pack_array(pk, s->nfields);
-	for (size_t i = 0; r == 0 && i < s->nfields; i++)
+	size_t n = s->nfields;
+	if (s->nrequired != 0) { /* the fields the struct asks for, within the schema's range */
+		n = *(const uint32_t *)(base + s->count_off);
+		n = n < s->nrequired ? s->nrequired : n > s->nfields ? s->nfields : n;
+	}
+	int r = msgpack_pack_array(pk, (uint32_t)n);
+	for (size_t i = 0; r == 0 && i < n; i++)
 		r = enc_field(pk, &s->fields[i], base);
 	return r;
 }

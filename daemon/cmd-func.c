@@ -1,7 +1,7 @@
 /*
  * cmd-func.c — FUNC_GET_ATTRIBUTE, FUNC_SET_ATTRIBUTE and OCCUPANCY: a kernel's attributes (what the compiler
- * decided, and the two a client may change: its maximum dynamic shared memory and its preferred shared-memory
- * carveout) and how many of its blocks fit a multiprocessor. Values are range-checked against the device here,
+ * decided, and those a client may change: its maximum dynamic shared memory, its preferred shared-memory
+ * carveout and its cluster attributes) and how many of its blocks fit a multiprocessor. Values are range-checked against the device here,
  * before the worker sees them.
  */
 #include "config.h"
@@ -19,6 +19,12 @@ static const char *const attr_names[CUA_FATTR_LAST + 1] = {
 	[CUA_FATTR_CACHE_MODE_CA] = "CACHE_MODE_CA",
 	[CUA_FATTR_MAX_DYNAMIC_SHARED] = "MAX_DYNAMIC_SHARED_SIZE_BYTES",
 	[CUA_FATTR_PREFERRED_CARVEOUT] = "PREFERRED_SHARED_MEMORY_CARVEOUT",
+	[CUA_FATTR_CLUSTER_SIZE_MUST_BE_SET] = "CLUSTER_SIZE_MUST_BE_SET",
+	[CUA_FATTR_REQUIRED_CLUSTER_WIDTH] = "REQUIRED_CLUSTER_WIDTH",
+	[CUA_FATTR_REQUIRED_CLUSTER_HEIGHT] = "REQUIRED_CLUSTER_HEIGHT",
+	[CUA_FATTR_REQUIRED_CLUSTER_DEPTH] = "REQUIRED_CLUSTER_DEPTH",
+	[CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED] = "NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
+	[CUA_FATTR_CLUSTER_SCHEDULING_POLICY] = "CLUSTER_SCHEDULING_POLICY_PREFERENCE",
 };
 
 /* The function of handle h, the request bound to its device. 0 or a status with a message in e. */
@@ -44,16 +50,38 @@ v_func_get_attribute(struct fe *fe, struct request *r, cua_err *e)
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
 }
 
+/* The cluster attributes (11..14): settable only where the device has clusters. */
+static int
+check_set_cluster(const struct device *d, uint32_t attr, int32_t v, cua_err *e)
+{
+	if (!d->info.cluster_launch)
+		return cua_err_set(e, CUA_EUNSUPPORTED,
+				   "%s: thread block clusters require sm_90 or newer; target sm_%u%u", attr_names[attr],
+				   d->info.sm_major, d->info.sm_minor);
+	if (attr == CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED && (v < 0 || v > 1))
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "%s = %d is out of range: 0 or 1", attr_names[attr], v);
+	if (attr != CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED && (v < 0 || (uint32_t)v > CUA_MAX_CLUSTER_SIZE))
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "%s = %d is out of range: 0..%u blocks (0 in all three: no required cluster)",
+				   attr_names[attr], v, CUA_MAX_CLUSTER_SIZE);
+	return 0;
+}
+
 /* The value of a settable attribute within the device's range. */
 static int
 check_set(const struct device *d, uint32_t attr, int32_t v, cua_err *e)
 {
+	if (attr >= CUA_FATTR_REQUIRED_CLUSTER_WIDTH && attr <= CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)
+		return check_set_cluster(d, attr, v, e);
 	if (attr != CUA_FATTR_MAX_DYNAMIC_SHARED && attr != CUA_FATTR_PREFERRED_CARVEOUT)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
-				   "attribute %u (%s) cannot be set; only %s (%u) and %s (%u) can", attr,
-				   attr_names[attr], attr_names[CUA_FATTR_MAX_DYNAMIC_SHARED],
+				   "attribute %u (%s) cannot be set; only %s (%u), %s (%u), REQUIRED_CLUSTER_WIDTH, "
+				   "HEIGHT, DEPTH (11..13) and %s (%u) can",
+				   attr, attr_names[attr], attr_names[CUA_FATTR_MAX_DYNAMIC_SHARED],
 				   CUA_FATTR_MAX_DYNAMIC_SHARED, attr_names[CUA_FATTR_PREFERRED_CARVEOUT],
-				   CUA_FATTR_PREFERRED_CARVEOUT);
+				   CUA_FATTR_PREFERRED_CARVEOUT,
+				   attr_names[CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED],
+				   CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
 	if (attr == CUA_FATTR_MAX_DYNAMIC_SHARED && (v < 0 || (uint32_t)v > d->info.max_shared_optin))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
 				   "%s = %d is out of range: device %d allows 0..%u bytes of dynamic shared memory "

@@ -61,6 +61,12 @@ plan_node_launch(struct fe *fe, struct request *r, struct fgraph *g, uint32_t i,
 		return cua_err_set(e, CUA_EUNSUPPORTED,
 				   "programmatic dependent launch inside a graph is not supported; launch that kernel "
 				   "on its own");
+	/* launch attributes (validated above like a launch's) are not carried into graph nodes yet */
+	bool cluster = q->nfields >= CUA_LAUNCH_FIELDS_CLUSTER && (q->cluster[0] | q->cluster[1] | q->cluster[2]) != 0;
+	if ((q->flags & CUA_LAUNCH_COOPERATIVE) || cluster || q->nfields >= CUA_LAUNCH_FIELDS_PRIORITY)
+		return cua_err_set(e, CUA_EUNSUPPORTED,
+				   "cluster dimensions, cooperative launch and per-launch priority inside a graph are "
+				   "not supported; launch that kernel on its own");
 	g->nodes[i] = (struct gnode){CUA_OP_LAUNCH,
 				     q->function,
 				     {q->grid[0], q->grid[1], q->grid[2]},
@@ -287,14 +293,13 @@ v_graph_set_args(struct fe *fe, struct request *r, cua_err *e)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "node %u is a %s, not a kernel launch", q->node,
 				   n->kind == CUA_OP_MEMSET ? "memset" : "device-to-device copy");
 	/* validated as a launch of the node's function with these arguments */
-	struct cua_req_launch L = {n->function,
-				   {n->grid[0], n->grid[1], n->grid[2]},
-				   {n->block[0], n->block[1], n->block[2]},
-				   n->shared_mem,
-				   0,
-				   0,
-				   q->args,
-				   q->nargs};
+	struct cua_req_launch L = {.function = n->function,
+				   .grid = {n->grid[0], n->grid[1], n->grid[2]},
+				   .block = {n->block[0], n->block[1], n->block[2]},
+				   .shared_mem = n->shared_mem,
+				   .args = q->args,
+				   .nargs = q->nargs,
+				   .nfields = CUA_LAUNCH_FIELDS};
 	struct pool_mark pm = pool_save(r);
 	rc = plan_launch(fe, r, &L, &it, e);
 	pool_restore(r, pm);

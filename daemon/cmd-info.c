@@ -134,7 +134,9 @@ r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 					       text(d->info.backend, sizeof(d->info.backend)),
 					       d->gen,
 					       d->info.max_param_bytes,
-					       d->info.max_shared_optin};
+					       d->info.max_shared_optin,
+					       d->info.cluster_launch,
+					       d->info.cooperative_launch};
 	}
 	*scratch = infos;
 	b->devices = (struct cua_rep_devices){infos, n};

@@ -1,6 +1,7 @@
 /*
  * cmd-launch.c — LAUNCH: the launch is checked against the kernel's parameter layout (count and sizes),
- * device-pointer arguments against the session's allocations, PDL against the device, before anything runs;
+ * device-pointer arguments against the session's allocations, PDL and the launch attributes (launch-attr.c)
+ * against the device, before anything runs;
  * the argument bytes travel to the worker, which rebuilds the argument buffer.
  */
 #include "config.h"
@@ -109,7 +110,8 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 		return rc;
 	int dev = fn->dev;
 	if ((rc = plan_bind_device(fe, r, dev, fn->gen, e)) != 0 || (rc = check_dims(q, e)) != 0 ||
-	    (rc = check_pdl(&fe->devs[dev], q, e)) != 0 || (rc = check_param_bytes(&fe->devs[dev], q, e)) != 0 ||
+	    (rc = check_pdl(&fe->devs[dev], q, e)) != 0 || (rc = check_launch_attrs(&fe->devs[dev], q, e)) != 0 ||
+	    (rc = check_param_bytes(&fe->devs[dev], q, e)) != 0 ||
 	    (rc = check_args(fe, r, fn, q, dev, &plen, e)) != 0 ||
 	    (rc = plan_stream(fe, r, q->stream, dev, &sid, e)) != 0)
 		return rc;
@@ -119,12 +121,14 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 	pack_args(q, payload);
 	struct wrec_launch c = {{WR_LAUNCH, 0},
 				sid,
-				q->flags & CUA_LAUNCH_PDL ? WREC_LAUNCH_PDL : 0,
+				launch_wrec_flags(q),
 				fn->wid,
 				{q->grid[0], q->grid[1], q->grid[2]},
 				{q->block[0], q->block[1], q->block[2]},
 				q->shared_mem,
-				q->nargs};
+				q->nargs,
+				{q->cluster[0], q->cluster[1], q->cluster[2]},
+				q->nfields >= CUA_LAUNCH_FIELDS_PRIORITY ? q->priority : 0};
 	it->cmd = plan_cmd(r, &c, sizeof(c), payload, plen);
 	free(payload);
 	return it->cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;

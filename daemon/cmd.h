@@ -60,6 +60,10 @@ int plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q
 int plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_req_memcpy_host *q, struct ritem *it,
 		   cua_err *e);
 int plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, struct ritem *it, cua_err *e);
+/* launch-attr.c: LAUNCH's cluster, cooperative flag and priority against device d (what the front-end can know;
+ * the worker checks what depends on the function's attributes and occupancy), and the record's flags. */
+int check_launch_attrs(const struct device *d, const struct cua_req_launch *q, cua_err *e);
+uint32_t launch_wrec_flags(const struct cua_req_launch *q);
 
 /* ---- plan.c: building blocks ---- */
 

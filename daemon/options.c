@@ -162,7 +162,7 @@ static const struct opt_row {
 	 "32)"},
 	{"submit-threads", 1, O_SUBMIT_THREADS, "N",
 	 "threads per GPU worker issuing stream work, each owning a share of the streams (a stream's order holds: "
-	 "one stream, one thread); 1: the command loop issues everything (default 0: half the cores, at most 4)"},
+	 "one stream, one thread); 1: the command loop issues everything (default 0: half the cores, at most 8)"},
 	{"drain-timeout", 1, O_DRAIN_TIMEOUT, "SECONDS",
 	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway (default 30)"},
 	{"hello-timeout", 1, O_HELLO_TIMEOUT, "SECONDS",

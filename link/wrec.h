@@ -141,6 +141,8 @@ struct wrec_memset {
 };
 
 #define WREC_LAUNCH_PDL (1u << 0)
+#define WREC_LAUNCH_COOPERATIVE (1u << 1) /* the grid must be co-resident (grid-wide sync) */
+#define WREC_LAUNCH_PRIORITY (1u << 2)    /* priority is the launch's own (else the stream's) */
 
 struct wrec_launch {
 	struct wrec_hdr h;
@@ -148,7 +150,9 @@ struct wrec_launch {
 	uint64_t function;
 	uint32_t grid[3], block[3];
 	uint32_t shared_mem, nargs;
-	/* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
+	uint32_t cluster[3]; /* blocks per cluster; {0, 0, 0}: no cluster asked */
+	int32_t priority;    /* with WREC_LAUNCH_PRIORITY */
+			     /* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
 };
 
 struct wrec_arg {
@@ -248,8 +252,10 @@ struct wdev_info {
 	uint32_t multiprocessors;
 	int32_t prio_least, prio_greatest;
 	uint32_t pool_streams;
-	uint32_t max_param_bytes;  /* argument bytes one launch may pass (32764 or 4096) */
-	uint32_t max_shared_optin; /* dynamic shared memory per block with the attribute raised */
+	uint32_t max_param_bytes;    /* argument bytes one launch may pass (32764 or 4096) */
+	uint32_t max_shared_optin;   /* dynamic shared memory per block with the attribute raised */
+	uint32_t cluster_launch;     /* 1: thread-block clusters (sm_90+) */
+	uint32_t cooperative_launch; /* 1: cooperative launches */
 };
 
 static inline uint32_t

@@ -71,7 +71,19 @@ static const struct cua_req_memcpy_host q_dtoh_host = {PTR_Y, STREAM, BUFFER, 40
 static cua_batch_item q_items[] = {
 	{.kind = CUA_OP_MEMCPY_HTOD_HOST, .u.host = {PTR_X, STREAM, BUFFER, 0, 16}},
 	{.kind = CUA_OP_MEMSET, .u.memset = {PTR_Y, 0x3f800000u, 4, 4, STREAM}},
-	{.kind = CUA_OP_LAUNCH, .u.launch = {FUNCTION, {1, 1, 1}, {4, 1, 1}, 0, STREAM, 0, q_args, 4}},
+	/* with LAUNCH's optional tail: cooperative (flags bit 2), no cluster, the launch's own priority -2 */
+	{.kind = CUA_OP_LAUNCH,
+	 .u.launch = {FUNCTION,
+		      {1, 1, 1},
+		      {4, 1, 1},
+		      0,
+		      STREAM,
+		      CUA_LAUNCH_COOPERATIVE,
+		      q_args,
+		      4,
+		      {0, 0, 0},
+		      -2,
+		      CUA_LAUNCH_FIELDS_PRIORITY}},
 	{.kind = CUA_OP_MEMCPY_DTOH, .u.dtoh = {PTR_Y, 16, STREAM}},
 	{.kind = CUA_OP_MEMCPY_DTOD, .u.dtod = {PTR_Z, PTR_Y, 16, STREAM}},
 };
@@ -112,7 +124,7 @@ static const struct cua_req_graph_destroy q_gdestroy = {GRAPH};
 static const struct cua_rep_hello p_hello =
 	{1, 7, BYTES("cuasyncd 0.1.0"), (64u << 20) + (1u << 20), CUA_MAX_BATCH, CUA_MAX_ARGS, 1};
 static cua_wire_device p_dev[] = {
-	{0, BYTES("cuasync emulated device 0"), 8, 0, 1ull << 30, 4, 0, -5, BYTES("emu"), 1, 32764, 166912},
+	{0, BYTES("cuasync emulated device 0"), 8, 0, 1ull << 30, 4, 0, -5, BYTES("emu"), 1, 32764, 166912, 0, 1},
 };
 static const struct cua_rep_devices p_devices = {p_dev, 1};
 static const struct cua_rep_module_load p_mload = {MODULE};
@@ -192,7 +204,7 @@ const struct vec_row vec_rows[] = {
 	REP("rep_memcpy_htod_host", MEMCPY_HTOD_HOST, NULL, "the data has moved (no data in the message)"),
 	REQ("req_memcpy_dtoh_host", MEMCPY_DTOH_HOST, 13, &q_dtoh_host, "16 bytes of y to buffer offset 4096"),
 	REP("rep_memcpy_dtoh_host", MEMCPY_DTOH_HOST, NULL, "the data is in the buffer (no data in the message)"),
-	REQ("req_batch", BATCH, 14, &q_batch, "5 items: HTOD_HOST x, MEMSET y, LAUNCH axpy, DTOH y, DTOD y to z"),
+	REQ("req_batch", BATCH, 14, &q_batch, "5 items: HTOD_HOST x, MEMSET y, LAUNCH axpy (cooperative, priority -2), DTOH y, DTOD y to z"),
 	REP("rep_batch", BATCH, &p_batch, "5 results in item order; the DTOH item's result carries y"),
 	REQ("req_stream_sync", STREAM_SYNC, 15, &q_stream, "wait for the stream"),
 	REP("rep_stream_sync", STREAM_SYNC, NULL, "the stream is idle"),

@@ -46,6 +46,8 @@ struct wk_launch {
 	uint32_t grid[3], block[3];
 	uint32_t shared_mem;
 	uint32_t flags;        /* WREC_LAUNCH_* */
+	uint32_t cluster[3];   /* blocks per cluster as the launch asked, checked (launch_attr.c); {0,0,0}: none */
+	int32_t priority;      /* with WREC_LAUNCH_PRIORITY, within the device's range */
 	void **params;         /* params[i] points at argument i, 16-byte aligned, as cuLaunchKernel reads it */
 	const uint32_t *sizes; /* bytes of argument i */
 	size_t nparams;
@@ -106,6 +108,8 @@ struct wk_backend {
 	 * only, the value range-checked by the front-end against the device); set is called only after every
 	 * earlier launch was issued, and later launches of fn see the value. occupancy: active blocks of fn per
 	 * multiprocessor for block_size threads and shared_mem bytes of dynamic shared memory.
+	 * func_get_attr and occupancy are also called by a stream's owner, before it issues a cluster or a
+	 * cooperative launch of fn (launch_attr.c), so they must be safe on any thread.
 	 */
 	int (*module_get_global)(struct wk *w, uint64_t mod, const char *name, uint64_t *addr, uint64_t *bytes,
 				 cua_err *e);
@@ -198,6 +202,12 @@ struct wk {
 	 * the main thread as streams are added and never moved, read by whichever thread completes a notice */
 	_Atomic(_Atomic uint64_t *) done_at[WK_DONE_CHUNKS];
 };
+
+/* launch_attr.c: what the worker checks of a launch's attributes before issuing it, as CUDA would refuse it but
+ * with the numbers: a cluster over 8 blocks without the function's NON_PORTABLE_CLUSTER_SIZE_ALLOWED, a cluster
+ * other than its REQUIRED_CLUSTER_* dimensions, a cooperative grid that cannot be co-resident (occupancy ×
+ * multiprocessors). 0 or BAD_ARGUMENT with e. The issuing thread (a stream's owner). */
+int wk_launch_attr_check(struct wk *w, const struct wk_launch *l, cua_err *e);
 
 /* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;
  * distinct commands may be reported concurrently. Never blocks on the device. */

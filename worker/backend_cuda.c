@@ -313,6 +313,11 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	int optin = 0;
 	drv.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, C->dev);
 	info->max_shared_optin = optin > 0 ? (uint32_t)optin : 49152u;
+	int cluster = 0, coop = 0;
+	drv.cuDeviceGetAttribute(&cluster, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, C->dev);
+	drv.cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, C->dev);
+	info->cluster_launch = cluster != 0;
+	info->cooperative_launch = coop != 0;
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
 	for (uint32_t i = 0; i < info->pool_streams; i++) {
 		uint32_t sid;
@@ -582,9 +587,9 @@ issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e)
 		return 0;
 	if (is_sticky(r))
 		cu_fatal(C, r, &tag, NULL);
-	int status = r == CUDA_ERROR_OUT_OF_MEMORY                                              ? CUA_ENOMEM
-		     : r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? CUA_EBAD_ARGUMENT
-												: CUA_EDEVICE;
+	int bad = r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ||
+		  r == CUDA_ERROR_INVALID_CLUSTER_SIZE || r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+	int status = r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM : bad ? CUA_EBAD_ARGUMENT : CUA_EDEVICE;
 	return cua_err_set(e, status, "%s: %s", errname(r), errstr(r));
 }
 
@@ -629,17 +634,42 @@ cu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t wid
 	return issued(C, r, tag, e);
 }
 
-/* cuLaunchKernel, or cuLaunchKernelEx with programmatic stream serialization for PDL. */
+/* The launch's attributes for cuLaunchKernelEx (at most 4); returns how many. */
+static unsigned
+launch_attrs(const struct wk_launch *l, CUlaunchAttribute a[4])
+{
+	unsigned n = 0;
+	memset(a, 0, 4 * sizeof(*a));
+	if (l->flags & WREC_LAUNCH_PDL) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		a[n++].value.programmaticStreamSerializationAllowed = 1;
+	}
+	if (l->flags & WREC_LAUNCH_COOPERATIVE) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		a[n++].value.cooperative = 1;
+	}
+	if (l->flags & WREC_LAUNCH_PRIORITY) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+		a[n++].value.priority = l->priority;
+	}
+	if ((l->cluster[0] | l->cluster[1] | l->cluster[2]) != 0) {
+		a[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		a[n].value.clusterDim.x = l->cluster[0];
+		a[n].value.clusterDim.y = l->cluster[1];
+		a[n++].value.clusterDim.z = l->cluster[2];
+	}
+	return n;
+}
+
+/* cuLaunchKernel, or cuLaunchKernelEx with the launch's attributes (PDL, cooperative, priority, cluster). */
 static CUresult
 launch_kernel(CUfunction f, const struct wk_launch *l, CUstream s)
 {
-	if (!(l->flags & WREC_LAUNCH_PDL))
+	CUlaunchAttribute attr[4];
+	unsigned nattr = launch_attrs(l, attr);
+	if (nattr == 0)
 		return drv.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
 					  l->shared_mem, s, l->params, NULL);
-	CUlaunchAttribute attr;
-	memset(&attr, 0, sizeof(attr));
-	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-	attr.value.programmaticStreamSerializationAllowed = 1;
 	CUlaunchConfig cfg;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.gridDimX = l->grid[0];
@@ -650,8 +680,8 @@ launch_kernel(CUfunction f, const struct wk_launch *l, CUstream s)
 	cfg.blockDimZ = l->block[2];
 	cfg.sharedMemBytes = l->shared_mem;
 	cfg.hStream = s;
-	cfg.attrs = &attr;
-	cfg.numAttrs = 1;
+	cfg.attrs = attr;
+	cfg.numAttrs = nattr;
 	return drv.cuLaunchKernelEx(&cfg, f, l->params, NULL);
 }
 

@@ -99,9 +99,15 @@ cu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_er
 	CUfunction f = function_of(w->be_state, fn);
 	if (f == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no function %llu", (unsigned long long)fn);
-	if (attr != CUA_FATTR_MAX_DYNAMIC_SHARED && attr != CUA_FATTR_PREFERRED_CARVEOUT)
+	if (attr != CUA_FATTR_MAX_DYNAMIC_SHARED && attr != CUA_FATTR_PREFERRED_CARVEOUT &&
+	    (attr < CUA_FATTR_REQUIRED_CLUSTER_WIDTH || attr > CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "attribute %u cannot be set", attr);
 	CUresult r = drv.cuFuncSetAttribute(f, (CUfunction_attribute)attr, value);
+	if (r == CUDA_ERROR_NOT_PERMITTED) /* REQUIRED_CLUSTER_* of a kernel compiled with __cluster_dims__ */
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "%s: cuFuncSetAttribute: attribute %u is fixed by the kernel's "
+				   "compile-time cluster dimensions",
+				   errname(r), attr);
 	return r == CUDA_SUCCESS ? 0 : ferr(e, r, "cuFuncSetAttribute");
 }
 

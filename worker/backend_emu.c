@@ -230,6 +230,8 @@ emu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 				 : w->opts.emu_sm >= 80 ? 166912u
 				 : w->opts.emu_sm >= 70 ? 98304u
 							: 49152u;
+	info->cluster_launch = w->opts.emu_sm >= 90;     /* as CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH */
+	info->cooperative_launch = w->opts.emu_sm >= 60; /* as CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH */
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
 	for (unsigned i = 0; i < info->pool_streams; i++) {
 		uint32_t sid;
@@ -542,6 +544,28 @@ emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t wi
 	return enqueue(w->be_state, sid, j, e);
 }
 
+/* The cluster a launch runs with, as CUDA picks it: the launch's (checked against the kernel's attributes by
+ * launch_attr.c), else the kernel's REQUIRED_CLUSTER_* when all three are set (the grid must be a multiple of
+ * it), else 1x1x1. */
+static int
+emu_cluster_of(const struct wk_launch *l, const struct emu_fattr *a, uint32_t cluster[3], cua_err *e)
+{
+	const int32_t *q = a->req_cluster;
+	for (int i = 0; i < 3; i++)
+		cluster[i] = l->cluster[i] ? l->cluster[i] : 1;
+	if ((l->cluster[0] | l->cluster[1] | l->cluster[2]) != 0 || q[0] <= 0 || q[1] <= 0 || q[2] <= 0)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		if (l->grid[i] % (uint32_t)q[i] != 0)
+			return cua_err_set(e, CUA_EBAD_ARGUMENT,
+					   "CUDA_ERROR_INVALID_CLUSTER_SIZE: grid %ux%ux%u is not a multiple of the "
+					   "kernel's required cluster %dx%dx%d",
+					   l->grid[0], l->grid[1], l->grid[2], q[0], q[1], q[2]);
+		cluster[i] = (uint32_t)q[i];
+	}
+	return 0;
+}
+
 /* Copies the arguments (they live only during this call) and queues the kernel. Dynamic shared memory over the
  * function's maximum fails the launch as cuLaunchKernel does (CUDA_ERROR_INVALID_VALUE), without a fault. */
 static int
@@ -562,10 +586,15 @@ emu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag 
 				   "CUDA_ERROR_INVALID_VALUE: %u bytes of dynamic shared memory, more than kernel '%s' "
 				   "may use (%d; raise its MAX_DYNAMIC_SHARED_SIZE_BYTES attribute)",
 				   l->shared_mem, k->name, attr.max_dyn_shared);
+	uint32_t cluster[3];
+	if ((r = emu_cluster_of(l, &attr, cluster, e)) != 0)
+		return r;
 	struct emu_job *j = job_new(EJ_LAUNCH, tag, e);
 	if (j == NULL)
 		return e->code;
 	j->u.launch.k = k;
+	memcpy(j->u.launch.dims.cluster, cluster, sizeof(cluster));
+	j->u.launch.dims.cooperative = (l->flags & WREC_LAUNCH_COOPERATIVE) != 0;
 	memcpy(j->u.launch.dims.grid, l->grid, sizeof(l->grid));
 	memcpy(j->u.launch.dims.block, l->block, sizeof(l->block));
 	j->u.launch.dims.shared_mem = l->shared_mem;

@@ -267,7 +267,9 @@ launch_with(void **params, size_t n, void *ud)
 	struct launch_call *L = ud;
 	L->l.params = params;
 	L->l.nparams = n;
-	L->r = L->w->be->launch(L->w, L->op->sid, &L->l, L->op->tag, L->e);
+	L->r = wk_launch_attr_check(L->w, &L->l, L->e);
+	if (L->r == 0)
+		L->r = L->w->be->launch(L->w, L->op->sid, &L->l, L->op->tag, L->e);
 	return 0;
 }
 
@@ -316,7 +318,12 @@ i_launch(struct wk *w, const struct wk_op *op, cua_err *e)
 						: "malformed launch arguments");
 		goto out;
 	}
-	struct launch_call L = {w, op, {c->function, {0}, {0}, c->shared_mem, c->flags, NULL, sizes, 0}, e, 0};
+	struct launch_call L = {w,
+				op,
+				{c->function, {0}, {0}, c->shared_mem, c->flags, {0}, c->priority, NULL, sizes, 0},
+				e,
+				0};
+	memcpy(L.l.cluster, c->cluster, sizeof(L.l.cluster));
 	memcpy(L.l.grid, c->grid, sizeof(L.l.grid));
 	memcpy(L.l.block, c->block, sizeof(L.l.block));
 	r = cua_arena_with_params(&arena, launch_with, &L);

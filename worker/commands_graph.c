@@ -104,14 +104,14 @@ node_decode(const struct wrec_hdr *h, struct wk_gnode *n, struct gargs *g, cua_e
 	int r = gargs_build((const unsigned char *)(c + 1), (const unsigned char *)h + h->size, c->nargs, g);
 	if (r != 0)
 		return cua_err_set(e, r, r == CUA_ENOMEM ? "worker out of memory" : "malformed node arguments");
-	n->launch = (struct wk_launch){c->function,
-				       {c->grid[0], c->grid[1], c->grid[2]},
-				       {c->block[0], c->block[1], c->block[2]},
-				       c->shared_mem,
-				       c->flags,
-				       g->params,
-				       g->sizes,
-				       g->n};
+	n->launch = (struct wk_launch){.fn = c->function,
+				       .grid = {c->grid[0], c->grid[1], c->grid[2]},
+				       .block = {c->block[0], c->block[1], c->block[2]},
+				       .shared_mem = c->shared_mem,
+				       .flags = c->flags,
+				       .params = g->params,
+				       .sizes = g->sizes,
+				       .nparams = g->n};
 	return 0;
 }
 
@@ -170,7 +170,7 @@ wk_c_graph_set_args(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cu
 		r = cua_err_set(e, r, r == CUA_ENOMEM ? "worker out of memory" : "malformed node arguments");
 	else
 		r = w->be->graph_set_args(w, c->graph, c->node,
-					  &(struct wk_launch){0, {0}, {0}, 0, 0, g.params, g.sizes, g.n}, e);
+					  &(struct wk_launch){.params = g.params, .sizes = g.sizes, .nparams = g.n}, e);
 	gargs_free(&g);
 	return r;
 }

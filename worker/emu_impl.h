@@ -86,6 +86,8 @@ struct emu_global {
 struct emu_fattr {
 	int32_t max_dyn_shared; /* bytes; EMU_DYN_SHARED_DEFAULT until set */
 	int32_t carveout;       /* -1 (the default) or 0..100 */
+	int32_t req_cluster[3]; /* REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH: 0 until set */
+	int32_t nonportable;    /* NON_PORTABLE_CLUSTER_SIZE_ALLOWED: 0 or 1 */
 };
 #define EMU_DYN_SHARED_DEFAULT (48 << 10)
 

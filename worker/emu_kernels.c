@@ -180,6 +180,70 @@ k_dyn_shared_copy(struct emu *E, const struct emu_dims *d, void **params, char *
 	return 0;
 }
 
+static uint64_t
+dims_blocks(const uint32_t d[3])
+{
+	return (uint64_t)d[0] * d[1] * d[2];
+}
+
+/*
+ * A two-phase sum over a cooperative grid (coop_reduce in tests/kernels/feature_kernels.cu): thread t of the
+ * grid (T threads in blocks of B) adds in[i] for i = t, t + T, …; block b's sum goes to partial[b]; after
+ * grid.sync() the grid's first thread adds the partials into *out. Here the grid barrier is the line between the
+ * two phases: every block's phase one has run before any phase two reads the partials. Without a cooperative
+ * launch grid.sync() is undefined in CUDA; here it faults.
+ */
+static int
+k_coop_reduce(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t ia = u64_at(params[0]), n = u64_at(params[1]), pa = u64_at(params[2]), oa = u64_at(params[3]);
+	uint64_t nb = dims_blocks(d->grid), B = dims_blocks(d->block), T = nb * B;
+	if (!d->cooperative)
+		return snprintf(fault, len,
+				"CUDA_ERROR_LAUNCH_FAILED: grid.sync() in a kernel not launched cooperatively"),
+		       -1;
+	const uint32_t *in = n > 0 && n <= UINT64_MAX / 4 ? emu_ptr(E, ia, n * 4) : NULL;
+	uint64_t *part = nb <= UINT64_MAX / 8 ? emu_ptr(E, pa, nb * 8) : NULL, *out = emu_ptr(E, oa, 8);
+	if (in == NULL && n > 0)
+		return ILLEGAL(fault, len, ia);
+	if (part == NULL)
+		return ILLEGAL(fault, len, pa);
+	if (out == NULL)
+		return ILLEGAL(fault, len, oa);
+	memset(part, 0, nb * 8);
+	for (uint64_t i = 0; i < n; i++) /* phase one: element i belongs to thread i mod T, of block (i mod T) / B */
+		part[(i % T) / B] += in[i];
+	uint64_t total = 0; /* grid.sync(), then phase two */
+	for (uint64_t b = 0; b < nb; b++)
+		total += part[b];
+	*out = total;
+	return 0;
+}
+
+/*
+ * Each block's thread 0 writes, at out[3b..3b+2] for the block's linear index b: its rank in its cluster, the
+ * cluster's block count, and the rank stored in the shared memory of the next block of its cluster (read through
+ * distributed shared memory in CUDA: cluster.map_shared_rank).
+ */
+static int
+k_cluster_rank(struct emu *E, const struct emu_dims *d, void **params, char *fault, size_t len)
+{
+	uint64_t oa = u64_at(params[0]), nb = dims_blocks(d->grid);
+	const uint32_t *g = d->grid, *c = d->cluster;
+	uint32_t csize = c[0] * c[1] * c[2];
+	uint32_t *out = nb <= UINT64_MAX / 12 ? emu_ptr(E, oa, nb * 12) : NULL;
+	if (out == NULL)
+		return ILLEGAL(fault, len, oa);
+	for (uint64_t b = 0; b < nb; b++) {
+		uint32_t x = (uint32_t)(b % g[0]), y = (uint32_t)(b / g[0] % g[1]), z = (uint32_t)(b / g[0] / g[1]);
+		uint32_t rank = x % c[0] + (y % c[1]) * c[0] + (z % c[2]) * c[0] * c[1];
+		out[3 * b] = rank;
+		out[3 * b + 1] = csize;
+		out[3 * b + 2] = (rank + 1) % csize;
+	}
+	return 0;
+}
+
 const struct emu_kernel emu_kernels[] = {
 	{"empty_kernel", 0, {{0, 0}}, k_empty},
 	{"axpy", 4, {{0, 4}, {8, 8}, {16, 8}, {24, 8}}, k_axpy},
@@ -191,6 +255,8 @@ const struct emu_kernel emu_kernels[] = {
 	{"const_copy", 2, {{0, 8}, {8, 8}}, k_const_copy, "const_data", CONST_WORDS * 4},
 	{"big_param_copy", 2, {{0, 8}, {8, BIG_PARAM_WORDS * 4}}, k_big_param_copy},
 	{"dyn_shared_copy", 3, {{0, 8}, {8, 8}, {16, 8}}, k_dyn_shared_copy},
+	{"coop_reduce", 4, {{0, 8}, {8, 8}, {16, 8}, {24, 8}}, k_coop_reduce},
+	{"cluster_rank", 1, {{0, 8}}, k_cluster_rank},
 };
 const size_t emu_nkernels = sizeof(emu_kernels) / sizeof(emu_kernels[0]);
 

@@ -8,6 +8,7 @@
 
 #include "cua_proto.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,8 @@ struct emu_dims {
 	uint32_t grid[3], block[3];
 	uint32_t shared_mem; /* dynamic shared memory bytes of the launch */
 	uint64_t global;     /* the device address of the module global the kernel reads (emu_kernel.global), or 0 */
+	uint32_t cluster[3]; /* blocks per cluster: the launch's, else the kernel's required one, else 1x1x1 */
+	bool cooperative;    /* launched cooperatively: the grid is co-resident and may synchronise as a whole */
 };
 
 /* Device memory view for kernels: a host pointer for [addr, addr+len), or NULL (an illegal address). Any

@@ -89,7 +89,7 @@ emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_
 		struct emu_module *m = &E->modules[slot];
 		memset(m, 0, sizeof(*m));
 		for (size_t k = 0; k < 64; k++)
-			m->attr[k] = (struct emu_fattr){EMU_DYN_SHARED_DEFAULT, -1};
+			m->attr[k] = (struct emu_fattr){EMU_DYN_SHARED_DEFAULT, -1, {0, 0, 0}, 0};
 		if ((r = globals_alloc(E, m, info, e)) == 0)
 			m->kernels = info->kernels;
 	}
@@ -211,12 +211,34 @@ emu_func_get_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_
 	case CUA_FATTR_BINARY_VERSION: *value = w->opts.emu_sm; break;
 	case CUA_FATTR_MAX_DYNAMIC_SHARED: *value = a.max_dyn_shared; break;
 	case CUA_FATTR_PREFERRED_CARVEOUT: *value = a.carveout; break;
+	case CUA_FATTR_REQUIRED_CLUSTER_WIDTH:
+	case CUA_FATTR_REQUIRED_CLUSTER_HEIGHT:
+	case CUA_FATTR_REQUIRED_CLUSTER_DEPTH: *value = a.req_cluster[attr - CUA_FATTR_REQUIRED_CLUSTER_WIDTH]; break;
+	case CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *value = a.nonportable; break;
 	case CUA_FATTR_SHARED_SIZE_BYTES:
 	case CUA_FATTR_LOCAL_SIZE_BYTES:
-	case CUA_FATTR_CACHE_MODE_CA: *value = 0; break;
+	case CUA_FATTR_CACHE_MODE_CA:
+	case CUA_FATTR_CLUSTER_SIZE_MUST_BE_SET: /* no built-in kernel has compile-time cluster dimensions */
+	case CUA_FATTR_CLUSTER_SCHEDULING_POLICY: *value = 0; break; /* CU_CLUSTER_SCHEDULING_POLICY_DEFAULT */
 	default: return cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: attribute %u", attr);
 	}
 	return 0;
+}
+
+/* Whether value is in attr's range (the front-end checked it; the worker does not trust that). */
+static bool
+settable(const struct wk *w, uint32_t attr, int32_t value)
+{
+	switch (attr) {
+	case CUA_FATTR_MAX_DYNAMIC_SHARED: return value >= 0 && (uint32_t)value <= w->info.max_shared_optin;
+	case CUA_FATTR_PREFERRED_CARVEOUT: return value >= -1 && value <= 100;
+	case CUA_FATTR_REQUIRED_CLUSTER_WIDTH:
+	case CUA_FATTR_REQUIRED_CLUSTER_HEIGHT:
+	case CUA_FATTR_REQUIRED_CLUSTER_DEPTH:
+		return w->info.cluster_launch && value >= 0 && (uint32_t)value <= CUA_MAX_CLUSTER_SIZE;
+	case CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: return w->info.cluster_launch && (value == 0 || value == 1);
+	default: return false;
+	}
 }
 
 int
@@ -227,16 +249,16 @@ emu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_e
 	int r = emu_fn_resolve(E, fn, &k, NULL, NULL, e);
 	if (r != 0)
 		return r;
-	bool dyn = attr == CUA_FATTR_MAX_DYNAMIC_SHARED;
-	if ((!dyn && attr != CUA_FATTR_PREFERRED_CARVEOUT) ||
-	    (dyn && (value < 0 || (uint32_t)value > w->info.max_shared_optin)) || (!dyn && (value < -1 || value > 100)))
+	if (!settable(w, attr, value))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: attribute %u = %d", attr, value);
 	pthread_mutex_lock(&E->lock);
 	struct emu_fattr *a = &E->modules[(fn >> 8) - 1].attr[(fn & 0xff) - 1];
-	if (dyn)
-		a->max_dyn_shared = value;
-	else
-		a->carveout = value;
+	switch (attr) {
+	case CUA_FATTR_MAX_DYNAMIC_SHARED: a->max_dyn_shared = value; break;
+	case CUA_FATTR_PREFERRED_CARVEOUT: a->carveout = value; break;
+	case CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: a->nonportable = value; break;
+	default: a->req_cluster[attr - CUA_FATTR_REQUIRED_CLUSTER_WIDTH] = value; break;
+	}
 	pthread_mutex_unlock(&E->lock);
 	return 0;
 }

@@ -22,7 +22,7 @@
 /* Exit status of a worker that stopped on a sticky fault (the front-end restarts it). */
 #define WORKER_EXIT_FAULT 3
 /* The derived number of submit threads, at most (the measured knee: docs/ARCHITECTURE.md) */
-#define SUBMIT_THREADS_MAX 4u
+#define SUBMIT_THREADS_MAX 8u
 
 static const char oom_detail[] = "worker out of memory";
 
@@ -620,8 +620,11 @@ open_device(struct wk *w, cua_err *e)
 	return 0;
 }
 
-/* --submit-threads, or when 0, half the cores up to SUBMIT_THREADS_MAX: four threads of one context reach
- * ~550-590 k launches/s where one reaches ~310 k (docs/ARCHITECTURE.md), and the front-end needs cores too. */
+/* --submit-threads, or when 0, half the cores up to SUBMIT_THREADS_MAX: one thread issues ~310 k launches/s and
+ * owns its streams, so a tenant's own stream of ~10 us kernels blocks its thread's other streams when its
+ * queue fills. On the H200 host (16 cores, BENCHMARKS.md 2026-11-30 23:05) 8 tenants' own streams reached
+ * 191/332/517/509 k/s with 2/4/8/16 threads, empty kernels 340/556/724/716 k/s; the rest of the cores are the
+ * front-end's. */
 static unsigned
 submit_threads(const struct worker_opts *o)
 {

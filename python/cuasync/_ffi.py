@@ -31,6 +31,8 @@ typedef struct cua_device_info {
     uint32_t generation;
     uint32_t max_param_bytes;
     uint32_t max_shared_optin;
+    int cluster_launch;
+    int cooperative_launch;
 } cua_device_info;
 
 typedef struct cua_status_counts {

@@ -249,7 +249,7 @@ def test_cdef_matches_header(tmp_path):
     srcdir = os.path.normpath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
     checks = {
         "cua_device_info": ["index", "name", "sm_major", "total_mem", "backend", "generation", "max_param_bytes",
-                            "max_shared_optin"],
+                            "max_shared_optin", "cluster_launch", "cooperative_launch"],
         "cua_status_counts": ["allocations", "in_flight"],
         "cua_daemon_status": ["uptime_ms", "sessions", "requests", "ndevices", "devices", "session", "total",
                               "insecure_listeners"],

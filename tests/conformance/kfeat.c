@@ -185,7 +185,7 @@ START_TEST(r_func_attribute)
 	ck_assert_int_eq(r.body->a[0].t, MP_UINT);
 	ck_assert_uint_gt(r.body->a[0].u, 0);
 	reply_free(&r);
-	expect(&c, OP_FUNC_GET_ATTRIBUTE, 0, ST_PROTOCOL, NULL, "[uu]", f, U(10));                /* u32≤9 */
+	expect(&c, OP_FUNC_GET_ATTRIBUTE, 0, ST_PROTOCOL, NULL, "[uu]", f, U(16));                /* u32≤15 */
 	expect(&c, OP_FUNC_SET_ATTRIBUTE, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", f, U(4), U(16));     /* not settable */
 	expect(&c, OP_FUNC_SET_ATTRIBUTE, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", f, U(8), U(232449)); /* optin + 1 */
 	expect(&c, OP_FUNC_SET_ATTRIBUTE, 0, ST_BAD_ARGUMENT, NULL, "[uui]", f, U(9), (int64_t)-2);

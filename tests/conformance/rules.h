@@ -22,6 +22,8 @@ struct rule {
 /* The cases of module globals, kernel parameters and function attributes (kfeat.c): fills out, returns the
  * count (at most 8). */
 size_t kfeat_rules(struct rule *out);
+/* The cases of launch attributes (lattr.c), the same way (at most 8). */
+size_t lattr_rules(struct rule *out);
 /* The cases of graphs (graphs.c): fills out, returns the count (at most 8). */
 size_t graph_rules(struct rule *out);
 

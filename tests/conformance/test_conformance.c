@@ -1126,7 +1126,7 @@ START_TEST(r_launch_args)
 	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "ubb", p, big, U(4097), &n, U(8)), ST_BAD_ARGUMENT);
 	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "ubb", p, big, U(32765), &n, U(8)), ST_PROTOCOL);
 	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 0, 3, "usb", p, "abcd", &n, U(8)), ST_PROTOCOL);   /* a str */
-	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 4, 3, "ubb", p, &v, U(4), &n, U(8)), ST_PROTOCOL); /* flags */
+	ck_assert_uint_eq(launch_args(&c, f, 1, 32, 8, 3, "ubb", p, &v, U(4), &n, U(8)), ST_PROTOCOL); /* flags */
 	uint32_t out[8];
 	dtoh(&c, p, 0, out, sizeof(out));
 	ck_assert_uint_eq(out[7], 7);
@@ -1555,8 +1555,10 @@ devices_are(const struct dmn *d, uint64_t n, uint64_t major, uint64_t minor)
 	ck_assert_uint_eq(l->len, n);
 	for (uint32_t k = 0; k < n; k++) {
 		const struct mpv *i = l->a[k].a;
-		ck_assert_uint_eq(l->a[k].len, 12);
+		ck_assert_uint_eq(l->a[k].len, 14);
 		ck_assert_uint_eq(i[10].u, major >= 7 ? 32764 : 4096); /* max_param_bytes (§7) */
+		ck_assert_uint_eq(i[12].u, major >= 9);                /* cluster_launch */
+		ck_assert_uint_eq(i[13].u, major >= 6);                /* cooperative_launch */
 		ck_assert_uint_eq(i[0].u, k);
 		ck_assert_uint_eq(i[2].u, major);
 		ck_assert_uint_eq(i[3].u, minor);
@@ -1639,10 +1641,11 @@ rules_get(struct rule *out, size_t cap)
 		{"operator-identity", conf_operator_identity()},
 	};
 	size_t n = sizeof(rules) / sizeof(rules[0]);
-	if (n + 8 + 8 > cap)
+	if (n + 24 > cap)
 		abort(); /* a bug in this file: raise the callers' cap */
 	memcpy(out, rules, sizeof(rules));
 	n += kfeat_rules(out + n);
+	n += lattr_rules(out + n);
 	return n + graph_rules(out + n);
 }
 

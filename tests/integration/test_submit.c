@@ -7,6 +7,12 @@
  *   as j exactly when every launch ran after the ones before it; a launch run early leaves a smaller value.
  * - A batch spanning streams of every thread replies only after all of its items ran (as test_completion.c,
  *   on fewer streams): each stream spins, then writes its marker; the markers are read back on the pool.
+ * - The same holds with four clients at once, each sending every launch as a message of its own without waiting:
+ *   the front-end receives them on many NNG contexts, whose callbacks run on several of NNG's threads, so one
+ *   stream's launches reach the request pipeline from several threads in any order of arrival; its sequence
+ *   order (scheduler.c) must put them back in submission order. The clients submit their NLAUNCH messages
+ *   without waiting, far past the daemon's --session-pending (64): libcuasync holds them back below it, so
+ *   none is refused or dropped.
  * - A fault is still blamed on the command that faulted, with work of the same batch on other threads.
  */
 #include "config.h"
@@ -14,6 +20,7 @@
 #include "harness.h"
 
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +94,74 @@ START_TEST(stream_order_over_single_requests)
 	CK(cua_mem_free(c, p));
 	CK(cua_stream_destroy(c, s));
 	cua_disconnect(c);
+}
+END_TEST
+
+/* One client of stream_order_from_concurrent_clients: NLAUNCH one-launch batches (one message each) on a stream
+ * of its own, all in flight, then the order check; the first failure's words in err. */
+struct orderer {
+	struct daemon *d;
+	char err[256];
+};
+
+static void *
+order_one_client(void *arg)
+{
+	struct orderer *o = arg;
+	cua_client *c = connect_to(o->d);
+	cua_function f = get_fn(c, load_kernels(c), "fill_u32");
+	cua_stream s;
+	cua_deviceptr p;
+	cua_future **fs = calloc(NLAUNCH, sizeof(*fs));
+	uint32_t *v = malloc(NLAUNCH * 4);
+	if (fs == NULL || v == NULL || cua_stream_create(c, 0, 0, &s) != CUA_OK ||
+	    cua_mem_alloc(c, 0, NLAUNCH * 4, &p) != CUA_OK) {
+		snprintf(o->err, sizeof(o->err), "setup: %s", cua_last_error());
+		goto out;
+	}
+	for (uint32_t i = 0; i < NLAUNCH && !o->err[0]; i++) {
+		cua_batch *b = cua_batch_new(c);
+		int rc = b ? cua_batch_add_launch(b, fill(c, f, s, p + 4 * i, i, NLAUNCH - i)) : CUA_ENOMEM;
+		if (rc == CUA_OK)
+			rc = cua_batch_submit(b, &fs[i]);
+		if (rc != CUA_OK)
+			snprintf(o->err, sizeof(o->err), "submit %u: %s: %s", i, cua_strerror_name(rc),
+				 cua_last_error());
+	}
+	for (uint32_t i = 0; i < NLAUNCH && fs[i]; i++) {
+		int rc = cua_future_wait(fs[i], -1);
+		if (rc != CUA_OK && !o->err[0])
+			snprintf(o->err, sizeof(o->err), "launch %u: %s: %s", i, cua_strerror_name(rc),
+				 cua_future_error(fs[i]));
+		cua_future_free(fs[i]);
+	}
+	if (!o->err[0] && cua_memcpy_dtoh_on(c, v, p, NLAUNCH * 4, s) != CUA_OK)
+		snprintf(o->err, sizeof(o->err), "read back: %s", cua_last_error());
+	for (uint32_t j = 0; j < NLAUNCH && !o->err[0]; j++)
+		if (v[j] != j)
+			snprintf(o->err, sizeof(o->err), "word %u is %u: launch %u ran after launch %u on one stream",
+				 j, v[j], v[j], j);
+out:
+	free(fs);
+	free(v);
+	cua_disconnect(c);
+	return NULL;
+}
+
+/* Four clients at once, every launch a message of its own: the front-end's threads see them interleaved. */
+START_TEST(stream_order_from_concurrent_clients)
+{
+	enum { NCLIENTS = 4 };
+	struct orderer o[NCLIENTS];
+	pthread_t t[NCLIENTS];
+	for (int i = 0; i < NCLIENTS; i++) {
+		o[i] = (struct orderer){.d = &D};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, order_one_client, &o[i]), 0);
+	}
+	for (int i = 0; i < NCLIENTS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < NCLIENTS; i++)
+		ck_assert_msg(!o[i].err[0], "client %d: %s", i, o[i].err);
 }
 END_TEST
 
@@ -234,6 +309,7 @@ submit_suite(void)
 	tcase_add_checked_fixture(tc, up, down);
 	tcase_add_test(tc, stream_order_over_single_requests);
 	tcase_add_test(tc, stream_order_over_batches_spanning_threads);
+	tcase_add_test(tc, stream_order_from_concurrent_clients);
 	tcase_add_test(tc, batch_spanning_threads_replies_after_all_items);
 	tcase_add_test(tc, fault_blamed_on_its_item);
 	suite_add_tcase(s, tc);

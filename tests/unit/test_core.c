@@ -139,6 +139,8 @@ env_init(struct env *e)
 		d->info.prio_greatest = -5;
 		d->info.max_param_bytes = i == 0 ? 32764 : 4096; /* device 1 as before CUDA 12.1 */
 		d->info.max_shared_optin = 232448;
+		d->info.cluster_launch = i == 0; /* sm_90 only */
+		d->info.cooperative_launch = 1;
 		snprintf(d->info.name, sizeof(d->info.name), "fake sm_%u0", d->info.sm_major);
 	}
 	nreplies = 0;
@@ -472,6 +474,21 @@ static const int64_t n64 = 1024;
 #define INT64 ((cua_wire_arg){CUA_ARG_BYTES, 0, {&n64, 8}})
 #define LAUNCH(fn, gx, flags, nargs)                                                                                   \
 	((struct cua_req_launch){(fn), {(gx), 1, 1}, {32, 1, 1}, 0, 0, (flags), e->args, (nargs)})
+/* A launch with the optional tail: cluster cx x cy x cz, priority p, nf fields on the wire. */
+#define LAUNCHX(fn, gx, gy, gz, flags, nargs, cx, cy, cz, p, nf)                                                       \
+	((struct cua_req_launch){(fn),                                                                                 \
+				 {(gx), (gy), (gz)},                                                                   \
+				 {32, 1, 1},                                                                           \
+				 0,                                                                                    \
+				 0,                                                                                    \
+				 (flags),                                                                              \
+				 e->args,                                                                              \
+				 (nargs),                                                                              \
+				 {(cx), (cy), (cz)},                                                                   \
+				 (p),                                                                                  \
+				 (nf)})
+#define ARGS2 e->args[0] = DEVPTR(ADDR_A), e->args[1] = INT32
+#define ARGS2B e->args[0] = DEVPTR(ADDR_B), e->args[1] = INT32
 static const char bytes16[16] = "0123456789abcde";
 
 BODY(b_hello_v1, b->hello = (struct cua_req_hello){1, 1, {"t", 1}, 42})
@@ -647,6 +664,27 @@ BODY(b_occ_ok, b->occupancy = (struct cua_req_occupancy){e->fn0, 256, 0})
 BODY(b_occ_block0, b->occupancy = (struct cua_req_occupancy){e->fn0, 0, 0})
 BODY(b_occ_smem, b->occupancy = (struct cua_req_occupancy){e->fn0, 32, 232449})
 
+BODY(b_lx_cluster_ok, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 2, 1, 0, 2, 4, 2, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_none, ARGS2; b->launch = LAUNCHX(e->fn0, 7, 1, 1, 0, 2, 0, 0, 0, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_sm80, ARGS2B; b->launch = LAUNCHX(e->fn1, 8, 1, 1, 0, 2, 2, 1, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_zero, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 1, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_div, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 3, 1, 0, 2, 1, 2, 1, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_wrap, ARGS2;
+     b->launch = LAUNCHX(e->fn0, 1u << 31, 1u << 31, 4, 0, 2, 1u << 31, 1u << 31, 4, 0, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_cluster_tail7, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 1, 1, 0, CUA_LAUNCH_FIELDS))
+BODY(b_lx_prio_ok, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 0, 0, -5, CUA_LAUNCH_FIELDS_PRIORITY))
+BODY(b_lx_prio_hi, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 0, 0, 1, CUA_LAUNCH_FIELDS_PRIORITY))
+BODY(b_lx_prio_tail8, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, 0, 2, 0, 0, 0, 99, CUA_LAUNCH_FIELDS_CLUSTER))
+BODY(b_lx_coop, ARGS2; b->launch = LAUNCHX(e->fn0, 8, 1, 1, CUA_LAUNCH_COOPERATIVE, 2, 0, 0, 0, 0, CUA_LAUNCH_FIELDS))
+BODY(b_setattr_np,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1})
+BODY(b_setattr_np2,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 2})
+BODY(b_setattr_np80,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn1, CUA_FATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1})
+BODY(b_setattr_req17, b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_REQUIRED_CLUSTER_DEPTH, 17})
+BODY(b_setattr_sched,
+     b->func_attribute = (struct cua_req_func_attribute){e->fn0, CUA_FATTR_CLUSTER_SCHEDULING_POLICY, 1})
 #define GITEMS(n) (b->graph_create = (struct cua_req_graph_create){0, e->items, (n)})
 BODY(b_gcreate_ok, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32;
      e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn0, 8, 0, 2)};
@@ -662,6 +700,9 @@ BODY(b_gcreate_pdl80, e->args[0] = DEVPTR(ADDR_B); e->args[1] = INT32;
      e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn1, 8, CUA_LAUNCH_PDL, 2)}; GITEMS(1))
 BODY(b_gcreate_pdl90, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32;
      e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn0, 8, CUA_LAUNCH_PDL, 2)}; GITEMS(1))
+BODY(b_gcreate_prio, e->args[0] = DEVPTR(ADDR_A); e->args[1] = INT32;
+     e->items[0] = (cua_batch_item){.kind = CUA_OP_LAUNCH, .u.launch = LAUNCH(e->fn0, 8, 0, 2)};
+     e->items[0].u.launch.nfields = CUA_LAUNCH_FIELDS_PRIORITY; GITEMS(1))
 BODY(b_gcreate_empty, GITEMS(0))
 BODY(b_glaunch, b->graph_launch = (struct cua_req_graph_launch){e->gr0, CUA_STREAM_ORDERED_ID, 0})
 BODY(b_glaunch_fn, b->graph_launch = (struct cua_req_graph_launch){e->fn0, 0, 0})
@@ -705,6 +746,46 @@ chk_graph_pending(struct env *e)
 static const char pdl_msg[] = "programmatic dependent launch requires sm_90 or newer; target sm_80";
 
 static const struct ccase cases[] = {
+	/* launch attributes (issue 13): what the front-end checks; the worker checks the rest (launch_attr.c) */
+	{"launch in clusters of 4x2x1 queues", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_ok, .status = CUA_OK,
+	 .outcome = QUEUED, .ncmds = 1},
+	{"cluster [0, 0, 0] is no cluster, whatever the grid", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_none,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"a cluster field not sent counts for nothing", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_tail7,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"cluster on sm_80", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_sm80, .status = CUA_EUNSUPPORTED,
+	 .msg = "thread block clusters require sm_90 or newer; target sm_80", .exact = true, .outcome = ANSWERED},
+	{"cluster with a zero dimension", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_zero, .status = CUA_EBAD_ARGUMENT,
+	 .msg = "cluster 0x1x1: every cluster dimension must be at least 1", .outcome = ANSWERED},
+	{"grid not a multiple of the cluster", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_div,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "grid 8x3x1 is not a multiple of cluster 1x2x1 (dimension y: 3 % 2 = 1)",
+	 .outcome = ANSWERED},
+	{"a cluster whose 64-bit product wraps to 0", setup_std, CUA_OP_LAUNCH, 0, b_lx_cluster_wrap,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "cluster 2147483648x2147483648x4 has more than 16 blocks",
+	 .outcome = ANSWERED},
+	{"launch priority -5 queues", setup_std, CUA_OP_LAUNCH, 0, b_lx_prio_ok, .status = CUA_OK, .outcome = QUEUED,
+	 .ncmds = 1},
+	{"launch priority above the least", setup_std, CUA_OP_LAUNCH, 0, b_lx_prio_hi, .status = CUA_EBAD_ARGUMENT,
+	 .msg = "launch priority 1 is out of range: device 0 allows -5 (highest) .. 0 (lowest)", .exact = true,
+	 .outcome = ANSWERED},
+	{"a priority field not sent counts for nothing", setup_std, CUA_OP_LAUNCH, 0, b_lx_prio_tail8, .status = CUA_OK,
+	 .outcome = QUEUED, .ncmds = 1},
+	{"cooperative launch queues (co-residency is the worker's)", setup_std, CUA_OP_LAUNCH, 0, b_lx_coop,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"set NON_PORTABLE_CLUSTER_SIZE_ALLOWED queues", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_np,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 2", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_np2,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 2 is out of range: 0 or 1",
+	 .outcome = ANSWERED},
+	{"cluster attribute on sm_80", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_np80,
+	 .status = CUA_EUNSUPPORTED, .msg = "thread block clusters require sm_90 or newer; target sm_80",
+	 .outcome = ANSWERED},
+	{"REQUIRED_CLUSTER_DEPTH = 17", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_req17,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "REQUIRED_CLUSTER_DEPTH = 17 is out of range: 0..16 blocks",
+	 .outcome = ANSWERED},
+	{"cluster scheduling policy cannot be set", setup_std, CUA_OP_FUNC_SET_ATTRIBUTE, 0, b_setattr_sched,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "(CLUSTER_SCHEDULING_POLICY_PREFERENCE) cannot be set",
+	 .outcome = ANSWERED},
 	/* graphs (issue 13) */
 	{"graph_create of a launch and a memset queues one command", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_ok,
 	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1, .check = chk_graph_pending},
@@ -719,6 +800,9 @@ static const struct ccase cases[] = {
 	 .outcome = ANSWERED},
 	{"graph_create: PDL in a graph on sm_90", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_pdl90,
 	 .status = CUA_EUNSUPPORTED, .msg = "inside a graph is not supported", .outcome = ANSWERED},
+	{"graph_create: a launch attribute in a node", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_prio,
+	 .status = CUA_EUNSUPPORTED, .msg = "node 0: cluster dimensions, cooperative launch and per-launch priority",
+	 .outcome = ANSWERED},
 	{"graph_create: no node", setup_std, CUA_OP_GRAPH_CREATE, 0, b_gcreate_empty, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "at least one node", .outcome = ANSWERED},
 	{"graph_create: past --session-graph-nodes", setup_graph_nodes_1, CUA_OP_GRAPH_CREATE, 0, b_gcreate_ok,

@@ -224,6 +224,33 @@ START_TEST(decoded_fields_match)
 }
 END_TEST
 
+/* LAUNCH's optional tail: sent only as far as nfields asks (7 without it: what older daemons read), decoded with
+ * the count of fields that came, absent fields zero. */
+START_TEST(launch_tail_is_optional)
+{
+	static const uint32_t want_n[] = {CUA_LAUNCH_FIELDS, CUA_LAUNCH_FIELDS, CUA_LAUNCH_FIELDS_CLUSTER,
+					  CUA_LAUNCH_FIELDS_PRIORITY, CUA_LAUNCH_FIELDS_PRIORITY};
+	static const uint32_t ask[] = {0, CUA_LAUNCH_FIELDS, CUA_LAUNCH_FIELDS_CLUSTER, CUA_LAUNCH_FIELDS_PRIORITY, 99};
+	for (size_t k = 0; k < sizeof(ask) / sizeof(ask[0]); k++) {
+		struct cua_req_launch q = s_launch;
+		q.cluster[0] = 2, q.cluster[1] = 1, q.cluster[2] = 1, q.priority = -3, q.nfields = ask[k];
+		cua_wbuf b = {0};
+		ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&b), CUA_OP_LAUNCH, 1, &q), 0);
+		ck_assert_uint_eq((unsigned char)b.data[12], 0x90 | want_n[k]); /* the body's fixarray header */
+		cua_wire_request req;
+		cua_err err;
+		ck_assert_int_eq(cua_wire_decode_request(b.data, b.len, &req, &err), 0);
+		const struct cua_req_launch *l = &req.body.launch;
+		ck_assert_uint_eq(l->nfields, want_n[k]);
+		ck_assert_uint_eq(l->cluster[0], want_n[k] >= CUA_LAUNCH_FIELDS_CLUSTER ? 2 : 0);
+		ck_assert_int_eq(l->priority, want_n[k] >= CUA_LAUNCH_FIELDS_PRIORITY ? -3 : 0);
+		ck_assert_uint_eq(l->nargs, s_launch.nargs);
+		cua_wire_request_free(&req);
+		cua_wbuf_free(&b);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------ hex */
 
 /* The golden vectors of proto/vectors/ are tested by test_vectors against their table (tools/vectors.c). */
@@ -363,7 +390,11 @@ static const struct bad_case bad_cases[] = {
 	{"memset width 8", "94010c 00 95 01 00 08 01 00", CUA_EPROTOCOL, "MEMSET.width", 12, true, 0},
 	{"array over the element limit", "940102 00 dc1389", CUA_EPROTOCOL, "exceeds", 2, true, 0},
 	{"grid of 4 dimensions", "940110 00 97 01 9401010101 93010101 00 00 00 90", CUA_EPROTOCOL, "LAUNCH.grid", 16, true, 0},
-	{"launch with unknown flag", "940110 00 97 01 93010101 93010101 00 00 04 90", CUA_EPROTOCOL, "LAUNCH.flags", 16, true, 0},
+	{"launch with unknown flag", "940110 00 97 01 93010101 93010101 00 00 08 90", CUA_EPROTOCOL, "LAUNCH.flags", 16, true, 0},
+	{"launch of 6 fields", "940110 00 96 01 93010101 93010101 00 00 00", CUA_EPROTOCOL, "expected 7..9 fields", 16, true, 0},
+	{"launch of 10 fields", "940110 00 9a 01 93010101 93010101 00 00 00 90 93000000 00 00", CUA_EPROTOCOL, "expected 7..9 fields", 16, true, 0},
+	{"launch cluster of 2", "940110 00 98 01 93010101 93010101 00 00 00 90 920101", CUA_EPROTOCOL, "LAUNCH.cluster", 16, true, 0},
+	{"launch priority as str", "940110 00 99 01 93010101 93010101 00 00 00 90 93000000 a131", CUA_EPROTOCOL, "LAUNCH.priority", 16, true, 0},
 	{"empty bin argument", "940110 00 97 01 93010101 93010101 00 00 00 91 c400", CUA_EPROTOCOL, "LAUNCH.args[0]", 16, true, 0},
 	{"str argument", "940110 00 97 01 93010101 93010101 00 00 00 91 a178", CUA_EPROTOCOL, "LAUNCH.args[0]", 16, true, 0},
 	{"batch item of unknown kind", "940111 00 92 00 91 92 63 90", CUA_EPROTOCOL, "is not an item kind", 17, true, 0},
@@ -519,6 +550,7 @@ wire_suite(void)
 	TCase *tc = tcase_create("roundtrip");
 	tcase_add_loop_test(tc, every_message_roundtrips, 0, NSAMPLES);
 	tcase_add_test(tc, decoded_fields_match);
+	tcase_add_test(tc, launch_tail_is_optional);
 	tcase_add_test(tc, error_table_is_complete_and_stable);
 	tcase_add_test(tc, sequence_number_is_patched_in_place);
 	suite_add_tcase(s, tc);
