@@ -152,7 +152,7 @@ struct wrec_launch {
 	uint32_t shared_mem, nargs;
 	uint32_t cluster[3]; /* blocks per cluster; {0, 0, 0}: no cluster asked */
 	int32_t priority;    /* with WREC_LAUNCH_PRIORITY */
-	/* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
+			     /* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
 };
 
 struct wrec_arg {
