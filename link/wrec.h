@@ -144,6 +144,7 @@ struct wrec_memset {
 #define WREC_LAUNCH_COOPERATIVE (1u << 1) /* the grid must be co-resident (grid-wide sync) */
 #define WREC_LAUNCH_PRIORITY (1u << 2)    /* priority is the launch's own (else the stream's) */
 
+/* A launch; followed by nargs × (struct wrec_arg, then its bytes padded to 8). */
 struct wrec_launch {
 	struct wrec_hdr h;
 	uint32_t stream, flags; /* WREC_LAUNCH_* */
@@ -152,7 +153,6 @@ struct wrec_launch {
 	uint32_t shared_mem, nargs;
 	uint32_t cluster[3]; /* blocks per cluster; {0, 0, 0}: no cluster asked */
 	int32_t priority;    /* with WREC_LAUNCH_PRIORITY */
-			     /* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
 };
 
 struct wrec_arg {
