@@ -44,6 +44,7 @@ struct bench_job {
 	int own_stream;     /* cuasyncd tenants: 1 = a stream of their own, 0 = the daemon's pool */
 	const char *module; /* the fatbin (native: required; cuasyncd: the emulated image when absent) */
 	const char *url;    /* cuasyncd */
+	int graph_nodes;    /* --graph-compare: kernels per round (one graph, or that many launches) */
 };
 
 /* Warm-up launches before a timed run of n. */

@@ -6,6 +6,7 @@
  *                 [--alloc-cycles N] [--alloc-only]
  *   cuasync-bench --compare [--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--launches N]
  *                 [--module FILE]
+ *   cuasync-bench --graph-compare [--graph N] [--rounds R] [--module FILE]
  *
  * Prints one line per measurement: round-trip latency (PING), launch+complete latency of one kernel,
  * launch throughput from one client with futures and fire-and-forget, aggregate throughput of K client
@@ -16,9 +17,14 @@
  * --compare measures instead the same kernel, launch count and number of tenants natively (threads of one
  * process, separate processes, separate processes under a private MPS daemon) and through cuasyncd, side by
  * side (compare.c); --module must then name the fatbin for the native columns.
+ *
+ * --graph-compare launches N empty kernels per round (default 100) R times (default 1000): as N launches and as
+ * one CUDA graph of N nodes (cua_graph_*), natively and through cuasyncd, printing kernels/s and the ratios
+ * (graphcmp.c); --module names the fatbin for the native rows.
  */
 #include "compare.h"
 #include "cuasync.h"
+#include "graphcmp.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -110,9 +116,10 @@ struct bench_opts {
 	size_t bytes;
 	size_t alloc_bytes; /* MEM_ALLOC + MEM_FREE cycles of this size */
 	int alloc_cycles;
-	int alloc_only;  /* only those cycles */
-	int compare;     /* --compare: the side-by-side run (compare.h) instead */
-	int daemon_only; /* --daemon-only: --compare without the native and MPS columns */
+	int alloc_only;                         /* only those cycles */
+	int compare;                            /* --compare: the side-by-side run (compare.h) instead */
+	int daemon_only;                        /* --daemon-only: --compare without the native and MPS columns */
+	int graph_compare, graph_nodes, rounds; /* --graph-compare [--graph N] [--rounds R] (graphcmp.h) */
 	const char *kernels, *tenants;
 };
 
@@ -121,19 +128,14 @@ struct bench_opts {
 static int
 parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option opts[] = {{"module", 1, NULL, 'm'},
-					     {"launches", 1, NULL, 'n'},
-					     {"clients", 1, NULL, 'k'},
-					     {"bytes", 1, NULL, 'b'},
-					     {"url", 1, NULL, 'u'},
-					     {"alloc-bytes", 1, NULL, 'a'},
-					     {"alloc-cycles", 1, NULL, 'c'},
-					     {"alloc-only", 0, NULL, 'o'},
-					     {"compare", 0, NULL, 'C'},
-					     {"kernel", 1, NULL, 'K'},
-					     {"tenants", 1, NULL, 'T'},
-					     {"daemon-only", 0, NULL, 'D'},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"module", 1, NULL, 'm'},        {"launches", 1, NULL, 'n'},
+					     {"clients", 1, NULL, 'k'},       {"bytes", 1, NULL, 'b'},
+					     {"url", 1, NULL, 'u'},           {"alloc-bytes", 1, NULL, 'a'},
+					     {"alloc-cycles", 1, NULL, 'c'},  {"alloc-only", 0, NULL, 'o'},
+					     {"compare", 0, NULL, 'C'},       {"kernel", 1, NULL, 'K'},
+					     {"tenants", 1, NULL, 'T'},       {"daemon-only", 0, NULL, 'D'},
+					     {"graph-compare", 0, NULL, 'G'}, {"graph", 1, NULL, 'N'},
+					     {"rounds", 1, NULL, 'R'},        {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -149,12 +151,19 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'K': o->kernels = optarg; break;
 		case 'T': o->tenants = optarg; break;
 		case 'D': o->daemon_only = 1; break;
+		case 'G': o->graph_compare = 1; break;
+		case 'N': o->graph_nodes = atoi(optarg); break;
+		case 'R': o->rounds = atoi(optarg); break;
 		default:
 			fprintf(stderr,
 				"usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
 				"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
 				"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
-				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--daemon-only]\n");
+				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--daemon-only]\n"
+				"       cuasync-bench --graph-compare [--url URL] [--module FATBIN] [--graph N] "
+				"[--rounds R]\n"
+				"         N empty kernels per round (default 100) as N launches and as one CUDA graph, "
+				"natively and through cuasyncd, R rounds (default 1000)\n");
 			return 2;
 		}
 	}
@@ -355,11 +364,15 @@ main(int argc, char **argv)
 			       .alloc_bytes = 64u << 20,
 			       .alloc_cycles = 200,
 			       .kernels = "empty",
-			       .tenants = "1,4,8"};
+			       .tenants = "1,4,8",
+			       .graph_nodes = 100,
+			       .rounds = 1000};
 	struct client_procs p;
 	int r = parse_options(argc, argv, &o);
 	if (r != 0)
 		return r;
+	if (o.graph_compare) /* the same: before NNG */
+		return graph_compare_main(&(struct graph_compare_opts){o.graph_nodes, o.rounds, module_path, url});
 	if (o.compare) /* before this process touches NNG: it forks for every measurement */
 		return compare_main(&(struct compare_opts){o.kernels, o.tenants, o.launches, o.daemon_only, module_path,
 							   url, argc, argv});

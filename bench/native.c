@@ -23,7 +23,9 @@
 #define NATIVE_FNS(X)                                                                                        \
 	X(cuInit) X(cuDeviceGet) X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)           \
 	X(cuModuleLoadData) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemsetD32) X(cuStreamCreate)           \
-	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuGetErrorName)
+	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuGetErrorName)                                          \
+	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)       \
+	X(cuGraphExecDestroy) X(cuGraphDestroy)
 /* clang-format on */
 
 static struct {
@@ -302,6 +304,53 @@ native_latency_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_res
 	out->ok = 1;
 }
 
+/* A graph of job->graph_nodes launches of the kernel, captured on t's stream and instantiated. 0, or -1 with err. */
+static int
+graph_make(struct native_tenant *t, int nodes, CUgraphExec *exec, char *err, size_t len)
+{
+	CUgraph g;
+	void **params = t->has_params ? t->params : NULL;
+	CK(drv.cuCtxSetCurrent(t->ctx));
+	CK(drv.cuStreamBeginCapture(t->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	for (int i = 0; i < nodes; i++)
+		CK(drv.cuLaunchKernel(t->fn, t->k->grid, 1, 1, t->k->block, 1, 1, 0, t->stream, params, NULL));
+	CK(drv.cuStreamEndCapture(t->stream, &g));
+	CK(drv.cuGraphInstantiateWithFlags(exec, g, 0));
+	CK(drv.cuGraphDestroy(g));
+	return 0;
+}
+
+/* n launches of the graph back to back, then cuStreamSynchronize. */
+static int
+graph_launches(struct native_tenant *t, CUgraphExec exec, int n, char *err, size_t len)
+{
+	for (int i = 0; i < n; i++)
+		CK(drv.cuGraphLaunch(exec, t->stream));
+	CK(drv.cuStreamSynchronize(t->stream));
+	return 0;
+}
+
+void
+native_graph_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	const struct bench_job *job = arg;
+	struct native_tenant t;
+	CUgraphExec exec;
+	int rounds = job->launches / job->graph_nodes;
+	(void)k;
+	if (tenant_open(job, &t, out->msg, sizeof(out->msg)) != 0 ||
+	    graph_make(&t, job->graph_nodes, &exec, out->msg, sizeof(out->msg)) != 0 ||
+	    graph_launches(&t, exec, bench_warmup(rounds), out->msg, sizeof(out->msg)) != 0 || tenant_ready(g) != 0)
+		return;
+	out->t0 = bench_now();
+	if (graph_launches(&t, exec, rounds, out->msg, sizeof(out->msg)) != 0)
+		return;
+	out->t1 = bench_now();
+	out->launches = (double)rounds * job->graph_nodes;
+	out->ok = 1;
+	drv.cuGraphExecDestroy(exec);
+}
+
 #else /* !HAVE_CUDA_H: the native columns are unavailable */
 
 static void
@@ -333,6 +382,12 @@ native_process_tenant(void *job, int k, struct tenant_gate *g, struct tenant_res
 
 void
 native_latency_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	unavailable(job, k, g, out);
+}
+
+void
+native_graph_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
 {
 	unavailable(job, k, g, out);
 }

@@ -25,4 +25,8 @@ void native_process_tenant(void *job, int k, struct tenant_gate *g, struct tenan
 /* Latency of launch + cuStreamSynchronize of one kernel, 2000 times: p50 and p99 in out. */
 void native_latency_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out);
 
+/* A graph of job->graph_nodes launches (stream capture, cuGraphInstantiateWithFlags), launched job->launches /
+ * job->graph_nodes times back to back with cuGraphLaunch, then cuStreamSynchronize; launches counts kernels. */
+void native_graph_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out);
+
 #endif

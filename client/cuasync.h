@@ -325,6 +325,32 @@ size_t cua_batch_count(const cua_batch *b);
 int cua_batch_submit(cua_batch *b, cua_future **out);
 void cua_batch_free(cua_batch *b);
 
+/* ---- graphs: a batch made into a CUDA graph once, launched by handle with one small message ----
+ * cua_graph_begin returns a batch whose items become the graph's nodes, in order (each runs after the one
+ * before): launches (cua_batch_add_launch), memsets and device-to-device copies; the streams given to those
+ * calls are ignored (the graph's launch names its stream); host copies, PDL and launch attributes (clusters,
+ * cooperative, priority) are refused (CUA_EUNSUPPORTED: copy before or after the launch, launch those alone). Every node is checked as the single request it mirrors; at most CUA_MAX_BATCH
+ * nodes, and the daemon's --session-graphs / --session-graph-nodes limits (CUA_EQUOTA).
+ * While a graph lives, the memory and modules its nodes use cannot be freed or unloaded (CUA_EBUSY): destroy
+ * the graph first. After a worker restart its handle answers CUA_ECONTEXT_LOST. */
+typedef struct cua_graph {
+	uint64_t id;
+} cua_graph;
+cua_batch *cua_graph_begin(cua_client *c);
+/* Sends b's nodes, builds and instantiates the graph; consumes b. 0 and *out, or the status (the message names
+ * the node at fault). */
+int cua_graph_instantiate(cua_batch *b, cua_graph *out);
+/* Runs the whole graph on s (a stream of the session, CUA_STREAM_ORDERED, or the pool). With out, the future
+ * completes when the graph has; without, it is fire-and-forget (errors at cua_synchronize). Launches of one
+ * graph run one after the other, in submission order, whatever their streams. */
+int cua_graph_launch(cua_client *c, cua_graph g, cua_stream s, cua_future **out);
+/* New arguments for kernel node `node` (its index in the builder): l's pushed arguments, checked against the
+ * node's function like a launch's (count, sizes, device pointers); l's function, configuration and stream are
+ * ignored; consumes l. Launches submitted before keep the old arguments, later ones get the new. */
+int cua_graph_set_kernel_args(cua_client *c, cua_graph g, uint32_t node, cua_launch *l);
+/* Destroys g once its launches in flight completed; later use answers CUA_ENOT_FOUND. */
+int cua_graph_destroy(cua_client *c, cua_graph g);
+
 /* ---- futures ---- */
 /* Waits up to timeout_ms (-1: forever). Returns the work's status, or CUA_ETIMEOUT (the future stays valid). */
 int cua_future_wait(cua_future *f, int timeout_ms);

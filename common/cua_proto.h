@@ -30,7 +30,8 @@
 #define CUA_MAX_BATCH 4096u                      /* items in one batch */
 #define CUA_MAX_DEVICES 64u
 #define CUA_MAX_PING 1024u
-#define CUA_MAX_SESSIONS_LIST 4096u /* rows of one SESSIONS reply */
+#define CUA_MAX_SESSIONS_LIST 4096u       /* rows of one SESSIONS reply */
+#define CUA_MAX_GRAPH_NODES CUA_MAX_BATCH /* nodes of one graph (GRAPH_CREATE.items) */
 
 /* ---- request kinds (the "op" of every message) ---- */
 #define CUA_OP_TABLE(X)                                                                                                \
@@ -63,7 +64,11 @@
 	X(MODULE_GET_GLOBAL, 27)                                                                                       \
 	X(FUNC_GET_ATTRIBUTE, 28)                                                                                      \
 	X(FUNC_SET_ATTRIBUTE, 29)                                                                                      \
-	X(OCCUPANCY, 30)
+	X(OCCUPANCY, 30)                                                                                               \
+	X(GRAPH_CREATE, 40)                                                                                            \
+	X(GRAPH_LAUNCH, 41)                                                                                            \
+	X(GRAPH_DESTROY, 42)                                                                                           \
+	X(GRAPH_SET_ARGS, 43)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
@@ -120,6 +125,7 @@ enum {
  * The tag changes on every reuse of a slot and starts at a per-session random offset, so a freed or another
  * session's handle is refused (NOT_FOUND) rather than aliasing a live object. 0 is never a valid handle. */
 enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3, CUA_HK_HOSTBUF = 4 };
+enum { CUA_HK_GRAPH = 6 };
 #define CUA_HANDLE_GEN_MASK 0xfffu
 /* Stream fields: 0 is the session's pool (unordered), CUA_STREAM_ORDERED_ID its ordered stream (PROTOCOL.md §3);
  * no handle of an object is ever below 1 << 60. */
@@ -408,6 +414,32 @@ struct cua_rep_drain {
 	uint32_t in_flight; /* requests in its workers */
 };
 
+/* Graphs (PROTOCOL.md "Graphs"): a batch of launches, memsets and device-to-device copies made into a CUDA
+ * graph once, launched by handle. GRAPH_CREATE's items are batch items (stream 0 each: the launch names it). */
+struct cua_req_graph_create {
+	uint32_t flags; /* 0 */
+	cua_batch_item *items;
+	uint32_t nitems;
+};
+struct cua_rep_graph_create {
+	uint64_t graph;
+	uint32_t nodes;
+};
+struct cua_req_graph_launch {
+	uint64_t graph;
+	uint64_t stream;
+	uint32_t flags; /* CUA_FLAG_NO_WAIT */
+};
+struct cua_req_graph_destroy {
+	uint64_t graph;
+};
+struct cua_req_graph_set_args { /* new arguments of kernel node `node` (same function, same layout) */
+	uint64_t graph;
+	uint32_t node;
+	cua_wire_arg *args;
+	uint32_t nargs;
+};
+
 /* Every request body, by op. */
 typedef union cua_req_body {
 	struct cua_req_hello hello;
@@ -433,6 +465,10 @@ typedef union cua_req_body {
 	struct cua_req_module_get_global module_get_global;
 	struct cua_req_func_attribute func_attribute;
 	struct cua_req_occupancy occupancy;
+	struct cua_req_graph_create graph_create;
+	struct cua_req_graph_launch graph_launch;
+	struct cua_req_graph_destroy graph_destroy;
+	struct cua_req_graph_set_args graph_set_args;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */
@@ -453,6 +489,7 @@ typedef union cua_rep_body {
 	struct cua_rep_module_get_global module_get_global;
 	struct cua_rep_func_get_attribute func_get_attribute;
 	struct cua_rep_occupancy occupancy;
+	struct cua_rep_graph_create graph_create;
 } cua_rep_body;
 
 #endif

@@ -188,6 +188,16 @@ SCHEMA(s_rep_sessions, "SESSIONS reply",
 SCHEMA(s_req_disconnect, "DISCONNECT", U64(struct cua_req_disconnect, session));
 SCHEMA(s_req_drain, "DRAIN", U32(struct cua_req_drain, device, CUA_MAX_DEVICES - 1), U32(struct cua_req_drain, drain, 1));
 SCHEMA(s_rep_drain, "DRAIN reply", U32(struct cua_rep_drain, holding, UINT32_MAX), U32(struct cua_rep_drain, in_flight, UINT32_MAX));
+SCHEMA(s_req_graph_create, "GRAPH_CREATE", U32(struct cua_req_graph_create, flags, 0),
+       ARR(struct cua_req_graph_create, items, nitems, CUA_MAX_GRAPH_NODES, s_batch_item, cua_batch_item));
+SCHEMA(s_rep_graph_create, "GRAPH_CREATE reply", U64(struct cua_rep_graph_create, graph),
+       U32(struct cua_rep_graph_create, nodes, CUA_MAX_GRAPH_NODES));
+SCHEMA(s_req_graph_launch, "GRAPH_LAUNCH", U64(struct cua_req_graph_launch, graph),
+       U64(struct cua_req_graph_launch, stream), U32(struct cua_req_graph_launch, flags, CUA_FLAG_NO_WAIT));
+SCHEMA(s_req_graph_destroy, "GRAPH_DESTROY", U64(struct cua_req_graph_destroy, graph));
+SCHEMA(s_req_graph_set_args, "GRAPH_SET_ARGS", U64(struct cua_req_graph_set_args, graph),
+       U32(struct cua_req_graph_set_args, node, CUA_MAX_GRAPH_NODES - 1),
+       ARGS(struct cua_req_graph_set_args, args, nargs, CUA_MAX_ARGS));
 
 /* clang-format on */
 
@@ -225,6 +235,10 @@ static const struct {
 	[CUA_OP_FUNC_GET_ATTRIBUTE] = {&s_req_get_attr, &s_rep_get_attr},
 	[CUA_OP_FUNC_SET_ATTRIBUTE] = {&s_req_set_attr, &empty_schema},
 	[CUA_OP_OCCUPANCY] = {&s_req_occupancy, &s_rep_occupancy},
+	[CUA_OP_GRAPH_CREATE] = {&s_req_graph_create, &s_rep_graph_create},
+	[CUA_OP_GRAPH_LAUNCH] = {&s_req_graph_launch, &empty_schema},
+	[CUA_OP_GRAPH_DESTROY] = {&s_req_graph_destroy, &empty_schema},
+	[CUA_OP_GRAPH_SET_ARGS] = {&s_req_graph_set_args, &empty_schema},
 };
 
 static int

@@ -16,7 +16,8 @@ cleanup_cmd(struct request *r, void *rec, size_t len, uint32_t op)
 		log_error("out of memory: session %llu leaks a device object", (unsigned long long)r->s->id);
 }
 
-/* Plans the release of everything r's session still holds on r's device: streams first (they drain), then
+/* Plans the release of everything r's session still holds on r's device: graphs first (they use the rest),
+ * streams (they drain), then
  * modules (their functions go with them) and host buffers, then memory. Planned when the cleanup is
  * dispatched, not when the session closed: it runs after all of the session's work in flight (it is a
  * barrier), so whatever a completed MEM_FREE, MODULE_UNLOAD, … released has left the tables by then and is
@@ -27,6 +28,12 @@ do_cleanup_plan(struct fe *fe, struct request *r)
 	struct session *s = r->s;
 	struct device *d = &fe->devs[r->dev];
 	r->dep_gen = d->gen;
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		const struct hslot *h = &s->slots[i];
+		struct wrec_graph_destroy gd = {{0, 0}, h->wid};
+		if (h->kind == CUA_HK_GRAPH && h->dev == r->dev && !h->stale && h->gen == d->gen)
+			cleanup_cmd(r, &gd, sizeof(gd), WR_GRAPH_DESTROY);
+	}
 	do_spool_cleanup(fe, r, d);
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		const struct hslot *h = &s->slots[i];

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "graphtab.h"
 #include "tenant.h"
 
 /* The most device memory one session may hold on device dev (0: no limit). */
@@ -96,6 +97,8 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 	if (a->addr != p)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "0x%llx is inside an allocation; free 0x%llx instead",
 				   (unsigned long long)p, (unsigned long long)a->addr);
+	if ((rc = do_graph_check_free(fe, r->s, a->addr, a->len, e)) != 0) /* BUSY: a graph uses it */
+		return rc;
 	r->barrier = true;
 	if ((rc = plan_bind_device(fe, r, dev, a->gen, e)) != 0)
 		return rc;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "graphtab.h"
 #include "tenant.h"
 
 #include <string.h>
@@ -102,7 +103,8 @@ v_module_unload(struct fe *fe, struct request *r, cua_err *e)
 		forget_module(r->s, do_handle_slot(r->s, h, CUA_HK_MODULE));
 		return rc;
 	}
-	if (rc != 0 || (rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0)
+	if (rc != 0 || (rc = do_graph_check_unload(fe, r->s, (uint32_t)(m - r->s->slots), e)) != 0 ||
+	    (rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0)
 		return rc;
 	r->barrier = true;
 	struct wrec_module_unload c = {{WR_MODULE_UNLOAD, 0}, m->wid};

@@ -38,6 +38,10 @@ static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
 	ROW(FUNC_GET_ATTRIBUTE, cmd_func_get_attribute_entry),
 	ROW(FUNC_SET_ATTRIBUTE, cmd_func_set_attribute_entry),
 	ROW(OCCUPANCY, cmd_occupancy_entry),
+	ROW(GRAPH_CREATE, cmd_graph_create_entry),
+	ROW(GRAPH_LAUNCH, cmd_graph_launch_entry),
+	ROW(GRAPH_DESTROY, cmd_graph_destroy_entry),
+	ROW(GRAPH_SET_ARGS, cmd_graph_set_args_entry),
 };
 
 const struct cmd_entry *

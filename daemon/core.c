@@ -40,6 +40,8 @@ config_defaults(struct config *c)
 	c->staging_bytes = 256ull << 20;
 	c->ring_bytes = 16u << 20;
 	c->session_handles = 65536;
+	c->session_graphs = 256;
+	c->session_graph_nodes = 65536;
 	/* A quarter of each device's memory: four tenants fit side by side, and one careless tenant cannot take the
 	 * device from the others; raise it (--session-mem) when fewer share a GPU. */
 	c->session_mem_pct = 25;

@@ -50,6 +50,8 @@ struct config {
 	uint64_t session_module_bytes; /* bytes of module images per session */
 	uint64_t session_host_bytes;   /* bytes of registered host memory per session (page-locked on a GPU) */
 	unsigned session_handles;
+	unsigned session_graphs;      /* graphs per session (--session-graphs) */
+	unsigned session_graph_nodes; /* nodes of a session's graphs together */
 	unsigned session_inflight;
 	unsigned session_window;
 	unsigned session_pending;

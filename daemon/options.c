@@ -43,6 +43,8 @@ enum {
 	O_SESSION_MODULE_BYTES,
 	O_SESSION_HOST_BYTES,
 	O_SESSION_HANDLES,
+	O_SESSION_GRAPHS,
+	O_SESSION_GRAPH_NODES,
 	O_SESSION_INFLIGHT,
 	O_SESSION_WINDOW,
 	O_SESSION_PENDING,
@@ -112,6 +114,9 @@ static const struct opt_row {
 	{"session-host-bytes", 1, O_SESSION_HOST_BYTES, "BYTES",
 	 "registered (page-locked) host memory per session (default 1G)"},
 	{"session-handles", 1, O_SESSION_HANDLES, "N", "modules+functions+streams per session (default 65536)"},
+	{"session-graphs", 1, O_SESSION_GRAPHS, "N", "CUDA graphs per session (default 256)"},
+	{"session-graph-nodes", 1, O_SESSION_GRAPH_NODES, "N",
+	 "nodes of all of a session's graphs together (default 65536; one graph has at most 4096)"},
 	{"session-inflight", 1, O_SESSION_INFLIGHT, "N", "requests queued or running per session (default 65536)"},
 	{"session-window", 1, O_SESSION_WINDOW, "N", "requests of one session inside the workers at once (default 8)"},
 	{"session-pending", 1, O_SESSION_PENDING, "N",
@@ -324,6 +329,8 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		return cfg_parse_size(arg, &c->session_module_bytes) || c->session_module_bytes == 0;
 	case O_SESSION_HOST_BYTES: return cfg_parse_size(arg, &c->session_host_bytes);
 	case O_SESSION_HANDLES: return cfg_parse_uint(arg, 1, 0xffffff, &c->session_handles);
+	case O_SESSION_GRAPHS: return cfg_parse_uint(arg, 1, 0xffffff, &c->session_graphs);
+	case O_SESSION_GRAPH_NODES: return cfg_parse_uint(arg, 1, 1u << 30, &c->session_graph_nodes);
 	case O_SESSION_INFLIGHT: return cfg_parse_uint(arg, 1, 1u << 24, &c->session_inflight);
 	case O_SESSION_PENDING: return cfg_parse_uint(arg, 1, 65536, &c->session_pending);
 	case O_SESSION_WINDOW: return cfg_parse_uint(arg, 1, 65536, &c->session_window);
@@ -482,6 +489,8 @@ static const struct cfg_field {
 		LIVE("session-module-bytes", session_module_bytes),
 		LIVE("session-host-bytes", session_host_bytes),
 		LIVE("session-handles", session_handles),
+		LIVE("session-graphs", session_graphs),
+		LIVE("session-graph-nodes", session_graph_nodes),
 		LIVE("session-inflight", session_inflight),
 		LIVE("session-window", session_window),
 		LIVE("session-reply-bytes", session_reply_bytes),

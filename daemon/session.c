@@ -5,6 +5,7 @@
 
 #include "cua_log.h"
 #include "devlink.h"
+#include "graphtab.h"
 #include "session.h"
 #include "tenant.h"
 
@@ -72,6 +73,7 @@ do_session_free(struct fe *fe, struct session *s)
 	free(s->slots);
 	free(s->allocs);
 	free(s->globals);
+	do_graphs_free(s);
 	log_debug("session %llu freed", (unsigned long long)s->id);
 	free(s);
 }
@@ -180,6 +182,7 @@ kind_name(unsigned kind)
 	case CUA_HK_MODULE: return "module";
 	case CUA_HK_FUNCTION: return "function";
 	case CUA_HK_STREAM: return "stream";
+	case CUA_HK_GRAPH: return "graph";
 	default: return "host buffer";
 	}
 }

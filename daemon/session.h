@@ -115,6 +115,8 @@ struct session {
 	uint64_t alloc_max_len;     /* the longest record ever added: how far back a lookup must look */
 	struct global_rec *globals; /* unsorted: a session looks up few */
 	uint32_t nglobals, globals_cap;
+	LIST_HEAD(fgraph_list, fgraph) graphs; /* graphtab.h: its graphs and what they pin */
+	uint32_t ngraphs, graph_nodes;         /* graphs it holds and their nodes (--session-graphs) */
 	cua_wire_counts counts;
 	uint32_t host_buffers;
 	uint64_t requests, errors;               /* its own, for its STATUS */

@@ -66,6 +66,10 @@ enum wrec_op {
 	WR_FUNC_GET_ATTR,     /* sync;   value: the attribute's value (int32_t, sign-extended) */
 	WR_FUNC_SET_ATTR,     /* sync, after every earlier launch was issued */
 	WR_OCCUPANCY,         /* sync;   value: active blocks per multiprocessor */
+	WR_GRAPH_CREATE,      /* sync;   value: graph id */
+	WR_GRAPH_LAUNCH,      /* stream */
+	WR_GRAPH_SET_ARGS,    /* sync, after every earlier launch was issued */
+	WR_GRAPH_DESTROY,     /* sync, after every earlier launch was issued */
 	WR_OP_MAX
 };
 
@@ -140,6 +144,7 @@ struct wrec_memset {
 #define WREC_LAUNCH_COOPERATIVE (1u << 1) /* the grid must be co-resident (grid-wide sync) */
 #define WREC_LAUNCH_PRIORITY (1u << 2)    /* priority is the launch's own (else the stream's) */
 
+/* A launch; followed by nargs × (struct wrec_arg, then its bytes padded to 8). */
 struct wrec_launch {
 	struct wrec_hdr h;
 	uint32_t stream, flags; /* WREC_LAUNCH_* */
@@ -148,7 +153,6 @@ struct wrec_launch {
 	uint32_t shared_mem, nargs;
 	uint32_t cluster[3]; /* blocks per cluster; {0, 0, 0}: no cluster asked */
 	int32_t priority;    /* with WREC_LAUNCH_PRIORITY */
-			     /* followed by nargs × (struct wrec_arg, then its bytes padded to 8) */
 };
 
 struct wrec_arg {
@@ -187,6 +191,33 @@ struct wrec_occupancy {
 	struct wrec_hdr h;
 	uint64_t function;
 	uint32_t block_size, shared_mem;
+};
+
+/* A graph's nodes, in order (each depends on the one before): nnodes node commands follow, each a complete
+ * WR_LAUNCH, WR_MEMSET or WR_DTOD command (header, fixed part, payload) whose stream field is unused. */
+struct wrec_graph_create {
+	struct wrec_hdr h;
+	uint32_t nnodes, pad;
+};
+
+/* The stream field sits where every stream command has it (offset 8: the pool patch relies on it). */
+struct wrec_graph_launch {
+	struct wrec_hdr h;
+	uint32_t stream, pad;
+	uint64_t graph;
+};
+
+/* New arguments of kernel node `node`. */
+struct wrec_graph_set_args {
+	struct wrec_hdr h;
+	uint64_t graph;
+	uint32_t node, nargs;
+	/* followed by nargs × (struct wrec_arg, then its bytes padded to 8), as after struct wrec_launch */
+};
+
+struct wrec_graph_destroy {
+	struct wrec_hdr h;
+	uint64_t graph;
 };
 
 /* Head of a command record. */

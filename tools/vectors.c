@@ -31,6 +31,8 @@
 #define FUNCTION HANDLE(CUA_HK_FUNCTION, 1) /* 0x20000178f0000001 */
 #define STREAM HANDLE(CUA_HK_STREAM, 2)     /* 0x30000197df000002 */
 #define BUFFER HANDLE(CUA_HK_HOSTBUF, 3)    /* 0x400001b6ce000003 */
+/* The graph takes the slot the stream left last (slot 2), its tag one further. */
+#define GRAPH (HANDLE(CUA_HK_GRAPH, 2) + ((uint64_t)1 << 24)) /* 0x60000197e0000002 */
 
 /* Device pointers of the emulated device 0, generation 1 (its memory starts at 0x100 << 40 | 1 << 36): the
  * module's 16-byte global `coeffs` at its start (allocated when the module loads, 256-byte aligned), then the
@@ -94,6 +96,28 @@ static const struct cua_req_module_get_global q_gglobal = {MODULE, BYTES("coeffs
 static const struct cua_req_func_attribute q_setattr = {FUNCTION, CUA_FATTR_MAX_DYNAMIC_SHARED, 65536};
 static const struct cua_req_func_attribute q_getattr = {FUNCTION, CUA_FATTR_MAX_DYNAMIC_SHARED, 0};
 static const struct cua_req_occupancy q_occ = {FUNCTION, 256, 65536};
+static cua_wire_arg q_gargs[] = {
+	{CUA_ARG_BYTES, 0, BYTES("\x00\x00\x80\x3f")}, /* 1.0f */
+	{CUA_ARG_DEVPTR, PTR_X, {NULL, 0}},
+	{CUA_ARG_DEVPTR, PTR_Y, {NULL, 0}},
+	{CUA_ARG_BYTES, 0, BYTES("\x04\x00\x00\x00\x00\x00\x00\x00")},
+};
+static cua_batch_item q_gitems[] = {
+	{CUA_OP_MEMSET, {.memset = {PTR_Y, 0, 4, 4, 0}}},
+	{CUA_OP_LAUNCH, {.launch = {FUNCTION, {1, 1, 1}, {4, 1, 1}, 0, 0, 0, q_gargs, 4}}},
+	{CUA_OP_MEMCPY_DTOD, {.dtod = {PTR_Z, PTR_Y, 16, 0}}},
+};
+static const struct cua_req_graph_create q_gcreate = {0, q_gitems, 3};
+static const struct cua_rep_graph_create p_gcreate = {GRAPH, 3};
+static const struct cua_req_graph_launch q_glaunch = {GRAPH, CUA_STREAM_ORDERED_ID, 0};
+static cua_wire_arg q_gnewargs[] = {
+	{CUA_ARG_BYTES, 0, BYTES("\x00\x00\x00\x40")}, /* 2.0f */
+	{CUA_ARG_DEVPTR, PTR_X, {NULL, 0}},
+	{CUA_ARG_DEVPTR, PTR_Y, {NULL, 0}},
+	{CUA_ARG_BYTES, 0, BYTES("\x04\x00\x00\x00\x00\x00\x00\x00")},
+};
+static const struct cua_req_graph_set_args q_gsetargs = {GRAPH, 1, q_gnewargs, 4};
+static const struct cua_req_graph_destroy q_gdestroy = {GRAPH};
 
 /* ------------------------------------------------------------------ reply bodies */
 
@@ -125,9 +149,9 @@ static cua_item_result p_results[] = {
 };
 static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
-static const struct cua_rep_status p_status = {5230, 1, 28, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
+static const struct cua_rep_status p_status = {5230, 1, 32, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
 static cua_wire_session p_session_rows[] = {
-	{7, BYTES("libcuasync"), 4242, 4242, 5230, 29, 0, 0, 0, 0, 0, 0, BYTES("default"), 0}};
+	{7, BYTES("libcuasync"), 4242, 4242, 5230, 33, 0, 0, 0, 0, 0, 0, BYTES("default"), 0}};
 static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
 static const struct cua_req_disconnect q_disconnect = {9};
 static const struct cua_req_drain q_drain = {0, 1};
@@ -190,23 +214,32 @@ const struct vec_row vec_rows[] = {
 	REP("rep_host_unregister", HOST_UNREGISTER, NULL, "released"),
 	REQ("req_stream_destroy", STREAM_DESTROY, 18, &q_stream, "destroy the stream"),
 	REP("rep_stream_destroy", STREAM_DESTROY, NULL, "destroyed"),
-	REQ("req_mem_free", MEM_FREE, 19, &q_free, "free the allocation"),
+	REQ("req_graph_create", GRAPH_CREATE, 19, &q_gcreate,
+	    "a graph of 3 nodes: y = 0, axpy(1.0f, x, y, 4), z = y (nodes name stream 0)"),
+	REP("rep_graph_create", GRAPH_CREATE, &p_gcreate, "graph handle: kind 6, in the stream's old slot; 3 nodes"),
+	REQ("req_graph_launch", GRAPH_LAUNCH, 20, &q_glaunch, "run it on the ordered stream, waiting for it"),
+	REP("rep_graph_launch", GRAPH_LAUNCH, NULL, "the graph has completed: z = x"),
+	REQ("req_graph_set_args", GRAPH_SET_ARGS, 21, &q_gsetargs, "node 1 (the axpy) gets a = 2.0f"),
+	REP("rep_graph_set_args", GRAPH_SET_ARGS, NULL, "later launches compute z = 2·x"),
+	REQ("req_graph_destroy", GRAPH_DESTROY, 22, &q_gdestroy, "destroy it (x and y may be freed then)"),
+	REP("rep_graph_destroy", GRAPH_DESTROY, NULL, "destroyed"),
+	REQ("req_mem_free", MEM_FREE, 23, &q_free, "free the allocation"),
 	REP("rep_mem_free", MEM_FREE, NULL, "freed"),
-	REQ("req_module_get_global", MODULE_GET_GLOBAL, 20, &q_gglobal, "the module's global coeffs"),
+	REQ("req_module_get_global", MODULE_GET_GLOBAL, 24, &q_gglobal, "the module's global coeffs"),
 	REP("rep_module_get_global", MODULE_GET_GLOBAL, &p_gglobal, "its device address (before x) and 16 bytes"),
-	REQ("req_func_set_attribute", FUNC_SET_ATTRIBUTE, 21, &q_setattr,
+	REQ("req_func_set_attribute", FUNC_SET_ATTRIBUTE, 25, &q_setattr,
 	    "axpy's MAX_DYNAMIC_SHARED_SIZE_BYTES (8) = 64 KiB"),
 	REP("rep_func_set_attribute", FUNC_SET_ATTRIBUTE, NULL, "set: later launches may use 64 KiB"),
-	REQ("req_func_get_attribute", FUNC_GET_ATTRIBUTE, 22, &q_getattr, "axpy's MAX_DYNAMIC_SHARED_SIZE_BYTES (8)"),
+	REQ("req_func_get_attribute", FUNC_GET_ATTRIBUTE, 26, &q_getattr, "axpy's MAX_DYNAMIC_SHARED_SIZE_BYTES (8)"),
 	REP("rep_func_get_attribute", FUNC_GET_ATTRIBUTE, &p_getattr, "65536, as set"),
-	REQ("req_occupancy", OCCUPANCY, 23, &q_occ, "axpy with 256 threads and 64 KiB of dynamic shared memory"),
+	REQ("req_occupancy", OCCUPANCY, 27, &q_occ, "axpy with 256 threads and 64 KiB of dynamic shared memory"),
 	REP("rep_occupancy", OCCUPANCY, &p_occ, "2 blocks per multiprocessor (166912 bytes of shared memory on sm_80)"),
-	REQ("req_module_unload", MODULE_UNLOAD, 24, &q_munload, "unload the module (and its global)"),
+	REQ("req_module_unload", MODULE_UNLOAD, 28, &q_munload, "unload the module (and its global)"),
 	REP("rep_module_unload", MODULE_UNLOAD, NULL, "unloaded"),
 	REQ("req_status", STATUS, 0, NULL, "unordered (seq 0)"),
-	REP("rep_status", STATUS, &p_status, "uptime 5.2 s, 1 session, 28 requests, 0 errors; nothing left allocated"),
+	REP("rep_status", STATUS, &p_status, "uptime 5.2 s, 1 session, 32 requests, 0 errors; nothing left allocated"),
 	REQ("req_sessions", SESSIONS, 0, NULL, "unordered (seq 0)"),
-	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 29 requests"),
+	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 33 requests"),
 	REQ("req_disconnect", DISCONNECT, 0, &q_disconnect, "on the operator endpoint: close session 9's connection"),
 	REP("rep_disconnect", DISCONNECT, NULL, "its connection is being closed"),
 	REQ("req_drain", DRAIN, 0, &q_drain, "on the operator endpoint: device 0 takes no new objects"),
@@ -236,6 +269,10 @@ const struct vec_row vec_rows[] = {
 	ERR("rep_error_quota", CUA_OP_MEM_ALLOC, CUA_EQUOTA,
 	    "allocating 2147483648 bytes would pass the session's memory quota of 1073741824 (1048576 in use)",
 	    "resources: a per-session limit"),
+	ERR("rep_error_busy", CUA_OP_MEM_FREE, CUA_EBUSY,
+	    "0x1001000000100 is used by node 1 of graph 0x60000197e0000002: destroy the graph first "
+	    "(cua_graph_destroy), then free the memory",
+	    "resources: memory a live graph's node uses"),
 	ERR("rep_error_context_lost", CUA_OP_STREAM_SYNC, CUA_ECONTEXT_LOST,
 	    "stream handle 0x30000197df000002 belongs to a GPU context that was lost (device 0 restarted); "
 	    "recreate it", "device: a handle of a worker generation that is gone"),

@@ -53,6 +53,15 @@ struct wk_launch {
 	size_t nparams;
 };
 
+/* One node of a graph, as the core hands it to graph_create: a launch (launch.params valid during the call
+ * only), a memset (dst, value, width, count) or a device-to-device copy (dst, src, bytes). */
+struct wk_gnode {
+	uint32_t kind; /* WR_LAUNCH, WR_MEMSET or WR_DTOD */
+	struct wk_launch launch;
+	uint64_t dst, src, bytes, count;
+	uint32_t value, width;
+};
+
 /* Called by a backend, from any thread, exactly once per notify. */
 typedef void (*wk_done_fn)(struct wk *w, struct wk_tag tag);
 
@@ -108,6 +117,19 @@ struct wk_backend {
 	int (*func_set_attr)(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_err *e);
 	int (*occupancy)(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks,
 			 cua_err *e);
+	/*
+	 * Optional (NULL: UNSUPPORTED): graphs. graph_create builds the n nodes into one graph (each depends on the
+	 * one before), ready to launch, and returns its id; nothing runs. graph_set_args gives kernel node `node`
+	 * new arguments (l's params, sizes and nparams; the rest of l is unused): launches issued before it are not
+	 * affected, later ones are. graph_launch is stream work (on sid's owner, as launch): it queues the whole
+	 * graph on sid, its failure reported under tag. The core calls set_args and destroy only after every earlier
+	 * launch was issued (WK_BARRIER_ALL), and the front-end destroys a graph only once its launches completed;
+	 * launches of one graph may be issued on several submit threads at once.
+	 */
+	int (*graph_create)(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_t *id, cua_err *e);
+	int (*graph_set_args)(struct wk *w, uint64_t id, uint32_t node, const struct wk_launch *l, cua_err *e);
+	int (*graph_destroy)(struct wk *w, uint64_t id, cua_err *e);
+	int (*graph_launch)(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e);
 	/* Optional: page-lock a client's shared buffer for fast copies (and undo it). */
 	int (*host_register)(struct wk *w, void *p, size_t len, cua_err *e);
 	void (*host_unregister)(struct wk *w, void *p);

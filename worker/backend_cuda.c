@@ -86,6 +86,7 @@ load_driver(cua_err *e)
 	    drv.name == NULL)                                                                                          \
 		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: no %s (need CUDA 12.4+)", #name);
 	CUDA_FNS(CUDA_FN_LOAD)
+	CUDA_GRAPH_FNS(CUDA_FN_LOAD)
 #undef CUDA_FN_LOAD
 	CUresult r = drv.cuInit(0);
 	if (r != CUDA_SUCCESS)
@@ -356,6 +357,7 @@ cu_fini(struct wk *w)
 			drv.cuStreamSynchronize(C->streams[i]);
 	if (C->staging_registered)
 		drv.cuMemHostUnregister(w->staging);
+	cu_graphs_fini(C);
 	free(C->globals);
 }
 
@@ -577,8 +579,8 @@ stream_of(struct cu *C, uint32_t sid)
 	return sid < MAX_STREAMS ? C->streams[sid] : NULL;
 }
 
-/* The outcome of issuing stream work: a sticky error ends the worker, others fail the command. */
-static int
+/* The outcome of issuing stream work: a sticky error ends the worker, others fail the command (cuda_impl.h). */
+int
 issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e)
 {
 	if (r == CUDA_SUCCESS)
@@ -773,4 +775,8 @@ const struct wk_backend backend_cuda = {
 	.memset = cu_memset,
 	.launch = cu_launch,
 	.notify = cu_notify,
+	.graph_create = cu_graph_create,
+	.graph_set_args = cu_graph_set_args,
+	.graph_destroy = cu_graph_destroy,
+	.graph_launch = cu_graph_launch,
 };

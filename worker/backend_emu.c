@@ -250,6 +250,7 @@ emu_fini(struct wk *w)
 		if (E->streams[i])
 			stream_stop(E, E->streams[i]);
 	pool_fini(E);
+	emu_graphs_fini(E);
 	free(E->streams);
 	for (size_t i = 0; i < E->nmodules; i++)
 		free(E->modules[i].globals);
@@ -647,4 +648,8 @@ const struct wk_backend backend_emu = {
 	.func_get_attr = emu_func_get_attr,
 	.func_set_attr = emu_func_set_attr,
 	.occupancy = emu_occupancy,
+	.graph_create = emu_graph_create,
+	.graph_set_args = emu_graph_set_args,
+	.graph_destroy = emu_graph_destroy,
+	.graph_launch = emu_graph_launch,
 };

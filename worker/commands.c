@@ -426,5 +426,10 @@ const struct wk_cmd wk_cmds[WR_OP_MAX] = {
 	/* later launches must see the value, earlier ones not: they are issued first */
 	BARRIER(WR_FUNC_SET_ATTR, "func_set_attr", struct wrec_func_attr, c_func_attr, WK_BARRIER_ALL),
 	SYNC(WR_OCCUPANCY, "occupancy", struct wrec_occupancy, c_occupancy),
+	SYNC(WR_GRAPH_CREATE, "graph_create", struct wrec_graph_create, wk_c_graph_create),
+	STREAM(WR_GRAPH_LAUNCH, "graph_launch", struct wrec_graph_launch, wk_p_graph_launch, wk_i_graph_launch),
+	/* launches issued before it keep the old arguments, later ones get the new */
+	BARRIER(WR_GRAPH_SET_ARGS, "graph_set_args", struct wrec_graph_set_args, wk_c_graph_set_args, WK_BARRIER_ALL),
+	BARRIER(WR_GRAPH_DESTROY, "graph_destroy", struct wrec_graph_destroy, wk_c_graph_destroy, WK_BARRIER_ALL),
 };
 /* clang-format on */

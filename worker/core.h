@@ -89,6 +89,13 @@ struct wk_cmd {
 	wk_issue_fn issue;       /* stream commands; NULL: nothing to queue (STREAM_SYNC: the notice is all) */
 };
 
+/* commands_graph.c: the graph commands' handlers (rows in commands.c). */
+int wk_c_graph_create(struct wk *w, const struct wrec_hdr *c, struct wk_run *x, cua_err *e);
+int wk_c_graph_set_args(struct wk *w, const struct wrec_hdr *c, struct wk_run *x, cua_err *e);
+int wk_c_graph_destroy(struct wk *w, const struct wrec_hdr *c, struct wk_run *x, cua_err *e);
+int wk_p_graph_launch(struct wk *w, const struct wrec_hdr *c, struct wk_op *op, cua_err *e);
+int wk_i_graph_launch(struct wk *w, const struct wk_op *op, cua_err *e);
+
 /* One row per enum wrec_op (commands.c); a row with run == NULL is not a command. */
 extern const struct wk_cmd wk_cmds[WR_OP_MAX];
 

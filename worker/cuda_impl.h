@@ -32,12 +32,19 @@
 	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetAddressRange)       \
 	X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                   \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+/* Graphs (backend_cuda_graph.c); the _v2 entry points where cuda.h maps the names to them (cuGetProcAddress
+ * resolves the name for CUDA_API_VERSION). */
+#define CUDA_GRAPH_FNS(X)                                                                                    \
+	X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemsetNode)                   \
+	X(cuGraphAddMemcpyNode) X(cuGraphInstantiateWithFlags) X(cuGraphExecDestroy) X(cuGraphLaunch)        \
+	X(cuGraphExecKernelNodeSetParams)
 /* clang-format on */
 
 #define drv cuw_drv /* one object of the worker library; a short name in the backend's files */
 extern struct cuda_drv {
 #define CUDA_FN_FIELD(name) __typeof__(name) *name;
 	CUDA_FNS(CUDA_FN_FIELD)
+	CUDA_GRAPH_FNS(CUDA_FN_FIELD)
 #undef CUDA_FN_FIELD
 } drv;
 
@@ -74,7 +81,8 @@ struct cu {
 	int staging_registered;
 	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
 	CUstream scrub;
-	uint64_t leaked_bytes; /* allocations kept because their clear failed (never handed out again) */
+	uint64_t leaked_bytes;    /* allocations kept because their clear failed (never handed out again) */
+	struct cu_graphs *graphs; /* backend_cuda_graph.c; NULL until the first graph */
 	/* reactor */
 	pthread_t reactor;
 	pthread_mutex_t lock;
@@ -105,6 +113,18 @@ function_of(struct cu *C, uint64_t fn)
 		return NULL;
 	return C->fn_chunks[(fn - 1) / FN_CHUNK][(fn - 1) % FN_CHUNK];
 }
+
+/* The outcome of issuing stream work: 0; a sticky error ends the worker (blaming tag and the work in flight);
+ * others fail the command with e. On the stream's owner. */
+#define issued cuw_issued
+int issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e);
+
+/* backend_cuda_graph.c: graphs (backend.h). cu_graphs_fini destroys those left (the worker is finishing). */
+int cu_graph_create(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_t *id, cua_err *e);
+int cu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk_launch *l, cua_err *e);
+int cu_graph_destroy(struct wk *w, uint64_t id, cua_err *e);
+int cu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e);
+void cu_graphs_fini(struct cu *C);
 
 /* backend_cuda_func.c: module globals, function attributes and occupancy (backend.h). Main thread. */
 int cu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t *addr, uint64_t *bytes, cua_err *e);

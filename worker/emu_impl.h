@@ -114,6 +114,7 @@ struct emu {
 	struct emu_stream **streams;
 	size_t nstreams;
 	struct emu_pool pool;
+	struct emu_graphs *graphs; /* emu_graph.c; NULL until the first graph */
 };
 
 /* Clears [off, off + len) of the emulated memory (and nothing else). Caller holds E->lock or owns the block. */
@@ -132,5 +133,13 @@ int emu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t share
  * the kernel reads (0: none; global may be NULL), or NOT_FOUND with e. Any thread (takes E->lock). */
 int emu_fn_resolve(struct emu *E, uint64_t fn, const struct emu_kernel **K, struct emu_fattr *attr, uint64_t *global,
 		   cua_err *e);
+
+/* emu_graph.c: graphs (backend.h). emu_graphs_fini frees every graph left (the worker is finishing). */
+struct emu_graphs;
+int emu_graph_create(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_t *id, cua_err *e);
+int emu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk_launch *l, cua_err *e);
+int emu_graph_destroy(struct wk *w, uint64_t id, cua_err *e);
+int emu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e);
+void emu_graphs_fini(struct emu *E);
 
 #endif

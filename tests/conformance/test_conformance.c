@@ -1641,11 +1641,12 @@ rules_get(struct rule *out, size_t cap)
 		{"operator-identity", conf_operator_identity()},
 	};
 	size_t n = sizeof(rules) / sizeof(rules[0]);
-	if (n + 16 > cap)
+	if (n + 24 > cap)
 		abort(); /* a bug in this file: raise the callers' cap */
 	memcpy(out, rules, sizeof(rules));
 	n += kfeat_rules(out + n);
-	return n + lattr_rules(out + n);
+	n += lattr_rules(out + n);
+	return n + graph_rules(out + n);
 }
 
 static bool

@@ -207,8 +207,9 @@ START_TEST(vectors_form_one_session_covering_every_op)
 	}
 	ck_assert_uint_eq(maxseq, nordered);
 	for (uint32_t op = 1; op < CUA_OP_MAX; op++)
-		ck_assert_msg(req_of[op] >= 1 && rep_of[op] >= 1, "op %u (%s): %d request and %d reply vectors", op,
-			      cua_op_name(op), req_of[op], rep_of[op]);
+		ck_assert_msg(cua_op_name(op) == NULL || (req_of[op] >= 1 && rep_of[op] >= 1),
+			      "op %u (%s): %d request and %d reply vectors", op, cua_op_name(op), req_of[op],
+			      rep_of[op]);
 }
 END_TEST
 
@@ -535,6 +536,10 @@ START_TEST(spec_row_matches_codec)
 	ck_assert_msg(spec_error[0] == '\0', "%s", spec_error);
 	uint32_t op = (uint32_t)_i;
 	const struct spec_row *r = spec_row_of(op);
+	if (cua_op_name(op) == NULL) { /* a number no op has: no row either */
+		ck_assert_msg(r == NULL, "PROTOCOL.md §4 has a row for op %u, which the codec does not know", op);
+		return;
+	}
 	ck_assert_msg(r != NULL, "PROTOCOL.md §4 has no row for op %u (%s)", op, cua_op_name(op));
 	char diff[4096] = "";
 	if (strcmp(r->name, cua_op_name(op)) != 0)
@@ -557,7 +562,10 @@ START_TEST(spec_table_has_each_known_op_once)
 			ck_assert_msg(spec_rows[k].op != spec_rows[i].op, "PROTOCOL.md §4: op %u has two rows",
 				      spec_rows[i].op);
 	}
-	ck_assert_int_eq(spec_nrows, CUA_OP_MAX - 1);
+	int known = 0;
+	for (uint32_t op = 1; op < CUA_OP_MAX; op++)
+		known += cua_op_name(op) != NULL;
+	ck_assert_int_eq(spec_nrows, known);
 }
 END_TEST
 

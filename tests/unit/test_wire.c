@@ -535,9 +535,11 @@ START_TEST(error_table_is_complete_and_stable)
 	cua_err e;
 	ck_assert_int_eq(cua_err_set(&e, CUA_EDEVICE, "%s", "CUDA_ERROR_ILLEGAL_ADDRESS"), CUA_EDEVICE);
 	ck_assert_str_eq(e.detail, "CUDA_ERROR_ILLEGAL_ADDRESS");
-	for (uint32_t op = 1; op < CUA_OP_MAX; op++)
-		ck_assert_ptr_nonnull(cua_op_name(op));
+#define CHECK_OP_NAME(name, value) ck_assert_str_eq(cua_op_name(value), #name);
+	CUA_OP_TABLE(CHECK_OP_NAME) /* every op of the table has its name; numbers between them have none */
+#undef CHECK_OP_NAME
 	ck_assert_ptr_null(cua_op_name(0));
+	ck_assert_ptr_null(cua_op_name(CUA_OP_MAX));
 }
 END_TEST
 
