@@ -38,6 +38,13 @@ static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
 	ROW(FUNC_GET_ATTRIBUTE, cmd_func_get_attribute_entry),
 	ROW(FUNC_SET_ATTRIBUTE, cmd_func_set_attribute_entry),
 	ROW(OCCUPANCY, cmd_occupancy_entry),
+	ROW(EVENT_CREATE, cmd_event_create_entry),
+	ROW(EVENT_DESTROY, cmd_event_destroy_entry),
+	ROW(EVENT_RECORD, cmd_event_record_entry),
+	ROW(STREAM_WAIT_EVENT, cmd_stream_wait_event_entry),
+	ROW(EVENT_SYNC, cmd_event_sync_entry),
+	ROW(EVENT_ELAPSED, cmd_event_elapsed_entry),
+	ROW(EVENT_QUERY, cmd_event_query_entry),
 };
 
 const struct cmd_entry *

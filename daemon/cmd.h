@@ -48,6 +48,9 @@ extern const struct cmd_entry cmd_launch_entry, cmd_batch_entry;
 extern const struct cmd_entry cmd_host_register_entry, cmd_host_unregister_entry;
 extern const struct cmd_entry cmd_module_get_global_entry;
 extern const struct cmd_entry cmd_func_get_attribute_entry, cmd_func_set_attribute_entry, cmd_occupancy_entry;
+extern const struct cmd_entry cmd_event_create_entry, cmd_event_destroy_entry, cmd_event_record_entry;
+extern const struct cmd_entry cmd_stream_wait_event_entry, cmd_event_sync_entry, cmd_event_elapsed_entry;
+extern const struct cmd_entry cmd_event_query_entry;
 
 /* Stream work, shared by the single requests and BATCH items (cmd-copy.c, cmd-launch.c). Each validates one
  * item and plans its command into it->cmd. 0 or a status with a message in e. */

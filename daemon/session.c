@@ -180,6 +180,7 @@ kind_name(unsigned kind)
 	case CUA_HK_MODULE: return "module";
 	case CUA_HK_FUNCTION: return "function";
 	case CUA_HK_STREAM: return "stream";
+	case CUA_HK_EVENT: return "event";
 	default: return "host buffer";
 	}
 }
@@ -444,6 +445,8 @@ session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen)
 			s->counts.functions--;
 		else if (h->kind == CUA_HK_STREAM)
 			s->counts.streams--;
+		else if (h->kind == CUA_HK_EVENT)
+			s->events--;
 	}
 }
 

@@ -37,6 +37,7 @@ struct hslot {
 	cua_param_info *params; /* functions: owned */
 	uint32_t nparams;
 	uint64_t size;          /* host buffers */
+	uint8_t evflags;        /* events: EVF_* (cmd-event.c) */
 	uint32_t next_free;     /* free slots: the next free slot + 1, 0: none */
 	struct release release; /* being released by a request not yet completed (see above) */
 };
@@ -117,6 +118,7 @@ struct session {
 	uint32_t nglobals, globals_cap;
 	cua_wire_counts counts;
 	uint32_t host_buffers;
+	uint32_t events; /* live events (--session-events) */
 	uint64_t requests, errors;               /* its own, for its STATUS */
 	uint64_t dev_bytes[CUA_MAX_DEVICES];     /* device memory it holds on each device (limits) */
 	uint64_t module_bytes, host_bytes;       /* module images and registered host memory it holds (limits) */
