@@ -20,6 +20,15 @@ up(void)
 	daemon_start(&D, NULL);
 }
 
+/* The same with four submit threads: records, waits and synchronizes of one event issued by different threads
+ * (the default on a small machine is one thread, which issues everything in order). */
+static void
+up_threads(void)
+{
+	static const char *const extra[] = {"--submit-threads", "4", NULL};
+	daemon_start(&D, extra);
+}
+
 static void
 down(void)
 {
@@ -400,6 +409,14 @@ main(void)
 	tcase_add_test(tc, many_events_hit_the_quota);
 	tcase_add_test(tc, events_of_a_lost_context);
 	suite_add_tcase(s, tc);
+	TCase *tt = tcase_create("events, 4 submit threads");
+	tcase_add_checked_fixture(tt, up_threads, down);
+	tcase_set_timeout(tt, 120);
+	tcase_add_test(tt, zip_waits_for_both_streams);
+	tcase_add_test(tt, then_reads_the_producer_output);
+	tcase_add_test(tt, sync_waits_for_the_record);
+	tcase_add_test(tt, destroy_in_flight_is_deferred);
+	suite_add_tcase(s, tt);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
