@@ -11,8 +11,6 @@
 
 #include <string.h>
 
-enum { EVF_TIMING = 1u << 0, EVF_RECORDED = 1u << 1 };
-
 static int
 v_event_create(struct fe *fe, struct request *r, cua_err *e)
 {

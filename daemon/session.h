@@ -25,6 +25,10 @@ struct release {
 	uint64_t seq; /* its sequence number (0: unordered) */
 };
 
+/* What the front-end knows of an event (hslot.evflags), in the session's order: created with timing, and a
+ * record of it was accepted. */
+enum { EVF_TIMING = 1u << 0, EVF_RECORDED = 1u << 1 };
+
 /* One object of a session's handle table. */
 struct hslot {
 	uint8_t kind; /* CUA_HK_*, 0 = free */
@@ -37,7 +41,7 @@ struct hslot {
 	cua_param_info *params; /* functions: owned */
 	uint32_t nparams;
 	uint64_t size;          /* host buffers */
-	uint8_t evflags;        /* events: EVF_* (cmd-event.c) */
+	uint8_t evflags;        /* events: EVF_* below (cmd-event.c) */
 	uint32_t next_free;     /* free slots: the next free slot + 1, 0: none */
 	struct release release; /* being released by a request not yet completed (see above) */
 };
