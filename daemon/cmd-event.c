@@ -96,12 +96,14 @@ event_stream(struct fe *fe, struct request *r, uint64_t stream, const struct hsl
 {
 	if (stream == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
-				   "stream 0 is the session's pool, whose streams are not ordered with each other, so an "
+				   "stream 0 is the session's pool, whose streams are not ordered with each other, so "
+				   "an "
 				   "event there would mark no point of its work; use a stream of the session "
 				   "(STREAM_CREATE) or its ordered stream (1)");
 	if (stream == CUA_STREAM_ORDERED_ID && ev->dev != 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
-				   "the ordered stream (1) is on device 0, the event on device %u; use a stream of that "
+				   "the ordered stream (1) is on device 0, the event on device %u; use a stream of "
+				   "that "
 				   "device",
 				   ev->dev);
 	return plan_stream(fe, r, stream, ev->dev, sid, e);
@@ -160,7 +162,8 @@ elapsed_check(const struct hslot *ev, const char *which, cua_err *e)
 {
 	if (!(ev->evflags & EVF_TIMING))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
-				   "the %s event was created with timing disabled (CUA_EVENT_DISABLE_TIMING); create it "
+				   "the %s event was created with timing disabled (CUA_EVENT_DISABLE_TIMING); create "
+				   "it "
 				   "without the flag to time with it",
 				   which);
 	if (!(ev->evflags & EVF_RECORDED))

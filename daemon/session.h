@@ -122,7 +122,7 @@ struct session {
 	uint32_t nglobals, globals_cap;
 	cua_wire_counts counts;
 	uint32_t host_buffers;
-	uint32_t events; /* live events (--session-events) */
+	uint32_t events;                         /* live events (--session-events) */
 	uint64_t requests, errors;               /* its own, for its STATUS */
 	uint64_t dev_bytes[CUA_MAX_DEVICES];     /* device memory it holds on each device (limits) */
 	uint64_t module_bytes, host_bytes;       /* module images and registered host memory it holds (limits) */

@@ -84,8 +84,8 @@ cu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e)
 	struct cu_event *x = calloc(1, sizeof(*x));
 	if (x == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
-	CUresult r =
-		drv.cuEventCreate(&x->ev, (flags & CUA_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
+	CUresult r = drv.cuEventCreate(&x->ev,
+				       (flags & CUA_EVENT_DISABLE_TIMING) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
 	if (r != CUDA_SUCCESS) {
 		free(x);
 		return cerr(e, r, "cuEventCreate");

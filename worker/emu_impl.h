@@ -61,7 +61,7 @@ struct emu_stream {
 	bool on_ready;
 	bool parked;                       /* its first job waits for an event's record (on the event's list) */
 	TAILQ_ENTRY(emu_stream) park_link; /* the event's parked streams */
-	int priority; /* kept, not used: the pool serves streams in turn */
+	int priority;                      /* kept, not used: the pool serves streams in turn */
 };
 TAILQ_HEAD(emu_streams, emu_stream);
 

@@ -101,8 +101,8 @@ START_TEST(r_event_create)
 	sess(&c, &D);
 	event_new(&c, 0);
 	event_new(&c, DISABLE_TIMING);
-	expect(&c, OP_EVENT_CREATE, 0, ST_PROTOCOL, NULL, "[uu]", U(0), U(3)); /* u32≤2 */
-	expect(&c, OP_EVENT_CREATE, 0, ST_PROTOCOL, NULL, "[uu]", U(64), U(0)); /* u32≤63 */
+	expect(&c, OP_EVENT_CREATE, 0, ST_PROTOCOL, NULL, "[uu]", U(0), U(3));     /* u32≤2 */
+	expect(&c, OP_EVENT_CREATE, 0, ST_PROTOCOL, NULL, "[uu]", U(64), U(0));    /* u32≤63 */
 	expect(&c, OP_EVENT_CREATE, 0, ST_BAD_ARGUMENT, NULL, "[uu]", U(5), U(0)); /* no such device */
 	expect(&c, OP_EVENT_CREATE, 0, ST_PROTOCOL, NULL, "[u]", U(0));
 	conn_close(&c);
@@ -313,8 +313,9 @@ size_t
 event_rules(struct rule *out)
 {
 	const struct rule rules[] = {
-		{"event-scope", r_event_scope}, {"event-create", r_event_create},   {"event-record", r_event_record},
-		{"event-wait", r_event_wait},   {"event-sync", r_event_sync},       {"event-query", r_event_query},
+		{"event-scope", r_event_scope},     {"event-create", r_event_create},
+		{"event-record", r_event_record},   {"event-wait", r_event_wait},
+		{"event-sync", r_event_sync},       {"event-query", r_event_query},
 		{"event-elapsed", r_event_elapsed}, {"event-destroy", r_event_destroy},
 	};
 	memcpy(out, rules, sizeof(rules));

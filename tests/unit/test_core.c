@@ -107,7 +107,7 @@ struct env {
 	struct fe fe;
 	struct session *s;
 	uint64_t mod0, fn0, fn1, st0, st1, fn_stale, st_stale, hb0; /* handles of s */
-	uint64_t ev_new, ev_rec, ev_nt, ev_stale;                     /* events of s (setup_events) */
+	uint64_t ev_new, ev_rec, ev_nt, ev_stale;                   /* events of s (setup_events) */
 	cua_wire_arg args[4];
 	cua_batch_item items[4];
 	unsigned ctx_next;
@@ -825,10 +825,10 @@ static const struct ccase cases[] = {
 	 .status = CUA_OK, .outcome = ANSWERED},
 	{"EVENT_SYNC queues", setup_events, CUA_OP_EVENT_SYNC, 0, b_event_rec, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
-	{"EVENT_SYNC of a lost context", setup_events, CUA_OP_EVENT_SYNC, 0, b_event_stale,
-	 .status = CUA_ECONTEXT_LOST, .msg = "event handle", .outcome = ANSWERED},
-	{"EVENT_QUERY of an event never recorded is answered at once", setup_events, CUA_OP_EVENT_QUERY, 0,
-	 b_event_new, .status = CUA_OK, .outcome = ANSWERED},
+	{"EVENT_SYNC of a lost context", setup_events, CUA_OP_EVENT_SYNC, 0, b_event_stale, .status = CUA_ECONTEXT_LOST,
+	 .msg = "event handle", .outcome = ANSWERED},
+	{"EVENT_QUERY of an event never recorded is answered at once", setup_events, CUA_OP_EVENT_QUERY, 0, b_event_new,
+	 .status = CUA_OK, .outcome = ANSWERED},
 	{"EVENT_QUERY queues", setup_events, CUA_OP_EVENT_QUERY, 0, b_event_rec, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
 	{"EVENT_ELAPSED queues", setup_events, CUA_OP_EVENT_ELAPSED, 0, b_elapsed_ok, .status = CUA_OK,
