@@ -480,6 +480,8 @@ run_cmd(struct wk *w, struct tracker *t, uint32_t i, const struct wrec_hdr *c)
 		if (w->sub)
 			barrier(w, k, c);
 		r = run_inline(w, k, c, &x, &e);
+		if (r == 0 && k->held)
+			return; /* its outcome is its issuer's to set (wk_report), maybe already done */
 	}
 	if (r == 0 && x.queued && touch(w, x.sid, i) != 0) {
 		/* no room to note the stream: take its notice now (the request still completes after the work) */

@@ -29,6 +29,14 @@ up_threads(void)
 	daemon_start(&D, extra);
 }
 
+/* The shared worker, whatever $CUA_TEST_ISOLATION says: its restart is what the lost-context case waits for. */
+static void
+up_shared(void)
+{
+	static const char *const extra[] = {"--isolation", "shared", NULL};
+	daemon_start(&D, extra);
+}
+
 static void
 down(void)
 {
@@ -407,8 +415,12 @@ main(void)
 	tcase_add_test(tc, destroy_in_flight_is_deferred);
 	tcase_add_test(tc, other_sessions_events_are_refused);
 	tcase_add_test(tc, many_events_hit_the_quota);
-	tcase_add_test(tc, events_of_a_lost_context);
 	suite_add_tcase(s, tc);
+	TCase *tl = tcase_create("events, lost context");
+	tcase_add_checked_fixture(tl, up_shared, down);
+	tcase_set_timeout(tl, 120);
+	tcase_add_test(tl, events_of_a_lost_context);
+	suite_add_tcase(s, tl);
 	TCase *tt = tcase_create("events, 4 submit threads");
 	tcase_add_checked_fixture(tt, up_threads, down);
 	tcase_set_timeout(tt, 120);
