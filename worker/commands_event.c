@@ -131,8 +131,8 @@ wk_p_event_record(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_
 	struct wk_event *ev = event_stream(w, h, op, e);
 	if (ev == NULL)
 		return e->code;
-	if (ev->recorded && ev->sid != op->sid)
-		wk_after_owner(w, ev->sid);
+	if (ev->recorded)
+		wk_after_owner(w, ev->sid, op->sid);
 	ev->recorded = 1;
 	ev->sid = op->sid;
 	return 0;
@@ -157,8 +157,8 @@ wk_p_stream_wait_event(struct wk *w, const struct wrec_hdr *h, struct wk_op *op,
 	struct wk_event *ev = event_stream(w, h, op, e);
 	if (ev == NULL)
 		return e->code;
-	if (ev->recorded && ev->sid != op->sid)
-		wk_after_owner(w, ev->sid);
+	if (ev->recorded)
+		wk_after_owner(w, ev->sid, op->sid);
 	return 0;
 }
 

@@ -108,10 +108,10 @@ void wk_stream_retire(struct wk *w, uint32_t sid);
 /* Ends the hold a held command's issuer was given (the request may complete now); also a wk_done_fn for
  * backends' event callbacks. Any thread. */
 void wk_hold_done(struct wk *w, struct wk_tag tag);
-/* Before work that must follow what the owner of stream sid was handed (an event's record issued on another
- * thread): hands the batches over and waits until that owner issued everything. No-op without submit threads.
- * Main thread. */
-void wk_after_owner(struct wk *w, uint32_t sid);
+/* Before work for stream next that must follow what the owner of stream sid was handed (an event's record):
+ * when another thread owns next, hands the batches over and waits until sid's owner issued everything. No-op
+ * without submit threads. Main thread. */
+void wk_after_owner(struct wk *w, uint32_t sid, uint32_t next);
 
 /* commands_event.c: the event commands' handlers (rows in commands.c). */
 int wk_c_event_create(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e);

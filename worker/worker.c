@@ -412,10 +412,10 @@ wk_hold_done(struct wk *w, struct wk_tag tag)
 }
 
 void
-wk_after_owner(struct wk *w, uint32_t sid)
+wk_after_owner(struct wk *w, uint32_t sid, uint32_t next)
 {
-	if (w->sub == NULL)
-		return;
+	if (w->sub == NULL || wksub_owner(w->sub, sid) == wksub_owner(w->sub, next))
+		return; /* one thread issues both, in order */
 	flush(w);
 	wksub_drain(w->sub, (int)wksub_owner(w->sub, sid));
 }
