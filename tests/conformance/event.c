@@ -131,7 +131,7 @@ START_TEST(r_event_record)
 	sess(&c, &D);
 	uint64_t spin = function_get(&c, module_load(&c), "spin"), s = stream_new(&c), e = event_new(&c, 0);
 	struct flight f1, f2, f3, f4, f5;
-	send_spin(&c, &f1, 1, spin, 500000000, s);
+	send_spin(&c, &f1, 1, spin, 2000000000, s); /* long enough for a loaded machine */
 	send_ordered(&c, &f2, OP_EVENT_RECORD, 2, "[uu]", e, s, 0);
 	send_ordered(&c, &f3, OP_EVENT_QUERY, 3, "[u]", e, 0, 0);
 	reply_of(&f2, ST_OK);
@@ -139,7 +139,7 @@ START_TEST(r_event_record)
 	ck_assert(!flight_wait(&f1, 0));            /* the spin still runs */
 	send_ordered(&c, &f4, OP_EVENT_SYNC, 4, "[u]", e, 0, 0);
 	reply_of(&f4, ST_OK);
-	ck_assert(flight_wait(&f1, 1000)); /* reached means the spin before it has completed */
+	ck_assert(flight_wait(&f1, 5000)); /* reached means the spin before it has completed */
 	reply_of(&f1, ST_OK);
 	send_ordered(&c, &f5, OP_EVENT_QUERY, 5, "[u]", e, 0, 0);
 	ck_assert_uint_eq(reply_of(&f5, ST_OK), 1);
@@ -194,14 +194,14 @@ START_TEST(r_event_sync)
 	uint64_t spin = function_get(&c, module_load(&c), "spin"), s = stream_new(&c), e = event_new(&c, 0);
 	expect(&c, OP_EVENT_SYNC, 0, ST_OK, NULL, "[u]", e);
 	struct flight f1, f2, f3;
-	send_spin(&c, &f1, 1, spin, 400000000, s);
+	send_spin(&c, &f1, 1, spin, 2000000000, s);
 	send_ordered(&c, &f2, OP_EVENT_RECORD, 2, "[uu]", e, s, 0);
 	send_ordered(&c, &f3, OP_EVENT_SYNC, 3, "[u]", e, 0, 0);
 	reply_of(&f2, ST_OK);
 	expect(&o, OP_PING, 0, ST_OK, NULL, "[u]", U(7)); /* the daemon serves others meanwhile */
 	ck_assert(!flight_wait(&f3, 100));
 	reply_of(&f3, ST_OK);
-	ck_assert(flight_wait(&f1, 1000));
+	ck_assert(flight_wait(&f1, 5000));
 	reply_of(&f1, ST_OK);
 	conn_close(&o);
 	conn_close(&c);
@@ -248,7 +248,7 @@ START_TEST(r_event_elapsed)
 	reply_free(&r);
 	struct flight f1, f2, f3, f4, f5;
 	send_ordered(&c, &f1, OP_EVENT_RECORD, 1, "[uu]", a, s, 0);
-	send_spin(&c, &f2, 2, spin, 300000000, s);
+	send_spin(&c, &f2, 2, spin, 2000000000, s);
 	send_ordered(&c, &f3, OP_EVENT_RECORD, 3, "[uu]", b, s, 0);
 	send_ordered(&c, &f4, OP_EVENT_RECORD, 4, "[uu]", nt, s, 0);
 	send_ordered(&c, &f5, OP_EVENT_ELAPSED, 5, "[uu]", a, b, 0);
@@ -263,7 +263,7 @@ START_TEST(r_event_elapsed)
 	expect(&c, OP_EVENT_ELAPSED, 0, ST_OK, &r, "[uu]", a, b);
 	ck_assert_int_eq(r.body->a[0].t, MP_UINT);
 	float ms = ms_of(r.body->a[0].u);
-	ck_assert_msg(ms >= 250.0f && ms < 30000.0f, "%f ms around a 300 ms spin", (double)ms);
+	ck_assert_msg(ms >= 1900.0f && ms < 60000.0f, "%f ms around a 2 s spin", (double)ms);
 	reply_free(&r);
 	expect(&c, OP_EVENT_ELAPSED, 0, ST_BAD_ARGUMENT, &r, "[uu]", a, nt);
 	ck_assert_msg(strstr(r.msg, "timing disabled") != NULL, "%s", r.msg);
@@ -291,7 +291,10 @@ START_TEST(r_event_destroy)
 	send_ordered(&c, &f6, OP_EVENT_SYNC, 6, "[u]", e, 0, 0);
 	struct reply r;
 	flight_reply(&f6, &r);
-	ck_assert_msg(r.status == ST_NOT_FOUND && strstr(r.msg, "released by"), "%s: %s", r.name, r.msg);
+	/* released by seq 5, or already gone when the destroy completed first (it waits for nothing) */
+	ck_assert_msg(r.status == ST_NOT_FOUND &&
+			      (strstr(r.msg, "released by") || strstr(r.msg, "is not an object of this session")),
+		      "%s: %s", r.name, r.msg);
 	reply_free(&r);
 	reply_of(&f5, ST_OK);
 	uint32_t got[64];
