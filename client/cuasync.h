@@ -263,6 +263,32 @@ int cua_stream_synchronize(cua_client *c, cua_stream s);
 /* Waits for all work of this client; returns the first error of fire-and-forget work since the last call. */
 int cua_synchronize(cua_client *c);
 
+/* ---- events (CUDA events: cross-stream dependencies and GPU timing) ----
+ * An event belongs to its client's session and to one device. cua_event_record marks the point of stream s
+ * after all work submitted to s before it (launches still batched in the client go out first); s must be a
+ * stream c created or CUA_STREAM_ORDERED: the pool (CUA_STREAM_POOL, and CUA_STREAM_DEFAULT while it means the
+ * pool) is not ordered, so recording there is refused (CUA_EBAD_ARGUMENT). cua_stream_wait_event makes the work
+ * submitted to s afterwards wait until the event's last record is reached (at once when it was never
+ * recorded); s must also be the session's. Both return once the daemon enqueued them, not when reached.
+ * cua_event_synchronize returns when the event's last record has been reached (at once when never recorded);
+ * cua_event_query sets *ready to 1 then, else 0. cua_event_elapsed_ms: milliseconds between two events' last
+ * records (cuEventElapsedTime); CUA_EBUSY while either is not reached yet, CUA_EBAD_ARGUMENT for an event
+ * created with CUA_EVENT_DISABLE_TIMING or never recorded. cua_event_destroy releases it at once (later use:
+ * CUA_ENOT_FOUND); work queued before that still uses it safely. At most --session-events per session
+ * (CUA_EQUOTA). Any thread, as the other calls. */
+typedef struct cua_event {
+	uint64_t id;
+} cua_event;
+#define CUA_EVENT_DISABLE_TIMING 0x2u /* CUDA's CU_EVENT_DISABLE_TIMING (the same value on the wire) */
+int cua_event_create(cua_client *c, unsigned flags, cua_event *out); /* on device 0 */
+int cua_event_create_on(cua_client *c, int dev, unsigned flags, cua_event *out);
+int cua_event_destroy(cua_client *c, cua_event ev);
+int cua_event_record(cua_client *c, cua_event ev, cua_stream s);
+int cua_stream_wait_event(cua_client *c, cua_stream s, cua_event ev);
+int cua_event_synchronize(cua_client *c, cua_event ev);
+int cua_event_query(cua_client *c, cua_event ev, int *ready);
+int cua_event_elapsed_ms(cua_client *c, cua_event start, cua_event end, float *ms);
+
 /* ---- launches (the builder mirrors cuda-async's AsyncKernelLaunch) ---- */
 typedef struct cua_launch_config {
 	uint32_t grid[3];

@@ -65,6 +65,13 @@
 	X(FUNC_GET_ATTRIBUTE, 28)                                                                                      \
 	X(FUNC_SET_ATTRIBUTE, 29)                                                                                      \
 	X(OCCUPANCY, 30)                                                                                               \
+	X(EVENT_CREATE, 31)                                                                                            \
+	X(EVENT_DESTROY, 32)                                                                                           \
+	X(EVENT_RECORD, 33)                                                                                            \
+	X(STREAM_WAIT_EVENT, 34)                                                                                       \
+	X(EVENT_SYNC, 35)                                                                                              \
+	X(EVENT_ELAPSED, 36)                                                                                           \
+	X(EVENT_QUERY, 37)                                                                                             \
 	X(GRAPH_CREATE, 40)                                                                                            \
 	X(GRAPH_LAUNCH, 41)                                                                                            \
 	X(GRAPH_DESTROY, 42)                                                                                           \
@@ -120,12 +127,17 @@ enum {
 #define CUA_MAX_GLOBAL_NAME CUA_MAX_NAME /* MODULE_GET_GLOBAL.name */
 #define CUA_MAX_BLOCK_THREADS 1024u      /* OCCUPANCY.block_size */
 
+/* EVENT_CREATE.flags: CUDA's CUevent_flags value (CU_EVENT_DISABLE_TIMING); no other flag is accepted. The
+ * public header defines the same macro identically (cuasync.h). */
+#define CUA_EVENT_DISABLE_TIMING 0x2u /* CUDA's CU_EVENT_DISABLE_TIMING (the same value on the wire) */
+#define CUA_EVENT_FLAGS_ALL CUA_EVENT_DISABLE_TIMING
+
 /* ---- handles: opaque to clients; this layout is the daemon's business (PROTOCOL.md "Handles") ----
  *   bits 63..60 kind · 59..52 device · 51..40 worker generation · 39..24 tag · 23..0 slot
  * The tag changes on every reuse of a slot and starts at a per-session random offset, so a freed or another
  * session's handle is refused (NOT_FOUND) rather than aliasing a live object. 0 is never a valid handle. */
 enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3, CUA_HK_HOSTBUF = 4 };
-enum { CUA_HK_GRAPH = 6 };
+enum { CUA_HK_EVENT = 5, CUA_HK_GRAPH = 6 };
 #define CUA_HANDLE_GEN_MASK 0xfffu
 /* Stream fields: 0 is the session's pool (unordered), CUA_STREAM_ORDERED_ID its ordered stream (PROTOCOL.md §3);
  * no handle of an object is ever below 1 << 60. */
@@ -321,6 +333,30 @@ struct cua_rep_occupancy {
 	uint32_t blocks;
 };
 
+/* Events (PROTOCOL.md §3, [R:event-*]) */
+struct cua_req_event_create {
+	uint32_t device;
+	uint32_t flags; /* CUA_EVENT_* */
+};
+struct cua_rep_event_create {
+	uint64_t event;
+};
+struct cua_req_event {
+	uint64_t event;
+}; /* EVENT_DESTROY, EVENT_SYNC, EVENT_QUERY */
+struct cua_req_event_stream {
+	uint64_t event, stream;
+}; /* EVENT_RECORD [event, stream] and STREAM_WAIT_EVENT [stream, event] */
+struct cua_req_event_elapsed {
+	uint64_t start, end;
+};
+struct cua_rep_event_elapsed {
+	uint32_t ms_bits; /* the milliseconds as IEEE-754 binary32 bits (protocol v1 has no floats) */
+};
+struct cua_rep_event_query {
+	uint32_t ready; /* 1: everything before its last record has completed (or never recorded), 0: not yet */
+};
+
 /* Shared host memory (same host, ipc:// only): the client's memfd, mapped by the GPU worker. */
 struct cua_req_host_register {
 	uint32_t device;
@@ -469,6 +505,10 @@ typedef union cua_req_body {
 	struct cua_req_graph_launch graph_launch;
 	struct cua_req_graph_destroy graph_destroy;
 	struct cua_req_graph_set_args graph_set_args;
+	struct cua_req_event_create event_create;
+	struct cua_req_event event;
+	struct cua_req_event_stream event_stream;
+	struct cua_req_event_elapsed event_elapsed;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */
@@ -490,6 +530,9 @@ typedef union cua_rep_body {
 	struct cua_rep_func_get_attribute func_get_attribute;
 	struct cua_rep_occupancy occupancy;
 	struct cua_rep_graph_create graph_create;
+	struct cua_rep_event_create event_create;
+	struct cua_rep_event_elapsed event_elapsed;
+	struct cua_rep_event_query event_query;
 } cua_rep_body;
 
 #endif

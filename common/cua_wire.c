@@ -147,6 +147,18 @@ SCHEMA(s_req_set_attr, "FUNC_SET_ATTRIBUTE", U64(struct cua_req_func_attribute, 
 SCHEMA(s_req_occupancy, "OCCUPANCY", U64(struct cua_req_occupancy, function),
        U32(struct cua_req_occupancy, block_size, UINT32_MAX), U32(struct cua_req_occupancy, shared_mem, UINT32_MAX));
 SCHEMA(s_rep_occupancy, "OCCUPANCY reply", U32(struct cua_rep_occupancy, blocks, UINT32_MAX));
+SCHEMA(s_req_event_create, "EVENT_CREATE", U32(struct cua_req_event_create, device, CUA_MAX_DEVICES - 1),
+       U32(struct cua_req_event_create, flags, CUA_EVENT_FLAGS_ALL));
+SCHEMA(s_rep_event_create, "EVENT_CREATE reply", U64(struct cua_rep_event_create, event));
+SCHEMA(s_req_event, "EVENT", U64(struct cua_req_event, event));
+SCHEMA(s_req_event_record, "EVENT_RECORD", U64(struct cua_req_event_stream, event),
+       U64(struct cua_req_event_stream, stream));
+SCHEMA(s_req_stream_wait_event, "STREAM_WAIT_EVENT", U64(struct cua_req_event_stream, stream),
+       U64(struct cua_req_event_stream, event));
+SCHEMA(s_req_event_elapsed, "EVENT_ELAPSED", U64(struct cua_req_event_elapsed, start),
+       U64(struct cua_req_event_elapsed, end));
+SCHEMA(s_rep_event_elapsed, "EVENT_ELAPSED reply", U32(struct cua_rep_event_elapsed, ms_bits, UINT32_MAX));
+SCHEMA(s_rep_event_query, "EVENT_QUERY reply", U32(struct cua_rep_event_query, ready, 1));
 
 static const struct ucase batch_cases[] = {
 	{CUA_OP_LAUNCH, &s_req_launch},   {CUA_OP_MEMCPY_HTOD, &s_req_htod}, {CUA_OP_MEMCPY_DTOH, &s_req_dtoh},
@@ -239,6 +251,13 @@ static const struct {
 	[CUA_OP_GRAPH_LAUNCH] = {&s_req_graph_launch, &empty_schema},
 	[CUA_OP_GRAPH_DESTROY] = {&s_req_graph_destroy, &empty_schema},
 	[CUA_OP_GRAPH_SET_ARGS] = {&s_req_graph_set_args, &empty_schema},
+	[CUA_OP_EVENT_CREATE] = {&s_req_event_create, &s_rep_event_create},
+	[CUA_OP_EVENT_DESTROY] = {&s_req_event, &empty_schema},
+	[CUA_OP_EVENT_RECORD] = {&s_req_event_record, &empty_schema},
+	[CUA_OP_STREAM_WAIT_EVENT] = {&s_req_stream_wait_event, &empty_schema},
+	[CUA_OP_EVENT_SYNC] = {&s_req_event, &empty_schema},
+	[CUA_OP_EVENT_ELAPSED] = {&s_req_event_elapsed, &s_rep_event_elapsed},
+	[CUA_OP_EVENT_QUERY] = {&s_req_event, &s_rep_event_query},
 };
 
 static int

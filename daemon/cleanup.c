@@ -17,8 +17,8 @@ cleanup_cmd(struct request *r, void *rec, size_t len, uint32_t op)
 }
 
 /* Plans the release of everything r's session still holds on r's device: graphs first (they use the rest),
- * streams (they drain), then
- * modules (their functions go with them) and host buffers, then memory. Planned when the cleanup is
+ * streams (they drain), then modules (their functions go with them), host buffers and events, then memory.
+ * Planned when the cleanup is
  * dispatched, not when the session closed: it runs after all of the session's work in flight (it is a
  * barrier), so whatever a completed MEM_FREE, MODULE_UNLOAD, … released has left the tables by then and is
  * not released twice, while objects whose releasing request never ran (dropped at close) are included. */
@@ -45,12 +45,15 @@ do_cleanup_plan(struct fe *fe, struct request *r)
 		const struct hslot *h = &s->slots[i];
 		struct wrec_module_unload mu = {{0, 0}, h->wid};
 		struct wrec_host_unregister hu = {{0, 0}, h->wid};
+		struct wrec_event ev = {{0, 0}, h->wid};
 		if (h->dev != r->dev || h->stale || h->gen != d->gen)
 			continue;
 		if (h->kind == CUA_HK_MODULE)
 			cleanup_cmd(r, &mu, sizeof(mu), WR_MODULE_UNLOAD);
 		else if (h->kind == CUA_HK_HOSTBUF)
 			cleanup_cmd(r, &hu, sizeof(hu), WR_HOST_UNREGISTER);
+		else if (h->kind == CUA_HK_EVENT)
+			cleanup_cmd(r, &ev, sizeof(ev), WR_EVENT_DESTROY);
 	}
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct alloc_rec *a = &s->allocs[i];

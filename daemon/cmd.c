@@ -42,6 +42,13 @@ static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
 	ROW(GRAPH_LAUNCH, cmd_graph_launch_entry),
 	ROW(GRAPH_DESTROY, cmd_graph_destroy_entry),
 	ROW(GRAPH_SET_ARGS, cmd_graph_set_args_entry),
+	ROW(EVENT_CREATE, cmd_event_create_entry),
+	ROW(EVENT_DESTROY, cmd_event_destroy_entry),
+	ROW(EVENT_RECORD, cmd_event_record_entry),
+	ROW(STREAM_WAIT_EVENT, cmd_stream_wait_event_entry),
+	ROW(EVENT_SYNC, cmd_event_sync_entry),
+	ROW(EVENT_ELAPSED, cmd_event_elapsed_entry),
+	ROW(EVENT_QUERY, cmd_event_query_entry),
 };
 
 const struct cmd_entry *

@@ -50,6 +50,9 @@ extern const struct cmd_entry cmd_module_get_global_entry;
 extern const struct cmd_entry cmd_func_get_attribute_entry, cmd_func_set_attribute_entry, cmd_occupancy_entry;
 extern const struct cmd_entry cmd_graph_create_entry, cmd_graph_launch_entry, cmd_graph_destroy_entry;
 extern const struct cmd_entry cmd_graph_set_args_entry;
+extern const struct cmd_entry cmd_event_create_entry, cmd_event_destroy_entry, cmd_event_record_entry;
+extern const struct cmd_entry cmd_stream_wait_event_entry, cmd_event_sync_entry, cmd_event_elapsed_entry;
+extern const struct cmd_entry cmd_event_query_entry;
 
 /* Stream work, shared by the single requests and BATCH items (cmd-copy.c, cmd-launch.c). Each validates one
  * item and plans its command into it->cmd. 0 or a status with a message in e. */

@@ -46,6 +46,7 @@ config_defaults(struct config *c)
 	 * device from the others; raise it (--session-mem) when fewer share a GPU. */
 	c->session_mem_pct = 25;
 	c->session_streams = 64;
+	c->session_events = 4096;
 	c->session_modules = 256;
 	c->session_module_bytes = 256ull << 20;
 	c->session_host_bytes = 1ull << 30;

@@ -46,6 +46,7 @@ struct config {
 	uint64_t session_mem;          /* device memory per session and device, bytes (0: session_mem_pct decides) */
 	unsigned session_mem_pct;      /* … else this share of each device's memory (0: no limit) */
 	unsigned session_streams;      /* streams per session, its pool streams included */
+	unsigned session_events;       /* events per session */
 	unsigned session_modules;      /* modules per session */
 	uint64_t session_module_bytes; /* bytes of module images per session */
 	uint64_t session_host_bytes;   /* bytes of registered host memory per session (page-locked on a GPU) */

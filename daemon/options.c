@@ -39,6 +39,7 @@ enum {
 	O_RING,
 	O_SESSION_MEM,
 	O_SESSION_STREAMS,
+	O_SESSION_EVENTS,
 	O_SESSION_MODULES,
 	O_SESSION_MODULE_BYTES,
 	O_SESSION_HOST_BYTES,
@@ -108,6 +109,7 @@ static const struct opt_row {
 	{"session-mem", 1, O_SESSION_MEM, "BYTES|N%",
 	 "device memory per session on each device (default 25%: four tenants fit; 0: no limit)"},
 	{"session-streams", 1, O_SESSION_STREAMS, "N", "streams per session, its pool streams included (default 64)"},
+	{"session-events", 1, O_SESSION_EVENTS, "N", "events per session (default 4096)"},
 	{"session-modules", 1, O_SESSION_MODULES, "N", "modules per session (default 256)"},
 	{"session-module-bytes", 1, O_SESSION_MODULE_BYTES, "BYTES",
 	 "bytes of module images per session (default 256M)"},
@@ -324,6 +326,7 @@ apply_option(struct config *c, struct worker_opts *wo, int ch, const char *arg)
 		       (c->ring_bytes & (c->ring_bytes - 1));
 	case O_SESSION_MEM: return cfg_parse_share(arg, &c->session_mem, &c->session_mem_pct);
 	case O_SESSION_STREAMS: return cfg_parse_uint(arg, 1, 4000, &c->session_streams);
+	case O_SESSION_EVENTS: return cfg_parse_uint(arg, 1, 1u << 20, &c->session_events);
 	case O_SESSION_MODULES: return cfg_parse_uint(arg, 1, 1u << 20, &c->session_modules);
 	case O_SESSION_MODULE_BYTES:
 		return cfg_parse_size(arg, &c->session_module_bytes) || c->session_module_bytes == 0;
@@ -485,6 +488,7 @@ static const struct cfg_field {
 		LIVE("session-mem", session_mem),
 		LIVE("session-mem", session_mem_pct),
 		LIVE("session-streams", session_streams),
+		LIVE("session-events", session_events),
 		LIVE("session-modules", session_modules),
 		LIVE("session-module-bytes", session_module_bytes),
 		LIVE("session-host-bytes", session_host_bytes),

@@ -183,6 +183,7 @@ kind_name(unsigned kind)
 	case CUA_HK_FUNCTION: return "function";
 	case CUA_HK_STREAM: return "stream";
 	case CUA_HK_GRAPH: return "graph";
+	case CUA_HK_EVENT: return "event";
 	default: return "host buffer";
 	}
 }
@@ -447,6 +448,8 @@ session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen)
 			s->counts.functions--;
 		else if (h->kind == CUA_HK_STREAM)
 			s->counts.streams--;
+		else if (h->kind == CUA_HK_EVENT)
+			s->events--;
 	}
 }
 

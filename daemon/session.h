@@ -25,6 +25,10 @@ struct release {
 	uint64_t seq; /* its sequence number (0: unordered) */
 };
 
+/* What the front-end knows of an event (hslot.evflags), in the session's order: created with timing, and a
+ * record of it was accepted. */
+enum { EVF_TIMING = 1u << 0, EVF_RECORDED = 1u << 1 };
+
 /* One object of a session's handle table. */
 struct hslot {
 	uint8_t kind; /* CUA_HK_*, 0 = free */
@@ -37,6 +41,7 @@ struct hslot {
 	cua_param_info *params; /* functions: owned */
 	uint32_t nparams;
 	uint64_t size;          /* host buffers */
+	uint8_t evflags;        /* events: EVF_* below (cmd-event.c) */
 	uint32_t next_free;     /* free slots: the next free slot + 1, 0: none */
 	struct release release; /* being released by a request not yet completed (see above) */
 };
@@ -119,6 +124,7 @@ struct session {
 	uint32_t ngraphs, graph_nodes;         /* graphs it holds and their nodes (--session-graphs) */
 	cua_wire_counts counts;
 	uint32_t host_buffers;
+	uint32_t events;                         /* live events (--session-events) */
 	uint64_t requests, errors;               /* its own, for its STATUS */
 	uint64_t dev_bytes[CUA_MAX_DEVICES];     /* device memory it holds on each device (limits) */
 	uint64_t module_bytes, host_bytes;       /* module images and registered host memory it holds (limits) */

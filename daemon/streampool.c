@@ -53,7 +53,7 @@ patch(struct request *r, const struct spool *p)
 		memcpy(&h, r->cmds + off, sizeof(h));
 		bool stream_work = h.op == WR_HTOD || h.op == WR_DTOH || h.op == WR_DTOD || h.op == WR_MEMSET ||
 				   h.op == WR_LAUNCH || h.op == WR_STREAM_SYNC || /* the ordered stream's sync */
-				   h.op == WR_GRAPH_LAUNCH;
+				   h.op == WR_GRAPH_LAUNCH || h.op == WR_EVENT_RECORD || h.op == WR_STREAM_WAIT_EVENT;
 		if (stream_work) {
 			memcpy(&sid, r->cmds + off + 8, sizeof(sid));
 			if (sid & SPOOL_STREAM) {

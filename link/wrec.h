@@ -70,6 +70,13 @@ enum wrec_op {
 	WR_GRAPH_LAUNCH,      /* stream */
 	WR_GRAPH_SET_ARGS,    /* sync, after every earlier launch was issued */
 	WR_GRAPH_DESTROY,     /* sync, after every earlier launch was issued */
+	WR_EVENT_CREATE,      /* sync;   value: event id */
+	WR_EVENT_DESTROY,     /* sync, after every earlier command was issued (uses in flight keep it alive) */
+	WR_EVENT_RECORD,      /* stream: completes when issued, not when reached */
+	WR_STREAM_WAIT_EVENT, /* stream: completes when issued */
+	WR_EVENT_SYNC,        /* completes when the event's last record has been reached */
+	WR_EVENT_ELAPSED,     /* sync, after every earlier command was issued; value: float ms bits */
+	WR_EVENT_QUERY,       /* sync, after every earlier command was issued; value: 1 reached, 0 not yet */
 	WR_OP_MAX
 };
 
@@ -218,6 +225,30 @@ struct wrec_graph_set_args {
 struct wrec_graph_destroy {
 	struct wrec_hdr h;
 	uint64_t graph;
+};
+
+struct wrec_event_create {
+	struct wrec_hdr h;
+	uint32_t flags, pad; /* CUA_EVENT_* */
+};
+
+/* WR_EVENT_DESTROY, WR_EVENT_SYNC, WR_EVENT_QUERY */
+struct wrec_event {
+	struct wrec_hdr h;
+	uint64_t event;
+};
+
+/* WR_EVENT_RECORD and WR_STREAM_WAIT_EVENT (the stream right after the header, as in every stream command: the
+ * front-end patches pool slots there, streampool.c) */
+struct wrec_event_stream {
+	struct wrec_hdr h;
+	uint32_t stream, pad;
+	uint64_t event;
+};
+
+struct wrec_event_elapsed {
+	struct wrec_hdr h;
+	uint64_t start, end;
 };
 
 /* Head of a command record. */

@@ -7,8 +7,9 @@
  * with seq 1, 2, 3 … in the order below: it loads an emulated-device module naming the built-in kernel axpy,
  * allocates 1 MiB, computes y = 2·x + y on four floats on its own stream (x = 1, 2, 3, 4; y = 1, 1, 1, 1
  * by memset; y becomes 3, 5, 7, 9), copies through a registered host buffer, does it all again as one BATCH,
- * frees the memory, looks up the module's global `coeffs`, raises axpy's dynamic shared memory limit, reads it
- * back, asks its occupancy, and unloads the module. STATUS (seq 0) comes last.
+ * makes a CUDA graph of three nodes, launches it, changes its kernel's arguments and destroys it, frees the memory, looks up the module's global `coeffs`, raises axpy's dynamic shared memory limit, reads it
+ * back, asks its occupancy, times a stretch of its ordered stream with two events (record both, make the stream
+ * wait for one, synchronize, query, elapsed time, destroy one), and unloads the module. STATUS (seq 0) comes last.
  */
 #include "config.h"
 
@@ -33,6 +34,9 @@
 #define BUFFER HANDLE(CUA_HK_HOSTBUF, 3)    /* 0x400001b6ce000003 */
 /* The graph takes the slot the stream left last (slot 2), its tag one further. */
 #define GRAPH (HANDLE(CUA_HK_GRAPH, 2) + ((uint64_t)1 << 24)) /* 0x60000197e0000002 */
+/* The events reuse the slots the graph and the host buffer left (the last freed first), each with its next tag. */
+#define EVENT_A (HANDLE(CUA_HK_EVENT, 2) + ((uint64_t)2 << 24)) /* 0x50000197e1000002 */
+#define EVENT_B (HANDLE(CUA_HK_EVENT, 3) + ((uint64_t)1 << 24)) /* 0x500001b6cf000003 */
 
 /* Device pointers of the emulated device 0, generation 1 (its memory starts at 0x100 << 40 | 1 << 36): the
  * module's 16-byte global `coeffs` at its start (allocated when the module loads, 256-byte aligned), then the
@@ -118,6 +122,12 @@ static cua_wire_arg q_gnewargs[] = {
 };
 static const struct cua_req_graph_set_args q_gsetargs = {GRAPH, 1, q_gnewargs, 4};
 static const struct cua_req_graph_destroy q_gdestroy = {GRAPH};
+static const struct cua_req_event_create q_ecreate = {0, 0};
+static const struct cua_req_event_stream q_erecord_a = {EVENT_A, CUA_STREAM_ORDERED_ID};
+static const struct cua_req_event_stream q_erecord_b = {EVENT_B, CUA_STREAM_ORDERED_ID};
+static const struct cua_req_event q_event_a = {EVENT_A};
+static const struct cua_req_event q_event_b = {EVENT_B};
+static const struct cua_req_event_elapsed q_elapsed = {EVENT_A, EVENT_B};
 
 /* ------------------------------------------------------------------ reply bodies */
 
@@ -137,6 +147,10 @@ static const struct cua_rep_host_register p_hreg = {BUFFER};
 static const struct cua_rep_module_get_global p_gglobal = {PTR_G, 16};
 static const struct cua_rep_func_get_attribute p_getattr = {65536};
 static const struct cua_rep_occupancy p_occ = {2};
+static const struct cua_rep_event_create p_ecreate_a = {EVENT_A};
+static const struct cua_rep_event_create p_ecreate_b = {EVENT_B};
+static const struct cua_rep_event_query p_equery = {1};
+static const struct cua_rep_event_elapsed p_elapsed = {0x3c4ccccdu}; /* 0.0125f */
 #define RESULT_OK                                                                                                      \
 	{                                                                                                              \
 		CUA_OK, BYTES("OK"), BYTES("success"),                                                                 \
@@ -149,9 +163,9 @@ static cua_item_result p_results[] = {
 };
 static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
-static const struct cua_rep_status p_status = {5230, 1, 32, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
+static const struct cua_rep_status p_status = {5230, 1, 41, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
 static cua_wire_session p_session_rows[] = {
-	{7, BYTES("libcuasync"), 4242, 4242, 5230, 33, 0, 0, 0, 0, 0, 0, BYTES("default"), 0}};
+	{7, BYTES("libcuasync"), 4242, 4242, 5230, 42, 0, 0, 0, 0, 0, 0, BYTES("default"), 0}};
 static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
 static const struct cua_req_disconnect q_disconnect = {9};
 static const struct cua_req_drain q_drain = {0, 1};
@@ -234,12 +248,30 @@ const struct vec_row vec_rows[] = {
 	REP("rep_func_get_attribute", FUNC_GET_ATTRIBUTE, &p_getattr, "65536, as set"),
 	REQ("req_occupancy", OCCUPANCY, 27, &q_occ, "axpy with 256 threads and 64 KiB of dynamic shared memory"),
 	REP("rep_occupancy", OCCUPANCY, &p_occ, "2 blocks per multiprocessor (166912 bytes of shared memory on sm_80)"),
-	REQ("req_module_unload", MODULE_UNLOAD, 28, &q_munload, "unload the module (and its global)"),
+	REQ("req_event_create", EVENT_CREATE, 28, &q_ecreate, "an event on device 0 with timing (flags 0); a second one follows (seq 29)"),
+	REP("rep_event_create", EVENT_CREATE, &p_ecreate_a, "event handle: kind 5, the graph's old slot 2 with its next tag"),
+	REQ("req_event_create_b", EVENT_CREATE, 29, &q_ecreate, "the second event"),
+	REP("rep_event_create_b", EVENT_CREATE, &p_ecreate_b, "event handle in the host buffer's old slot 3"),
+	REQ("req_event_record", EVENT_RECORD, 30, &q_erecord_a, "record the first event on the ordered stream (1); the second follows (seq 31)"),
+	REP("rep_event_record", EVENT_RECORD, NULL, "enqueued (not necessarily reached)"),
+	REQ("req_event_record_b", EVENT_RECORD, 31, &q_erecord_b, "record the second event on the ordered stream"),
+	REP("rep_event_record_b", EVENT_RECORD, NULL, "enqueued"),
+	REQ("req_stream_wait_event", STREAM_WAIT_EVENT, 32, &q_erecord_a, "[stream, event]: the ordered stream's later work waits for the first event"),
+	REP("rep_stream_wait_event", STREAM_WAIT_EVENT, NULL, "enqueued"),
+	REQ("req_event_sync", EVENT_SYNC, 33, &q_event_b, "wait until the second event's record is reached"),
+	REP("rep_event_sync", EVENT_SYNC, NULL, "reached"),
+	REQ("req_event_query", EVENT_QUERY, 34, &q_event_a, "has the first event's record been reached?"),
+	REP("rep_event_query", EVENT_QUERY, &p_equery, "ready 1"),
+	REQ("req_event_elapsed", EVENT_ELAPSED, 35, &q_elapsed, "milliseconds from the first event's record to the second's"),
+	REP("rep_event_elapsed", EVENT_ELAPSED, &p_elapsed, "ms_bits 0x3c4ccccd: 0.0125 ms as IEEE-754 binary32 bits"),
+	REQ("req_event_destroy", EVENT_DESTROY, 36, &q_event_a, "destroy the first event (the second goes with the session)"),
+	REP("rep_event_destroy", EVENT_DESTROY, NULL, "released"),
+	REQ("req_module_unload", MODULE_UNLOAD, 37, &q_munload, "unload the module (and its global)"),
 	REP("rep_module_unload", MODULE_UNLOAD, NULL, "unloaded"),
 	REQ("req_status", STATUS, 0, NULL, "unordered (seq 0)"),
-	REP("rep_status", STATUS, &p_status, "uptime 5.2 s, 1 session, 32 requests, 0 errors; nothing left allocated"),
+	REP("rep_status", STATUS, &p_status, "uptime 5.2 s, 1 session, 41 requests, 0 errors; nothing left allocated"),
 	REQ("req_sessions", SESSIONS, 0, NULL, "unordered (seq 0)"),
-	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 33 requests"),
+	REP("rep_sessions", SESSIONS, &p_sessions, "a client's view: its own session 7, pid 4242 (the kernel agrees), 42 requests"),
 	REQ("req_disconnect", DISCONNECT, 0, &q_disconnect, "on the operator endpoint: close session 9's connection"),
 	REP("rep_disconnect", DISCONNECT, NULL, "its connection is being closed"),
 	REQ("req_drain", DRAIN, 0, &q_drain, "on the operator endpoint: device 0 takes no new objects"),

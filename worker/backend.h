@@ -156,6 +156,28 @@ struct wk_backend {
 	 * (the worker exits) instead of calling done.
 	 */
 	void (*notify)(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
+
+	/*
+	 * Events (optional as a group: NULL event_create means UNSUPPORTED). Ids are the backend's, small and
+	 * non-zero. event_create/destroy/elapsed/query run on the main thread; destroy, elapsed and query only
+	 * after every submit thread issued what it was handed. event_destroy releases the id at once; uses still
+	 * queued (records, waits, notices) keep the event itself alive until they are done (CUDA: cuEventDestroy
+	 * of an event in flight is legal). event_record and stream_wait_event are stream work for sid's owner:
+	 * the core orders them after every earlier record of the event was issued; they report failure through
+	 * their return value. event_notify, called by the owner of the stream the event was last recorded on
+	 * (after that record was issued), calls done(w, tag) exactly once, from any thread, when the last record
+	 * issued so far has been reached — at once when the event was never recorded; a fault ends the worker
+	 * instead, as for notify. elapsed: milliseconds between the two events' last records (BUSY while either
+	 * is not reached, BAD_ARGUMENT without timing or a record). query: *ready 1 when the last record was
+	 * reached (or there was none).
+	 */
+	int (*event_create)(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e);
+	int (*event_destroy)(struct wk *w, uint64_t id, cua_err *e);
+	int (*event_record)(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
+	int (*stream_wait_event)(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
+	void (*event_notify)(struct wk *w, uint64_t id, struct wk_tag tag, wk_done_fn done);
+	int (*event_elapsed)(struct wk *w, uint64_t start, uint64_t end, float *ms, cua_err *e);
+	int (*event_query)(struct wk *w, uint64_t id, int *ready, cua_err *e);
 };
 
 /* A client's memfd mapped into the worker (WR_HOST_REGISTER). Main thread only. */
@@ -168,6 +190,13 @@ struct hostbuf {
 struct wk_stream {
 	uint64_t mark; /* serial of the last request that queued work on it (and has no notice for it yet) */
 	uint8_t live;
+};
+
+/* The core's view of one backend event id. Main thread only. */
+struct wk_event {
+	uint8_t live;
+	uint8_t recorded; /* a record was handed over (or issued) */
+	uint32_t sid;     /* the stream of its last record */
 };
 
 /* A stream the request being issued queued work on, and the command blamed if it faults. */
@@ -201,6 +230,8 @@ struct wk {
 	/* (core) per stream, when its last notice was done (monotonic ns): chunks of WK_DONE_CHUNK streams, made by
 	 * the main thread as streams are added and never moved, read by whichever thread completes a notice */
 	_Atomic(_Atomic uint64_t *) done_at[WK_DONE_CHUNKS];
+	struct wk_event *events; /* (core) indexed by event id; main thread only (commands_event.c) */
+	size_t nevents;
 };
 
 /* launch_attr.c: what the worker checks of a launch's attributes before issuing it, as CUDA would refuse it but

@@ -231,6 +231,7 @@ reactor_main(void *arg)
 		TAILQ_FOREACH(m, &done, link)
 		m->done(C->w, m->tag);
 		int progressed = !TAILQ_EMPTY(&done);
+		cu_user_markers_release(C, &done); /* watches of clients' events: not reused */
 		pthread_mutex_lock(&C->lock);
 		TAILQ_CONCAT(&C->free_markers, &done, link);
 		/* put back what is still running, ahead of newer markers */
@@ -335,6 +336,7 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 		log_warn("cannot page-lock the %llu-byte staging area (%s); copies will be slower (raise LimitMEMLOCK)",
 			 (unsigned long long)w->staging_size, errname(cr));
 	pthread_mutex_init(&C->lock, NULL);
+	pthread_mutex_init(&C->evlock, NULL);
 	pthread_cond_init(&C->cond, NULL);
 	TAILQ_INIT(&C->pending);
 	TAILQ_INIT(&C->free_markers);
@@ -355,6 +357,7 @@ cu_fini(struct wk *w)
 	for (uint32_t i = 0; i < C->nstreams; i++)
 		if (C->streams[i])
 			drv.cuStreamSynchronize(C->streams[i]);
+	cu_events_fini(C);
 	if (C->staging_registered)
 		drv.cuMemHostUnregister(w->staging);
 	cu_graphs_fini(C);
@@ -779,4 +782,11 @@ const struct wk_backend backend_cuda = {
 	.graph_set_args = cu_graph_set_args,
 	.graph_destroy = cu_graph_destroy,
 	.graph_launch = cu_graph_launch,
+	.event_create = cu_event_create,
+	.event_destroy = cu_event_destroy,
+	.event_record = cu_event_record,
+	.stream_wait_event = cu_stream_wait_event,
+	.event_notify = cu_event_notify,
+	.event_elapsed = cu_event_elapsed,
+	.event_query = cu_event_query,
 };

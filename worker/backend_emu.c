@@ -36,10 +36,12 @@ emu_ptr(struct emu *E, uint64_t addr, uint64_t len)
 static void run_job(struct emu *E, struct emu_job *j);
 
 static void
-job_free(struct emu_job *j)
+job_free(struct emu *E, struct emu_job *j)
 {
 	if (j->kind == EJ_LAUNCH)
 		cua_arena_fini(&j->u.launch.args);
+	if (j->kind == EJ_RECORD || j->kind == EJ_WAIT)
+		emu_event_job_free(E, j);
 	free(j);
 }
 
@@ -60,13 +62,15 @@ pool_main(void *arg)
 		TAILQ_REMOVE(&P->ready, s, ready_link);
 		P->nready--;
 		s->on_ready = false;
+		struct emu_job *j = TAILQ_FIRST(&s->jobs);
+		if (emu_event_blocks(s, j)) /* parked on its event until the record runs: no thread waits */
+			continue;
 		s->running = true;
 		P->busy++;
-		struct emu_job *j = TAILQ_FIRST(&s->jobs);
 		TAILQ_REMOVE(&s->jobs, j, link);
 		pthread_mutex_unlock(&P->qlock);
 		run_job(E, j);
-		job_free(j);
+		job_free(E, j);
 		pthread_mutex_lock(&P->qlock);
 		P->busy--;
 		s->done++;
@@ -251,6 +255,7 @@ emu_fini(struct wk *w)
 			stream_stop(E, E->streams[i]);
 	pool_fini(E);
 	emu_graphs_fini(E);
+	emu_events_fini(E);
 	free(E->streams);
 	for (size_t i = 0; i < E->nmodules; i++)
 		free(E->modules[i].globals);
@@ -436,11 +441,13 @@ run_job(struct emu *E, struct emu_job *j)
 	case EJ_MEMSET: run_memset(E, j); break;
 	case EJ_LAUNCH: run_launch(E, j); break;
 	case EJ_NOTICE: j->u.done(E->w, j->tag); break;
+	case EJ_RECORD: emu_event_reached(E, j); break;
+	case EJ_WAIT: break; /* it ran: the record it waited for was reached */
 	}
 }
 
-static struct emu_job *
-job_new(enum emu_job_kind kind, struct wk_tag tag, cua_err *e)
+struct emu_job *
+emu_job_new(enum emu_job_kind kind, struct wk_tag tag, cua_err *e)
 {
 	struct emu_job *j = calloc(1, sizeof(*j));
 	if (j == NULL) {
@@ -463,20 +470,11 @@ stream_get(struct emu *E, uint32_t sid)
 	return s;
 }
 
-/* Queues j on stream sid; takes j in every case. */
-static int
-enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e)
+void
+emu_stream_ready_locked(struct emu *E, struct emu_stream *s)
 {
-	struct emu_stream *s = stream_get(E, sid);
-	if (s == NULL) {
-		job_free(j);
-		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
-	}
 	struct emu_pool *P = &E->pool;
-	pthread_mutex_lock(&P->qlock);
-	TAILQ_INSERT_TAIL(&s->jobs, j, link); /* transferred */
-	s->queued++;
-	if (!s->running && !s->on_ready) {
+	if (!s->running && !s->on_ready && !s->parked) {
 		TAILQ_INSERT_TAIL(&P->ready, s, ready_link);
 		s->on_ready = true;
 		P->nready++;
@@ -489,6 +487,22 @@ enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e)
 		}
 		pthread_cond_signal(&P->work);
 	}
+}
+
+/* Queues j on stream sid; takes j in every case. */
+int
+emu_enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e)
+{
+	struct emu_stream *s = stream_get(E, sid);
+	if (s == NULL) {
+		job_free(E, j);
+		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
+	}
+	struct emu_pool *P = &E->pool;
+	pthread_mutex_lock(&P->qlock);
+	TAILQ_INSERT_TAIL(&s->jobs, j, link); /* transferred */
+	s->queued++;
+	emu_stream_ready_locked(E, s);
 	pthread_mutex_unlock(&P->qlock);
 	return 0;
 }
@@ -497,13 +511,13 @@ static int
 emu_copy(struct wk *w, enum emu_job_kind kind, uint32_t sid, uint64_t dev, void *host, uint64_t bytes,
 	 struct wk_tag tag, cua_err *e)
 {
-	struct emu_job *j = job_new(kind, tag, e);
+	struct emu_job *j = emu_job_new(kind, tag, e);
 	if (j == NULL)
 		return e->code;
 	j->u.copy.dev = dev;
 	j->u.copy.host = host;
 	j->u.copy.bytes = bytes;
-	return enqueue(w->be_state, sid, j, e);
+	return emu_enqueue(w->be_state, sid, j, e);
 }
 
 static int
@@ -521,27 +535,27 @@ emu_dtoh(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, st
 static int
 emu_dtod(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e)
 {
-	struct emu_job *j = job_new(EJ_DTOD, tag, e);
+	struct emu_job *j = emu_job_new(EJ_DTOD, tag, e);
 	if (j == NULL)
 		return e->code;
 	j->u.dtod.dst = dst;
 	j->u.dtod.src = src;
 	j->u.dtod.bytes = bytes;
-	return enqueue(w->be_state, sid, j, e);
+	return emu_enqueue(w->be_state, sid, j, e);
 }
 
 static int
 emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count, struct wk_tag tag,
 	   cua_err *e)
 {
-	struct emu_job *j = job_new(EJ_MEMSET, tag, e);
+	struct emu_job *j = emu_job_new(EJ_MEMSET, tag, e);
 	if (j == NULL)
 		return e->code;
 	j->u.set.dst = dst;
 	j->u.set.count = count;
 	j->u.set.value = value;
 	j->u.set.width = width;
-	return enqueue(w->be_state, sid, j, e);
+	return emu_enqueue(w->be_state, sid, j, e);
 }
 
 /* The cluster a launch runs with, as CUDA picks it: the launch's (checked against the kernel's attributes by
@@ -589,7 +603,7 @@ emu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag 
 	uint32_t cluster[3];
 	if ((r = emu_cluster_of(l, &attr, cluster, e)) != 0)
 		return r;
-	struct emu_job *j = job_new(EJ_LAUNCH, tag, e);
+	struct emu_job *j = emu_job_new(EJ_LAUNCH, tag, e);
 	if (j == NULL)
 		return e->code;
 	j->u.launch.k = k;
@@ -601,10 +615,10 @@ emu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag 
 	j->u.launch.dims.global = global;
 	for (size_t i = 0; i < l->nparams; i++)
 		if (cua_arena_push(&j->u.launch.args, l->params[i], l->sizes[i]) != 0) {
-			job_free(j);
+			job_free(E, j);
 			return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory for arguments");
 		}
-	return enqueue(w->be_state, sid, j, e);
+	return emu_enqueue(w->be_state, sid, j, e);
 }
 
 /* A marker job after what is queued; without memory for one, waits for the stream here. */
@@ -613,10 +627,10 @@ emu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
 {
 	struct emu *E = w->be_state;
 	cua_err e;
-	struct emu_job *j = job_new(EJ_NOTICE, tag, &e);
+	struct emu_job *j = emu_job_new(EJ_NOTICE, tag, &e);
 	if (j != NULL) {
 		j->u.done = done;
-		if (enqueue(E, sid, j, &e) == 0)
+		if (emu_enqueue(E, sid, j, &e) == 0)
 			return;
 	} else {
 		struct emu_stream *s = stream_get(E, sid);
@@ -652,4 +666,11 @@ const struct wk_backend backend_emu = {
 	.graph_set_args = emu_graph_set_args,
 	.graph_destroy = emu_graph_destroy,
 	.graph_launch = emu_graph_launch,
+	.event_create = emu_event_create,
+	.event_destroy = emu_event_destroy,
+	.event_record = emu_event_record,
+	.stream_wait_event = emu_stream_wait_event,
+	.event_notify = emu_event_notify,
+	.event_elapsed = emu_event_elapsed,
+	.event_query = emu_event_query,
 };

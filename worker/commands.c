@@ -403,6 +403,8 @@ c_host_unregister(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_
 /* A sync command that must not run while a submit thread still has unissued work (worker.c, run_sync). */
 #define BARRIER(op, name, type, fn, b) [op] = {name, sizeof(type), false, b, fn, NULL, NULL}
 #define STREAM(op, name, type, prep, issue) [op] = {name, sizeof(type), true, WK_BARRIER_NONE, NULL, prep, issue}
+/* A stream command whose issuer ends a hold instead of a stream notice (core.h, commands_event.c). */
+#define HELD(op, name, type, prep, issue) [op] = {name, sizeof(type), true, WK_BARRIER_NONE, NULL, prep, issue, true}
 
 /* clang-format off */
 const struct wk_cmd wk_cmds[WR_OP_MAX] = {
@@ -431,5 +433,13 @@ const struct wk_cmd wk_cmds[WR_OP_MAX] = {
 	/* launches issued before it keep the old arguments, later ones get the new */
 	BARRIER(WR_GRAPH_SET_ARGS, "graph_set_args", struct wrec_graph_set_args, wk_c_graph_set_args, WK_BARRIER_ALL),
 	BARRIER(WR_GRAPH_DESTROY, "graph_destroy", struct wrec_graph_destroy, wk_c_graph_destroy, WK_BARRIER_ALL),
+	SYNC(WR_EVENT_CREATE, "event_create", struct wrec_event_create, wk_c_event_create),
+	BARRIER(WR_EVENT_DESTROY, "event_destroy", struct wrec_event, wk_c_event_destroy, WK_BARRIER_ALL),
+	HELD(WR_EVENT_RECORD, "event_record", struct wrec_event_stream, wk_p_event_record, wk_i_event_record),
+	HELD(WR_STREAM_WAIT_EVENT, "stream_wait_event", struct wrec_event_stream, wk_p_stream_wait_event,
+	     wk_i_stream_wait_event),
+	HELD(WR_EVENT_SYNC, "event_sync", struct wrec_event, wk_p_event_sync, wk_i_event_sync),
+	BARRIER(WR_EVENT_ELAPSED, "event_elapsed", struct wrec_event_elapsed, wk_c_event_elapsed, WK_BARRIER_ALL),
+	BARRIER(WR_EVENT_QUERY, "event_query", struct wrec_event, wk_c_event_query, WK_BARRIER_ALL),
 };
 /* clang-format on */

@@ -87,6 +87,11 @@ struct wk_cmd {
 	wk_cmd_fn run;           /* sync commands */
 	wk_prep_fn prep;         /* stream commands */
 	wk_issue_fn issue;       /* stream commands; NULL: nothing to queue (STREAM_SYNC: the notice is all) */
+	/* Stream commands that complete when issued, or through a callback of their own, not through a notice
+	 * on their stream (events): the core counts one hold on the request for the issuer before handing the
+	 * command over and watches no stream for it; the issuer always returns 0 (a failure goes through
+	 * wk_report) and ends the hold with wk_hold_done, itself or through a backend callback. */
+	bool held;
 };
 
 /* commands_graph.c: the graph commands' handlers (rows in commands.c). */
@@ -106,6 +111,26 @@ bool wk_stream_live(const struct wk *w, uint32_t sid);
 /* Before sid is destroyed: asks now for the notice of what the current request queued on it, and marks it
  * dead. Main thread. (With submit threads the barrier before STREAM_DESTROY has already asked for it.) */
 void wk_stream_retire(struct wk *w, uint32_t sid);
+
+/* Ends the hold a held command's issuer was given (the request may complete now); also a wk_done_fn for
+ * backends' event callbacks. Any thread. */
+void wk_hold_done(struct wk *w, struct wk_tag tag);
+/* Before work for stream next that must follow what the owner of stream sid was handed (an event's record):
+ * when another thread owns next, hands the batches over and waits until sid's owner issued everything. No-op
+ * without submit threads. Main thread. */
+void wk_after_owner(struct wk *w, uint32_t sid, uint32_t next);
+
+/* commands_event.c: the event commands' handlers (rows in commands.c). */
+int wk_c_event_create(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e);
+int wk_c_event_destroy(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e);
+int wk_c_event_elapsed(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e);
+int wk_c_event_query(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e);
+int wk_p_event_record(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e);
+int wk_i_event_record(struct wk *w, const struct wk_op *op, cua_err *e);
+int wk_p_stream_wait_event(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e);
+int wk_i_stream_wait_event(struct wk *w, const struct wk_op *op, cua_err *e);
+int wk_p_event_sync(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e);
+int wk_i_event_sync(struct wk *w, const struct wk_op *op, cua_err *e);
 
 /* ------------------------------------------------------------------ submit threads (submit.c) */
 

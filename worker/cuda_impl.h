@@ -31,7 +31,8 @@
 	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuEventCreate) X(cuEventRecord)       \
 	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetAddressRange)       \
 	X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                   \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                     \
+	X(cuEventElapsedTime) X(cuStreamWaitEvent) X(cuEventSynchronize)
 /* Graphs (backend_cuda_graph.c); the _v2 entry points where cuda.h maps the names to them (cuGetProcAddress
  * resolves the name for CUDA_API_VERSION). */
 #define CUDA_GRAPH_FNS(X)                                                                                    \
@@ -54,6 +55,7 @@ struct marker {
 	CUevent ev;
 	struct wk_tag tag; /* whose notice; blamed if the stream faulted */
 	wk_done_fn done;
+	struct cu_event *user; /* an EVENT_SYNC's watch of a client's event (ev is its; not reused): or NULL */
 };
 TAILQ_HEAD(markers, marker);
 
@@ -90,6 +92,10 @@ struct cu {
 	struct markers pending;      /* under lock: recorded and not yet seen complete */
 	struct markers free_markers; /* under lock: their events are reused */
 	int stop;
+	/* clients' events (backend_cuda_event.c): id - 1; the table and the events' references under evlock */
+	pthread_mutex_t evlock;
+	struct cu_event **events;
+	size_t nevents;
 };
 
 /* Prefixed as the worker library's symbols; short names in the backend's files. */
@@ -135,5 +141,18 @@ int cu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cu
  * clear failed (logged): the caller then keeps the module loaded rather than free its memory uncleared. */
 int cu_globals_release(struct cu *C, uint64_t mod);
 int cu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks, cua_err *e);
+
+/* backend_cuda_event.c: clients' events (backend.h), and the reactor's side: after calling back the markers of
+ * done, frees those that watched a client's event (dropping its reference) and leaves the others (reactor
+ * thread); every event destroyed at the end (cu_fini, after the reactor stopped). */
+int cu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e);
+int cu_event_destroy(struct wk *w, uint64_t id, cua_err *e);
+int cu_event_record(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
+int cu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
+void cu_event_notify(struct wk *w, uint64_t id, struct wk_tag tag, wk_done_fn done);
+int cu_event_elapsed(struct wk *w, uint64_t start, uint64_t end, float *ms, cua_err *e);
+int cu_event_query(struct wk *w, uint64_t id, int *ready, cua_err *e);
+void cu_user_markers_release(struct cu *C, struct markers *done);
+void cu_events_fini(struct cu *C);
 
 #endif

@@ -18,7 +18,8 @@
 
 #define EMU_ALIGN 256u
 
-enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE };
+enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE, EJ_RECORD, EJ_WAIT };
+struct emu_event; /* emu_event.c */
 
 /* One piece of stream work, queued by the main thread, run and freed by a pool thread. */
 struct emu_job {
@@ -43,6 +44,10 @@ struct emu_job {
 			cua_arena args; /* a copy: the core's arguments live only during the launch call */
 		} launch;
 		wk_done_fn done; /* EJ_NOTICE */
+		struct {
+			struct emu_event *ev; /* a reference held by the job */
+			uint64_t n;           /* EJ_RECORD: the record's number; EJ_WAIT: the record waited for */
+		} event;
 	} u;
 };
 TAILQ_HEAD(emu_jobs, emu_job);
@@ -54,7 +59,9 @@ struct emu_stream {
 	uint64_t queued, done; /* jobs ever queued and finished */
 	bool running;          /* a pool thread runs its first job now */
 	bool on_ready;
-	int priority; /* kept, not used: the pool serves streams in turn */
+	bool parked;                       /* its first job waits for an event's record (on the event's list) */
+	TAILQ_ENTRY(emu_stream) park_link; /* the event's parked streams */
+	int priority;                      /* kept, not used: the pool serves streams in turn */
 };
 TAILQ_HEAD(emu_streams, emu_stream);
 
@@ -115,6 +122,8 @@ struct emu {
 	size_t nstreams;
 	struct emu_pool pool;
 	struct emu_graphs *graphs; /* emu_graph.c; NULL until the first graph */
+	struct emu_event **events; /* event id - 1; the table under lock, the events' state under pool.qlock */
+	size_t nevents;
 };
 
 /* Clears [off, off + len) of the emulated memory (and nothing else). Caller holds E->lock or owns the block. */
@@ -141,5 +150,26 @@ int emu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk
 int emu_graph_destroy(struct wk *w, uint64_t id, cua_err *e);
 int emu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e);
 void emu_graphs_fini(struct emu *E);
+/* backend_emu.c, for emu_event.c: a job (takes it in every case; 0 or the reason in e), a new job, and a parked
+ * stream that may run again (caller holds pool.qlock). */
+int emu_enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e);
+struct emu_job *emu_job_new(enum emu_job_kind kind, struct wk_tag tag, cua_err *e);
+void emu_stream_ready_locked(struct emu *E, struct emu_stream *s);
+
+/* emu_event.c: the backend's event calls (backend.h). */
+int emu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e);
+int emu_event_destroy(struct wk *w, uint64_t id, cua_err *e);
+int emu_event_record(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
+int emu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
+void emu_event_notify(struct wk *w, uint64_t id, struct wk_tag tag, wk_done_fn done);
+int emu_event_elapsed(struct wk *w, uint64_t start, uint64_t end, float *ms, cua_err *e);
+int emu_event_query(struct wk *w, uint64_t id, int *ready, cua_err *e);
+/* The pool's side: whether stream s's first job j waits for a record not yet reached, and if so parks s on the
+ * event (caller holds pool.qlock); a record job's run (no lock held); a record or wait job's reference dropped
+ * when it is freed (no lock held); every event freed at the end (emu_fini). */
+bool emu_event_blocks(struct emu_stream *s, const struct emu_job *j);
+void emu_event_reached(struct emu *E, struct emu_job *j);
+void emu_event_job_free(struct emu *E, struct emu_job *j);
+void emu_events_fini(struct emu *E);
 
 #endif

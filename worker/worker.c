@@ -374,6 +374,10 @@ run_inline(struct wk *w, const struct wk_cmd *k, const struct wrec_hdr *c, struc
 		return k->run(w, c, x, e);
 	struct wk_op op = {x->tag, 0, NULL, c};
 	int r = k->prep(w, c, &op, e);
+	if (r == 0 && k->held) { /* the issuer ends the hold; no notice (core.h) */
+		atomic_fetch_add(&x->tag.t->pending, 1);
+		return k->issue(w, &op, e);
+	}
 	if (r == 0 && k->issue)
 		r = k->issue(w, &op, e);
 	x->queued = r == 0;
@@ -401,6 +405,21 @@ flush(struct wk *w)
 	wksub_push(w->sub);
 }
 
+void
+wk_hold_done(struct wk *w, struct wk_tag tag)
+{
+	tracker_put(w, tag.t);
+}
+
+void
+wk_after_owner(struct wk *w, uint32_t sid, uint32_t next)
+{
+	if (w->sub == NULL || wksub_owner(w->sub, sid) == wksub_owner(w->sub, next))
+		return; /* one thread issues both, in order */
+	flush(w);
+	wksub_drain(w->sub, (int)wksub_owner(w->sub, sid));
+}
+
 /* A barrier command waits until the submit threads concerned have issued all they were handed (core.h). */
 static void
 barrier(struct wk *w, const struct wk_cmd *k, const struct wrec_hdr *c)
@@ -424,9 +443,13 @@ dispatch(struct wk *w, const struct wk_cmd *k, const struct wrec_hdr *c, uint32_
 	if (r != 0)
 		return r;
 	op.c = k->issue ? c : NULL;
-	bool fresh = w->streams[op.sid].mark != w->serial;
+	bool fresh = !k->held && w->streams[op.sid].mark != w->serial;
 	if (wksub_op(w->sub, &op, fresh) != 0)
 		return cua_err_set(e, CUA_ENOMEM, "worker out of memory for stream work");
+	if (k->held) { /* counted before the batch is handed over (flush): the issuer ends it */
+		atomic_fetch_add(&w->issuing->pending, 1);
+		return 0;
+	}
 	if (fresh && touch(w, op.sid, i) != 0) {
 		/* no room to note the stream: its notice goes right after the work (in the room reserved) */
 		atomic_fetch_add(&w->issuing->pending, 1);
@@ -457,6 +480,8 @@ run_cmd(struct wk *w, struct tracker *t, uint32_t i, const struct wrec_hdr *c)
 		if (w->sub)
 			barrier(w, k, c);
 		r = run_inline(w, k, c, &x, &e);
+		if (r == 0 && k->held)
+			return; /* its outcome is its issuer's to set (wk_report), maybe already done */
 	}
 	if (r == 0 && x.queued && touch(w, x.sid, i) != 0) {
 		/* no room to note the stream: take its notice now (the request still completes after the work) */
@@ -701,6 +726,7 @@ worker_main(const struct worker_opts *o)
 	w.be->fini(&w);
 	free(w.streams);
 	free(w.touched);
+	free(w.events);
 	for (size_t i = 0; i < WK_DONE_CHUNKS; i++)
 		free(atomic_load(&w.done_at[i]));
 	return 0;

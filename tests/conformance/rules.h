@@ -26,6 +26,8 @@ size_t kfeat_rules(struct rule *out);
 size_t lattr_rules(struct rule *out);
 /* The cases of graphs (graphs.c): fills out, returns the count (at most 8). */
 size_t graph_rules(struct rule *out);
+/* The cases of events (event.c): the same, at most 8. */
+size_t event_rules(struct rule *out);
 
 /* A connection that said HELLO. */
 void sess(struct conn *c, const struct dmn *d);

@@ -108,6 +108,7 @@ struct env {
 	struct fe fe;
 	struct session *s;
 	uint64_t mod0, fn0, fn1, st0, st1, fn_stale, st_stale, hb0, gr0; /* handles of s */
+	uint64_t ev_new, ev_rec, ev_nt, ev_stale;                        /* events of s (setup_events) */
 	cua_wire_arg args[4];
 	cua_batch_item items[4];
 	unsigned ctx_next;
@@ -276,6 +277,53 @@ setup_restarted(struct env *e)
 	uint64_t mod = add_handle(s, CUA_HK_MODULE, 0, 2, 31);
 	e->fn0 = add_function(s, mod, 0, 2, 32);
 	e->st0 = add_handle(s, CUA_HK_STREAM, 0, 2, 6);
+}
+
+/* setup_std, and events on device 0: one never recorded, one recorded, one recorded without timing, one of a
+ * lost generation (device 0 restarted afterwards: the others are of generation 2). */
+static uint64_t
+add_event(struct session *s, uint32_t gen, uint64_t wid, uint8_t flags)
+{
+	uint64_t h = add_handle(s, CUA_HK_EVENT, 0, gen, wid);
+	s->slots[cua_handle_slot(h)].evflags = flags;
+	s->events++;
+	return h;
+}
+
+static void
+setup_events(struct env *e)
+{
+	setup_restarted(e);
+	struct session *s = e->s;
+	e->ev_stale = add_event(s, 1, 40, EVF_TIMING | EVF_RECORDED);
+	e->ev_new = add_event(s, 2, 41, EVF_TIMING);
+	e->ev_rec = add_event(s, 2, 42, EVF_TIMING | EVF_RECORDED);
+	e->ev_nt = add_event(s, 2, 43, EVF_RECORDED);
+}
+
+static void
+setup_event_quota(struct env *e)
+{
+	setup_events(e);
+	e->fe.cfg.session_events = 4;
+}
+
+static void
+chk_event_recorded(struct env *e)
+{
+	ck_assert(do_handle_slot(e->s, e->ev_new, CUA_HK_EVENT)->evflags & EVF_RECORDED);
+}
+
+static void
+chk_not_barrier(struct env *e)
+{
+	ck_assert(!TAILQ_LAST(&e->s->queue, request_queue)->barrier);
+}
+
+static void
+chk_stale_event_freed(struct env *e)
+{
+	ck_assert_ptr_null(do_handle_slot(e->s, e->ev_stale, CUA_HK_EVENT));
 }
 
 #define ADDR_G 0x7f0000400000ull /* dev 0: mod0's 1024-byte global, looked up (setup_global) */
@@ -742,6 +790,22 @@ chk_graph_pending(struct env *e)
 	ck_assert_ptr_nonnull(LIST_FIRST(&e->s->graphs));
 	ck_assert_uint_eq(LIST_FIRST(&e->s->graphs)->npins, 2); /* the launch's pointer and the memset's range */
 }
+BODY(b_ecreate, b->event_create = (struct cua_req_event_create){0, 0})
+BODY(b_ecreate_dev5, b->event_create = (struct cua_req_event_create){5, 0})
+BODY(b_erecord_pool, b->event_stream = (struct cua_req_event_stream){e->ev_new, 0})
+BODY(b_erecord_st0, b->event_stream = (struct cua_req_event_stream){e->ev_new, e->st0})
+BODY(b_erecord_ordered, b->event_stream = (struct cua_req_event_stream){e->ev_new, CUA_STREAM_ORDERED_ID})
+BODY(b_erecord_st1, b->event_stream = (struct cua_req_event_stream){e->ev_new, e->st1})
+BODY(b_erecord_kind, b->event_stream = (struct cua_req_event_stream){e->st0, e->st0})
+BODY(b_ewait_new, b->event_stream = (struct cua_req_event_stream){e->ev_new, e->st0})
+BODY(b_ewait_rec, b->event_stream = (struct cua_req_event_stream){e->ev_rec, e->st0})
+BODY(b_ewait_stale_stream, b->event_stream = (struct cua_req_event_stream){e->ev_rec, e->st_stale})
+BODY(b_event_new, b->event.event = e->ev_new)
+BODY(b_event_rec, b->event.event = e->ev_rec)
+BODY(b_event_stale, b->event.event = e->ev_stale)
+BODY(b_elapsed_ok, b->event_elapsed = (struct cua_req_event_elapsed){e->ev_rec, e->ev_rec})
+BODY(b_elapsed_nt, b->event_elapsed = (struct cua_req_event_elapsed){e->ev_rec, e->ev_nt})
+BODY(b_elapsed_new, b->event_elapsed = (struct cua_req_event_elapsed){e->ev_new, e->ev_rec})
 
 static const char pdl_msg[] = "programmatic dependent launch requires sm_90 or newer; target sm_80";
 
@@ -959,6 +1023,51 @@ static const struct ccase cases[] = {
 	 .outcome = ANSWERED},
 	{"launch: a stream handle as the function", setup_std, CUA_OP_LAUNCH, 0, b_launch_kind,
 	 .status = CUA_ENOT_FOUND, .msg = "is not an object of this session", .outcome = ANSWERED},
+
+	/* events (issue 13) */
+	{"EVENT_CREATE queues", setup_events, CUA_OP_EVENT_CREATE, 0, b_ecreate, .status = CUA_OK, .outcome = QUEUED,
+	 .ncmds = 1},
+	{"EVENT_CREATE: event quota", setup_event_quota, CUA_OP_EVENT_CREATE, 0, b_ecreate, .status = CUA_EQUOTA,
+	 .msg = "the session holds 4 events, its limit; destroy some, or raise it with --session-events",
+	 .outcome = ANSWERED},
+	{"EVENT_CREATE on a device that does not exist", setup_events, CUA_OP_EVENT_CREATE, 0, b_ecreate_dev5,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "device 5 does not exist", .outcome = ANSWERED},
+	{"EVENT_RECORD on the pool", setup_events, CUA_OP_EVENT_RECORD, 0, b_erecord_pool, .status = CUA_EBAD_ARGUMENT,
+	 .msg = "stream 0 is the session's pool", .outcome = ANSWERED},
+	{"EVENT_RECORD on a stream queues and marks it recorded", setup_events, CUA_OP_EVENT_RECORD, 0, b_erecord_st0,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1, .check = chk_event_recorded},
+	{"EVENT_RECORD on the ordered stream queues", setup_events, CUA_OP_EVENT_RECORD, 0, b_erecord_ordered,
+	 .status = CUA_OK, .outcome = QUEUED, .ncmds = 1},
+	{"EVENT_RECORD on a stream of another device", setup_events, CUA_OP_EVENT_RECORD, 0, b_erecord_st1,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "stream is on device 1, the work on device 0", .outcome = ANSWERED},
+	{"EVENT_RECORD: a stream handle as the event", setup_events, CUA_OP_EVENT_RECORD, 0, b_erecord_kind,
+	 .status = CUA_ENOT_FOUND, .msg = "event handle", .outcome = ANSWERED},
+	{"STREAM_WAIT_EVENT of an event never recorded runs nothing", setup_events, CUA_OP_STREAM_WAIT_EVENT, 0,
+	 b_ewait_new, .status = CUA_OK, .outcome = ANSWERED},
+	{"STREAM_WAIT_EVENT queues", setup_events, CUA_OP_STREAM_WAIT_EVENT, 0, b_ewait_rec, .status = CUA_OK,
+	 .outcome = QUEUED, .ncmds = 1, .check = chk_not_barrier},
+	{"STREAM_WAIT_EVENT on a stream of a lost context", setup_events, CUA_OP_STREAM_WAIT_EVENT, 0,
+	 b_ewait_stale_stream, .status = CUA_ECONTEXT_LOST, .msg = "stream handle", .outcome = ANSWERED},
+	{"EVENT_SYNC of an event never recorded is answered at once", setup_events, CUA_OP_EVENT_SYNC, 0, b_event_new,
+	 .status = CUA_OK, .outcome = ANSWERED},
+	{"EVENT_SYNC queues", setup_events, CUA_OP_EVENT_SYNC, 0, b_event_rec, .status = CUA_OK, .outcome = QUEUED,
+	 .ncmds = 1},
+	{"EVENT_SYNC of a lost context", setup_events, CUA_OP_EVENT_SYNC, 0, b_event_stale, .status = CUA_ECONTEXT_LOST,
+	 .msg = "event handle", .outcome = ANSWERED},
+	{"EVENT_QUERY of an event never recorded is answered at once", setup_events, CUA_OP_EVENT_QUERY, 0, b_event_new,
+	 .status = CUA_OK, .outcome = ANSWERED},
+	{"EVENT_QUERY queues", setup_events, CUA_OP_EVENT_QUERY, 0, b_event_rec, .status = CUA_OK, .outcome = QUEUED,
+	 .ncmds = 1},
+	{"EVENT_ELAPSED queues", setup_events, CUA_OP_EVENT_ELAPSED, 0, b_elapsed_ok, .status = CUA_OK,
+	 .outcome = QUEUED, .ncmds = 1},
+	{"EVENT_ELAPSED without timing", setup_events, CUA_OP_EVENT_ELAPSED, 0, b_elapsed_nt,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "the end event was created with timing disabled", .outcome = ANSWERED},
+	{"EVENT_ELAPSED of an event never recorded", setup_events, CUA_OP_EVENT_ELAPSED, 0, b_elapsed_new,
+	 .status = CUA_EBAD_ARGUMENT, .msg = "the start event was never recorded", .outcome = ANSWERED},
+	{"EVENT_DESTROY queues, not a barrier", setup_events, CUA_OP_EVENT_DESTROY, 0, b_event_rec, .status = CUA_OK,
+	 .outcome = QUEUED, .ncmds = 1, .check = chk_not_barrier},
+	{"EVENT_DESTROY of a lost context forgets it", setup_events, CUA_OP_EVENT_DESTROY, 0, b_event_stale,
+	 .status = CUA_ECONTEXT_LOST, .msg = "event handle", .outcome = ANSWERED, .check = chk_stale_event_freed},
 
 	/* streams and handles */
 	{"stream create queues", setup_std, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_OK, .outcome = QUEUED,
@@ -1225,6 +1334,8 @@ BODY(b_dtoh_a, b->memcpy_dtoh = (struct cua_req_memcpy_dtoh){ADDR_A, 16, 0})
 BODY(b_memset_a, b->memset = (struct cua_req_memset){ADDR_A, 0, 1, 16, 0})
 BODY(b_unreg_hb0, b->host_unregister.buffer = e->hb0)
 BODY(b_hcopy_hb0, b->memcpy_host = (struct cua_req_memcpy_host){ADDR_A, 0, e->hb0, 0, 16})
+BODY(b_destroy_ev, b->event.event = e->ev_rec)
+BODY(b_record_ev, b->event_stream = (struct cua_req_event_stream){e->ev_rec, e->st0})
 
 static const struct rcase rcases[] = {
 	{"HTOD after MEM_FREE", CUA_OP_MEM_FREE, b_free_a, CUA_OP_MEMCPY_HTOD, b_htod_a, CUA_ENOT_FOUND,
@@ -1247,6 +1358,12 @@ static const struct rcase rcases[] = {
 	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "was released by request seq 2", "not an object of this session"},
 	{"a copy into an unregistered host buffer", CUA_OP_HOST_UNREGISTER, b_unreg_hb0, CUA_OP_MEMCPY_HTOD_HOST,
 	 b_hcopy_hb0, CUA_ENOT_FOUND, CUA_ENOT_FOUND, "host buffer handle", "not an object of this session"},
+	{"EVENT_SYNC of a destroyed event", CUA_OP_EVENT_DESTROY, b_destroy_ev, CUA_OP_EVENT_SYNC, b_destroy_ev,
+	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "was released by request seq 2", "not an object of this session"},
+	{"a record of a destroyed event", CUA_OP_EVENT_DESTROY, b_destroy_ev, CUA_OP_EVENT_RECORD, b_record_ev,
+	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "event handle", "not an object of this session"},
+	{"a second EVENT_DESTROY", CUA_OP_EVENT_DESTROY, b_destroy_ev, CUA_OP_EVENT_DESTROY, b_destroy_ev,
+	 CUA_ENOT_FOUND, CUA_ENOT_FOUND, "was released by request seq 2", "not an object of this session"},
 };
 
 static void
@@ -1266,6 +1383,7 @@ START_TEST(release_in_order)
 	setup_std(e);
 	e->hb0 = add_handle(e->s, CUA_HK_HOSTBUF, 0, 1, 1);
 	e->s->slots[cua_handle_slot(e->hb0)].size = 4096;
+	e->ev_rec = add_event(e->s, 1, 9, EVF_TIMING | EVF_RECORDED);
 	send_seq(e, CUA_OP_LAUNCH, 1, b_launch_ok);
 	send_seq(e, c->rel_op, 2, c->rel);
 	ck_assert_uint_eq(e->s->queued, 2); /* nothing ran */
@@ -1312,7 +1430,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ session.c tables */
 
-static const unsigned kinds[] = {CUA_HK_MODULE, CUA_HK_FUNCTION, CUA_HK_STREAM, CUA_HK_HOSTBUF};
+static const unsigned kinds[] = {CUA_HK_MODULE, CUA_HK_FUNCTION, CUA_HK_STREAM, CUA_HK_HOSTBUF, CUA_HK_EVENT};
 
 /* For each kind: a freed handle is NOT_FOUND, the slot is reused with a new tag, the new handle is found,
  * and a handle looked up as another kind is NOT_FOUND. */
@@ -1343,7 +1461,7 @@ START_TEST(handle_slot_reuse)
 	ck_assert_int_eq(do_handle_get(&e->fe, s, h1, kind, &hs, &err), CUA_ENOT_FOUND);
 	ck_assert_int_eq(do_handle_get(&e->fe, s, h2, kind, &hs, &err), 0);
 	ck_assert_uint_eq(hs->wid, 8);
-	unsigned other = kind == CUA_HK_MODULE ? CUA_HK_HOSTBUF : kind - 1;
+	unsigned other = kind == CUA_HK_MODULE ? CUA_HK_EVENT : kind - 1;
 	ck_assert_int_eq(do_handle_get(&e->fe, s, h2, other, &hs, &err), CUA_ENOT_FOUND);
 	ck_assert_ptr_null(do_handle_slot(s, h2, other));
 	ck_assert_ptr_nonnull(do_handle_slot(s, keep, CUA_HK_STREAM));
