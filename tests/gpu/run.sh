@@ -14,7 +14,8 @@ rc=0
 summary=""
 for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_completion integration/test_session_mode integration/test_isolation integration/test_isolation@session integration/test_scrub \
     integration/test_watchdog integration/test_shutdown integration/test_flow integration/test_submit \
-    integration/test_kernel_features integration/test_launch_attrs integration/test_events integration/test_graphs integration/test_weights integration/test_gpu; do
+    integration/test_kernel_features integration/test_launch_attrs integration/test_events integration/test_graphs integration/test_weights integration/test_gpu \
+    integration/test_samples; do
   echo "===== $t"
   iso=${t#*@}; [ "$iso" = "$t" ] && iso= # name@session: the suite against --isolation session
   out=$(CUA_TEST_ISOLATION=$iso "$b/tests/${t%@*}" 2>&1); r=$?
