@@ -55,7 +55,10 @@ static int
 check_cooperative(struct wk *w, const struct wk_launch *l, cua_err *e)
 {
 	uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
-	uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	/* three 32-bit dimensions can make 2^96 blocks: past 2^64 the count would wrap (2^22 x 2^21 x 2^21 to 0) */
+	uint64_t gxy = (uint64_t)l->grid[0] * l->grid[1];
+	bool wraps = l->grid[2] != 0 && gxy > UINT64_MAX / l->grid[2];
+	uint64_t blocks = wraps ? UINT64_MAX : gxy * l->grid[2];
 	uint32_t per_sm = 0;
 	if (w->be->occupancy == NULL)
 		return cua_err_set(e, CUA_EUNSUPPORTED, "cooperative launch: the %s backend has no occupancy query",
@@ -66,8 +69,13 @@ check_cooperative(struct wk *w, const struct wk_launch *l, cua_err *e)
 			return r;
 	}
 	uint64_t max = (uint64_t)per_sm * w->info.multiprocessors;
-	if (blocks <= max)
+	if (!wraps && blocks <= max)
 		return 0;
+	if (wraps)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "cooperative launch of grid %ux%ux%u (more than 2^64 blocks) cannot be co-resident: "
+				   "at most %llu blocks",
+				   l->grid[0], l->grid[1], l->grid[2], (unsigned long long)max);
 	return cua_err_set(e, CUA_EBAD_ARGUMENT,
 			   "cooperative launch of %llu blocks cannot be co-resident: at most %u blocks of %llu threads "
 			   "with %u bytes of dynamic shared memory fit a multiprocessor, x %u multiprocessors = %llu "

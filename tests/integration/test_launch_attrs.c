@@ -174,6 +174,22 @@ START_TEST(cooperative_grid_too_large_is_refused_with_the_numbers)
 }
 END_TEST
 
+/* A grid of 2^22 x 2^21 x 2^21 blocks is 2^64 blocks: counted in 64 bits it wraps to 0, which "fits" any
+ * device; it must be refused as too large, and the worker must survive to run the next cooperative launch. */
+START_TEST(cooperative_grid_whose_block_count_wraps_is_refused)
+{
+	cua_client *c = connect_to(&D);
+	static struct reduce R;
+	reduce_setup(&R, c, 8);
+	cua_launch *l = reduce_launch(&R, 1, true);
+	CK(cua_launch_set_config(l, (cua_launch_config){{1u << 22, 1u << 21, 1u << 21}, {RED_BLOCK, 1, 1}, 0}));
+	EXPECT_REFUSED(l, CUA_EBAD_ARGUMENT, "cannot be co-resident", "more than 2^64 blocks");
+	launch_and_wait(reduce_launch(&R, 8, true));
+	reduce_check(&R, 8);
+	cua_disconnect(c);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ clusters */
 
 static cua_launch *
@@ -434,6 +450,7 @@ main(void)
 	tcase_add_checked_fixture(tc, up, down);
 	tcase_add_test(tc, cooperative_reduce_synchronises_the_grid);
 	tcase_add_test(tc, cooperative_grid_too_large_is_refused_with_the_numbers);
+	tcase_add_test(tc, cooperative_grid_whose_block_count_wraps_is_refused);
 	tcase_add_test(tc, cluster_ranks_follow_the_cluster_dims);
 	tcase_add_test(tc, non_portable_cluster_needs_the_attribute);
 	tcase_add_test(tc, required_cluster_dims_are_enforced);
