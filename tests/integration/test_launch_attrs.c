@@ -286,6 +286,13 @@ START_TEST(required_cluster_dims_are_enforced)
 	if (!on_gpu()) { /* emulated: without a cluster the required one holds (CUDA's rule for compiled dims) */
 		launch_and_wait(rank_launch(c, f, out, 8, 1, NULL));
 		rank_check(c, out, 8, 1, 2, 1);
+		/* each dimension within 16, the product not: 16 x 16 x 16 = 4096 blocks in one cluster */
+		CK(cua_func_set_attribute(c, f, CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 16));
+		CK(cua_func_set_attribute(c, f, CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, 16));
+		CK(cua_func_set_attribute(c, f, CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, 16));
+		cua_launch *l = rank_launch(c, f, out, 16, 16, NULL);
+		CK(cua_launch_set_config(l, (cua_launch_config){{16, 16, 16}, {32, 1, 1}, 0}));
+		EXPECT_REFUSED(l, CUA_EBAD_ARGUMENT, "required cluster 16x16x16 has 4096 blocks, more than 8");
 	}
 	cua_disconnect(c);
 }
