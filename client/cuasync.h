@@ -346,7 +346,7 @@ int cua_batch_add_memcpy_dtod(cua_batch *b, cua_deviceptr dst, cua_deviceptr src
 int cua_batch_add_memset(cua_batch *b, cua_deviceptr dst, uint32_t value, unsigned width, size_t count, cua_stream s);
 size_t cua_batch_count(const cua_batch *b);
 /* Submits and consumes b. The future's status is that of the first failed item; see cua_future_item. Sends it
- * at once, after the launches submitted before it; with 16 batches of this client already unanswered, first
+ * at once, after the launches submitted before it; with 8 batches of this client already unanswered, first
  * waits for one of them to be answered (the daemon refuses a connection's requests past --session-pending). */
 int cua_batch_submit(cua_batch *b, cua_future **out);
 void cua_batch_free(cua_batch *b);

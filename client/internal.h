@@ -40,9 +40,10 @@
 #define CUAC_STREAM_POOL_ID 2       /* CUA_STREAM_POOL: client-side only, sent as 0 */
 #define CUAC_MAX_INFLIGHT_BATCHES 4 /* BATCH messages in flight per client; more launches wait in the queue */
 /* Messages of explicit batches in flight per client; cua_batch_submit waits below it. The daemon answers QUOTA
- * past --session-pending unanswered requests of a connection (16 at least) and drops them past twice that, so a
- * client that submits batch after batch without waiting must hold back itself. */
-#define CUAC_MAX_INFLIGHT_MESSAGES 16
+ * past --session-pending unanswered requests of a connection (16 at least unless set lower) and drops them past
+ * twice that, so a client that submits batch after batch without waiting must hold back itself; half of 16, so
+ * that the synchronous calls of the client's threads still fit beside them. */
+#define CUAC_MAX_INFLIGHT_MESSAGES 8
 #define CUAC_ARG_SLOTS CUA_ARENA_INLINE
 
 /* ------------------------------------------------------------------ shared structures */

@@ -249,6 +249,34 @@ END_TEST
 
 /* A batch over four threads' streams whose third item faults: that item gets the device error, the item after
  * it is lost; the worker restarts and a new session works. */
+/* At the smallest --session-pending the daemon derives (16), a client that keeps the most batches in flight it
+ * allows itself must still have room for a synchronous call: the cap leaves some of the daemon's limit free. */
+START_TEST(batches_in_flight_leave_room_for_a_call)
+{
+	static const char *const args[] = {"--session-pending", "16", NULL};
+	struct daemon d;
+	daemon_start(&d, args);
+	cua_client *c = connect_to(&d);
+	cua_function spin = get_fn(c, load_kernels(c), "spin");
+	cua_future *fu[24];
+	for (int i = 0; i < 24; i++) {
+		cua_batch *b = cua_batch_new(c);
+		cua_launch *l = launch_1d(c, spin, 1, 1);
+		cua_launch_push_i64(l, spin_cycles(100));
+		CK(cua_batch_add_launch(b, l));
+		CK(cua_batch_submit(b, &fu[i]));
+	}
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 4096, &p)); /* while the batches are unanswered */
+	for (int i = 0; i < 24; i++) {
+		CK(cua_future_wait(fu[i], -1));
+		cua_future_free(fu[i]);
+	}
+	cua_disconnect(c);
+	daemon_stop(&d);
+}
+END_TEST
+
 START_TEST(fault_blamed_on_its_item)
 {
 	cua_client *c = connect_to(&D);
@@ -312,6 +340,7 @@ submit_suite(void)
 	tcase_add_test(tc, stream_order_from_concurrent_clients);
 	tcase_add_test(tc, batch_spanning_threads_replies_after_all_items);
 	tcase_add_test(tc, fault_blamed_on_its_item);
+	tcase_add_test(tc, batches_in_flight_leave_room_for_a_call);
 	suite_add_tcase(s, tc);
 	return s;
 }
