@@ -234,6 +234,19 @@ c_graph_create(struct fe *fe, struct request *r)
 	it->value = h;
 }
 
+/* Refused as a whole after its validation (e.g. TOO_LARGE for the worker ring): its record and pins go. */
+static void
+a_graph_create(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct fgraph *g = do_graph_by_req(r->s, r->id);
+	if (g == NULL) /* its validation failed, and freed it */
+		return;
+	r->s->ngraphs--;
+	r->s->graph_nodes -= g->nnodes;
+	do_graph_free(r->s, g);
+}
+
 static int
 r_graph_create(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 {
@@ -328,16 +341,30 @@ v_graph_set_args(struct fe *fe, struct request *r, cua_err *e)
 	return 0;
 }
 
+/* GRAPH_SET_ARGS r is done: its pending pins take effect (ok) or go. */
 static void
-c_graph_set_args(struct fe *fe, struct request *r)
+set_args_settle(struct request *r, bool ok)
 {
-	(void)fe;
 	const struct cua_req_graph_set_args *q = &r->w.body.graph_set_args;
 	if (do_handle_slot(r->s, q->graph, CUA_HK_GRAPH) == NULL)
 		return;
 	struct fgraph *g = do_graph_by_slot(r->s, cua_handle_slot(q->graph));
 	if (g != NULL) /* NULL: destroyed since (its pins went with it) */
-		do_graph_pins_commit(g, q->node, r->id, r->items[0].status == CUA_OK);
+		do_graph_pins_commit(g, q->node, r->id, ok);
+}
+
+static void
+c_graph_set_args(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	set_args_settle(r, r->items[0].status == CUA_OK);
+}
+
+static void
+a_graph_set_args(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	set_args_settle(r, false);
 }
 
 /* Forgets graph slot hs and its record (destroyed, or of a lost context). */
@@ -385,9 +412,16 @@ c_graph_destroy(struct fe *fe, struct request *r)
 		do_handle_free(r->s, hs);
 }
 
-const struct cmd_entry cmd_graph_create_entry = {CUA_OP_GRAPH_CREATE, true, v_graph_create, c_graph_create,
-						 r_graph_create};
+const struct cmd_entry cmd_graph_create_entry = {.op = CUA_OP_GRAPH_CREATE,
+						 .needs_hello = true,
+						 .validate = v_graph_create,
+						 .complete = c_graph_create,
+						 .reply = r_graph_create,
+						 .abandon = a_graph_create};
 const struct cmd_entry cmd_graph_launch_entry = {CUA_OP_GRAPH_LAUNCH, true, v_graph_launch, NULL, NULL};
-const struct cmd_entry cmd_graph_set_args_entry = {CUA_OP_GRAPH_SET_ARGS, true, v_graph_set_args, c_graph_set_args,
-						   NULL};
+const struct cmd_entry cmd_graph_set_args_entry = {.op = CUA_OP_GRAPH_SET_ARGS,
+						   .needs_hello = true,
+						   .validate = v_graph_set_args,
+						   .complete = c_graph_set_args,
+						   .abandon = a_graph_set_args};
 const struct cmd_entry cmd_graph_destroy_entry = {CUA_OP_GRAPH_DESTROY, true, v_graph_destroy, c_graph_destroy, NULL};

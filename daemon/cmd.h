@@ -31,6 +31,10 @@ struct cmd_entry {
 	 * *scratch (freed after the reply was sent). 0, or a status (the client then gets INTERNAL).
 	 * NULL function: the reply has no body. */
 	int (*reply)(struct fe *fe, struct request *r, cua_rep_body *body, void **scratch);
+	/* Instead of complete when the request failed as a whole (validation, or refused at dispatch after it was
+	 * validated: TOO_LARGE for the worker ring, CONTEXT_LOST, NO_DEVICE, CLOSED): undoes what validation
+	 * took that complete would have settled. Must also be harmless after a failed validation. NULL: none. */
+	void (*abandon)(struct fe *fe, struct request *r);
 };
 
 /* The row of op, or NULL when op is unknown. */

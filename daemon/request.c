@@ -131,6 +131,10 @@ do_request_finish(struct fe *fe, struct request *r)
 		const struct cmd_entry *row = cmd_find(r->op);
 		if (row != NULL && row->complete != NULL)
 			row->complete(fe, r);
+	} else if (r->kind == REQ_CLIENT && r->id != 0 && !r->undecodable) {
+		const struct cmd_entry *row = cmd_find(r->op);
+		if (row != NULL && row->abandon != NULL)
+			row->abandon(fe, r);
 	}
 	uint32_t st = request_status(r);
 	if (st != CUA_OK) {

@@ -400,6 +400,163 @@ START_TEST(events_of_a_lost_context)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ a careless or hostile tenant (attack-eg) */
+
+/* EVENT_SYNC of an event whose stream was destroyed after the record (behind a spin): it is answered once the
+ * record's work is done. Destroyed, its handle stays refused after a new event took its slot, which works. */
+START_TEST(sync_after_its_stream_is_gone_and_slot_reuse)
+{
+	struct fixture f = fixture();
+	cua_deviceptr x = zeroed(f.c);
+	cua_stream s;
+	CK(cua_stream_create(f.c, 0, 0, &s));
+	cua_event e, n;
+	CK(cua_event_create(f.c, 0, &e));
+	spin_on(&f, 300, s);
+	fill_on(&f, x, 3.0f, s);
+	CK(cua_event_record(f.c, e, s));
+	CK(cua_stream_destroy(f.c, s));
+	CK(cua_event_synchronize(f.c, e));
+	int ready = 0;
+	CK(cua_event_query(f.c, e, &ready));
+	ck_assert_int_eq(ready, 1);
+	expect_all(f.c, x, 3.0f, CUA_STREAM_ORDERED);
+	ck_assert_int_eq(cua_event_record(f.c, e, s), CUA_ENOT_FOUND); /* the stream is gone */
+	CK(cua_event_destroy(f.c, e));
+	CK(cua_event_create(f.c, 0, &n));
+	ck_assert_uint_ne(n.id, e.id);
+	ck_assert_int_eq(cua_event_record(f.c, e, CUA_STREAM_ORDERED), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_stream_wait_event(f.c, CUA_STREAM_ORDERED, e), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_event_synchronize(f.c, e), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_event_query(f.c, e, &ready), CUA_ENOT_FOUND);
+	float ms;
+	ck_assert_int_eq(cua_event_elapsed_ms(f.c, e, n, &ms), CUA_ENOT_FOUND);
+	ck_assert_int_eq(cua_event_destroy(f.c, e), CUA_ENOT_FOUND);
+	CK(cua_event_record(f.c, n, CUA_STREAM_ORDERED));
+	CK(cua_event_synchronize(f.c, n));
+	cua_disconnect(f.c);
+}
+END_TEST
+
+#define RACERS 4
+
+struct ev_racer {
+	struct fixture *f;
+	cua_event *ev; /* RACERS events, shared */
+	cua_stream s;  /* this racer's */
+	int id, failed;
+	char why[256];
+};
+
+/* Records its event on its stream, makes its stream wait for the next racer's, synchronizes and queries the
+ * others', and makes and destroys events of its own; every call must succeed. */
+static void *
+ev_race(void *arg)
+{
+	struct ev_racer *r = arg;
+	for (int i = 0; i < 150 && !r->failed; i++) {
+		int ready, rc;
+		cua_event mine;
+		if ((rc = cua_event_record(r->f->c, r->ev[r->id], r->s)) != CUA_OK ||
+		    (rc = cua_stream_wait_event(r->f->c, r->s, r->ev[(r->id + 1) % RACERS])) != CUA_OK ||
+		    (rc = cua_event_synchronize(r->f->c, r->ev[(r->id + 2) % RACERS])) != CUA_OK ||
+		    (rc = cua_event_query(r->f->c, r->ev[(r->id + 3) % RACERS], &ready)) != CUA_OK ||
+		    (rc = cua_event_create(r->f->c, 0, &mine)) != CUA_OK ||
+		    (rc = cua_event_record(r->f->c, mine, r->s)) != CUA_OK ||
+		    (rc = cua_event_destroy(r->f->c, mine)) != CUA_OK) {
+			r->failed = rc;
+			snprintf(r->why, sizeof(r->why), "%s", cua_last_error());
+		}
+		if (i % 50 == 0)
+			spin_on(r->f, 5, r->s);
+	}
+	return NULL;
+}
+
+/* Four threads of one session record, wait for, synchronize and query each other's events (four submit threads
+ * issue them): no call fails, nothing hangs, and the session's work still completes. */
+START_TEST(records_waits_and_syncs_race)
+{
+	struct fixture f = fixture();
+	cua_event ev[RACERS];
+	struct ev_racer r[RACERS];
+	pthread_t t[RACERS];
+	for (int i = 0; i < RACERS; i++) {
+		CK(cua_event_create(f.c, 0, &ev[i]));
+		r[i] = (struct ev_racer){&f, ev, {0}, i, 0, ""};
+		CK(cua_stream_create(f.c, 0, 0, &r[i].s));
+	}
+	for (int i = 0; i < RACERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, ev_race, &r[i]), 0);
+	for (int i = 0; i < RACERS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < RACERS; i++)
+		ck_assert_msg(r[i].failed == 0, "racer %d: %d %s", i, r[i].failed, r[i].why);
+	CK(cua_synchronize(f.c));
+	for (int i = 0; i < RACERS; i++) {
+		CK(cua_event_synchronize(f.c, ev[i]));
+		CK(cua_event_destroy(f.c, ev[i]));
+	}
+	cua_disconnect(f.c);
+}
+END_TEST
+
+struct syncer {
+	cua_client *c;
+	cua_event e;
+	int rc;
+};
+
+static void *
+sync_one(void *arg)
+{
+	struct syncer *y = arg;
+	y->rc = cua_event_synchronize(y->c, y->e);
+	return NULL;
+}
+
+/* EVENT_DESTROY while another thread's EVENT_SYNC of it waits (behind a spin): the synchronize is answered (OK
+ * when it was sent first, NOT_FOUND when the destroy was), then the slot is reused; a session that closes with
+ * an event's record and a wait queued leaves nothing behind (ASan at the daemon's exit). */
+START_TEST(destroy_while_synchronizing)
+{
+	struct fixture f = fixture();
+	cua_stream s, w;
+	CK(cua_stream_create(f.c, 0, 0, &s));
+	CK(cua_stream_create(f.c, 0, 0, &w));
+	for (int round = 0; round < 5; round++) {
+		cua_event e;
+		CK(cua_event_create(f.c, 0, &e));
+		spin_on(&f, 100, s);
+		CK(cua_event_record(f.c, e, s));
+		CK(cua_stream_wait_event(f.c, w, e));
+		struct syncer y = {f.c, e, -1};
+		pthread_t t;
+		ck_assert_int_eq(pthread_create(&t, NULL, sync_one, &y), 0);
+		CK(cua_event_destroy(f.c, e));
+		pthread_join(t, NULL);
+		ck_assert_msg(y.rc == CUA_OK || y.rc == CUA_ENOT_FOUND, "sync: %d", y.rc);
+	}
+	CK(cua_synchronize(f.c));
+	/* and a session closing with an event's record and a wait still queued */
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function spin = get_fn(c, m, "spin");
+	cua_stream a, b;
+	CK(cua_stream_create(c, 0, 0, &a));
+	CK(cua_stream_create(c, 0, 0, &b));
+	cua_event e;
+	CK(cua_event_create(c, 0, &e));
+	cua_future_free(submit_spin(c, spin, 300, a));
+	CK(cua_event_record(c, e, a));
+	CK(cua_stream_wait_event(c, b, e));
+	cua_future_free(submit_spin(c, spin, 1, b));
+	cua_disconnect(c);
+	CK(cua_ping(f.c));
+	cua_disconnect(f.c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -415,6 +572,9 @@ main(void)
 	tcase_add_test(tc, destroy_in_flight_is_deferred);
 	tcase_add_test(tc, other_sessions_events_are_refused);
 	tcase_add_test(tc, many_events_hit_the_quota);
+	tcase_add_test(tc, sync_after_its_stream_is_gone_and_slot_reuse);
+	tcase_add_test(tc, records_waits_and_syncs_race);
+	tcase_add_test(tc, destroy_while_synchronizing);
 	suite_add_tcase(s, tc);
 	TCase *tl = tcase_create("events, lost context");
 	tcase_add_checked_fixture(tl, up_shared, down);
@@ -428,6 +588,9 @@ main(void)
 	tcase_add_test(tt, then_reads_the_producer_output);
 	tcase_add_test(tt, sync_waits_for_the_record);
 	tcase_add_test(tt, destroy_in_flight_is_deferred);
+	tcase_add_test(tt, sync_after_its_stream_is_gone_and_slot_reuse);
+	tcase_add_test(tt, records_waits_and_syncs_race);
+	tcase_add_test(tt, destroy_while_synchronizing);
 	suite_add_tcase(s, tt);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
