@@ -154,7 +154,13 @@ cu_event_notify(struct wk *w, uint64_t id, struct wk_tag tag, wk_done_fn done)
 {
 	struct cu *C = w->be_state;
 	struct cu_event *x = event_ref(C, id);
-	if (x == NULL || !x->recorded) { /* never recorded: nothing to wait for (CUDA) */
+	bool recorded = false;
+	if (x != NULL) {
+		pthread_mutex_lock(&C->evlock);
+		recorded = x->recorded; /* set by the recording stream's thread */
+		pthread_mutex_unlock(&C->evlock);
+	}
+	if (x == NULL || !recorded) { /* never recorded: nothing to wait for (CUDA) */
 		if (x != NULL)
 			event_put(C, x);
 		done(w, tag);
