@@ -84,10 +84,24 @@ c_event_destroy(struct fe *fe, struct request *r)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.event.event, CUA_HK_EVENT);
-	if (r->items[0].status == CUA_OK && hs != NULL) {
+	if (hs == NULL || hs->release.req != r->id)
+		return;
+	if (r->items[0].status == CUA_OK) {
 		do_handle_free(r->s, hs);
 		r->s->events--;
+	} else { /* not destroyed: the session's again */
+		hs->release = (struct release){0, 0};
 	}
+}
+
+/* EVENT_DESTROY failed as a whole after validation: the event is the session's again. */
+static void
+a_event_destroy(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct hslot *hs = do_handle_slot(r->s, r->w.body.event.event, CUA_HK_EVENT);
+	if (hs != NULL && hs->release.req == r->id)
+		hs->release = (struct release){0, 0};
 }
 
 /* The stream of a RECORD or WAIT: one of the session's own or its ordered stream, on the event's device. */
@@ -196,7 +210,8 @@ reply_elapsed(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 
 const struct cmd_entry cmd_event_create_entry = {CUA_OP_EVENT_CREATE, true, v_event_create, c_event_create,
 						 reply_value};
-const struct cmd_entry cmd_event_destroy_entry = {CUA_OP_EVENT_DESTROY, true, v_event_destroy, c_event_destroy, NULL};
+const struct cmd_entry cmd_event_destroy_entry = {CUA_OP_EVENT_DESTROY, true, v_event_destroy,
+						  c_event_destroy,      NULL, a_event_destroy};
 const struct cmd_entry cmd_event_record_entry = {CUA_OP_EVENT_RECORD, true, v_event_stream, NULL, NULL};
 const struct cmd_entry cmd_stream_wait_event_entry = {CUA_OP_STREAM_WAIT_EVENT, true, v_event_stream, NULL, NULL};
 const struct cmd_entry cmd_event_sync_entry = {CUA_OP_EVENT_SYNC, true, v_event_one, NULL, NULL};

@@ -408,7 +408,9 @@ c_graph_destroy(struct fe *fe, struct request *r)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.graph_destroy.graph, CUA_HK_GRAPH);
-	if (hs != NULL && hs->release.req == r->id && r->items[0].status == CUA_OK)
+	/* whatever the outcome: validation forgot the graph's record and pins, so no request can use it again (a
+	 * graph the worker failed to destroy is the worker's until it ends) */
+	if (hs != NULL && hs->release.req == r->id)
 		do_handle_free(r->s, hs);
 }
 
@@ -424,4 +426,5 @@ const struct cmd_entry cmd_graph_set_args_entry = {.op = CUA_OP_GRAPH_SET_ARGS,
 						   .validate = v_graph_set_args,
 						   .complete = c_graph_set_args,
 						   .abandon = a_graph_set_args};
-const struct cmd_entry cmd_graph_destroy_entry = {CUA_OP_GRAPH_DESTROY, true, v_graph_destroy, c_graph_destroy, NULL};
+const struct cmd_entry cmd_graph_destroy_entry = {CUA_OP_GRAPH_DESTROY, true, v_graph_destroy,
+						  c_graph_destroy,      NULL, c_graph_destroy};

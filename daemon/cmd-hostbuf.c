@@ -122,15 +122,29 @@ c_host_unregister(struct fe *fe, struct request *r)
 {
 	(void)fe;
 	struct hslot *hb = do_handle_slot(r->s, r->w.body.host_unregister.buffer, CUA_HK_HOSTBUF);
-	if (r->items[0].status == CUA_OK && hb != NULL) {
+	if (hb == NULL || hb->release.req != r->id)
+		return;
+	if (r->items[0].status == CUA_OK) {
 		if (!hb->stale && !r->s->closing)
 			r->s->host_bytes -= hb->size;
 		do_handle_free(r->s, hb);
 		r->s->host_buffers--;
+	} else { /* still registered: the session's again */
+		hb->release = (struct release){0, 0};
 	}
+}
+
+/* HOST_UNREGISTER failed as a whole after validation: the buffer is the session's again. */
+static void
+a_host_unregister(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct hslot *hb = do_handle_slot(r->s, r->w.body.host_unregister.buffer, CUA_HK_HOSTBUF);
+	if (hb != NULL && hb->release.req == r->id)
+		hb->release = (struct release){0, 0};
 }
 
 const struct cmd_entry cmd_host_register_entry = {CUA_OP_HOST_REGISTER, true, v_host_register, c_host_register,
 						  reply_value};
-const struct cmd_entry cmd_host_unregister_entry = {CUA_OP_HOST_UNREGISTER, true, v_host_unregister, c_host_unregister,
-						    NULL};
+const struct cmd_entry cmd_host_unregister_entry = {CUA_OP_HOST_UNREGISTER, true, v_host_unregister,
+						    c_host_unregister,      NULL, a_host_unregister};

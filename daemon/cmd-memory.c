@@ -112,12 +112,27 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 
 /* The free ran: the record leaves the table (when the worker failed to free it, it stays released and the
  * session's cleanup tries again). */
+/* A MEM_FREE that failed as a whole after validation marked the allocation released: it was not freed, so it is
+ * the session's again (a client may use it or free it once more; a stale one then answers CONTEXT_LOST). */
+static void
+a_mem_free(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct alloc_rec *a = do_alloc_released(r->s, r->w.body.mem_free.ptr, r->id);
+	if (a != NULL)
+		a->release = (struct release){0, 0};
+}
+
 static void
 c_mem_free(struct fe *fe, struct request *r)
 {
 	struct alloc_rec *a = do_alloc_released(r->s, r->w.body.mem_free.ptr, r->id);
-	if (a == NULL || r->items[0].status != CUA_OK)
+	if (a == NULL)
 		return;
+	if (r->items[0].status != CUA_OK) { /* not freed (a failed clear keeps it): the session's again */
+		a->release = (struct release){0, 0};
+		return;
+	}
 	if (!a->stale && !r->s->closing) { /* a closing session's counts were dropped when it closed */
 		r->s->counts.allocations--;
 		r->s->counts.alloc_bytes -= a->len;
@@ -129,4 +144,4 @@ c_mem_free(struct fe *fe, struct request *r)
 }
 
 const struct cmd_entry cmd_mem_alloc_entry = {CUA_OP_MEM_ALLOC, true, v_mem_alloc, c_mem_alloc, reply_value};
-const struct cmd_entry cmd_mem_free_entry = {CUA_OP_MEM_FREE, true, v_mem_free, c_mem_free, NULL};
+const struct cmd_entry cmd_mem_free_entry = {CUA_OP_MEM_FREE, true, v_mem_free, c_mem_free, NULL, a_mem_free};

@@ -120,8 +120,22 @@ c_module_unload(struct fe *fe, struct request *r)
 {
 	(void)fe;
 	struct hslot *m = do_handle_slot(r->s, r->w.body.module_unload.module, CUA_HK_MODULE);
-	if (r->items[0].status == CUA_OK && m != NULL)
+	if (m == NULL || m->release.req != r->id)
+		return;
+	if (r->items[0].status == CUA_OK)
 		forget_module(r->s, m);
+	else /* still loaded (a failed clear of its globals keeps it): the session's again, functions too */
+		release_module(r->s, m, (struct release){0, 0});
+}
+
+/* MODULE_UNLOAD failed as a whole after validation: the module and its functions are the session's again. */
+static void
+a_module_unload(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct hslot *m = do_handle_slot(r->s, r->w.body.module_unload.module, CUA_HK_MODULE);
+	if (m != NULL && m->release.req == r->id)
+		release_module(r->s, m, (struct release){0, 0});
 }
 
 static int
@@ -237,7 +251,8 @@ r_module_get_global(struct fe *fe, struct request *r, cua_rep_body *b, void **sc
 }
 
 const struct cmd_entry cmd_module_load_entry = {CUA_OP_MODULE_LOAD, true, v_module_load, c_module_load, reply_value};
-const struct cmd_entry cmd_module_unload_entry = {CUA_OP_MODULE_UNLOAD, true, v_module_unload, c_module_unload, NULL};
+const struct cmd_entry cmd_module_unload_entry = {CUA_OP_MODULE_UNLOAD, true, v_module_unload,
+						  c_module_unload,      NULL, a_module_unload};
 const struct cmd_entry cmd_module_get_global_entry = {CUA_OP_MODULE_GET_GLOBAL, true, v_module_get_global,
 						      c_module_get_global, r_module_get_global};
 const struct cmd_entry cmd_function_get_entry = {CUA_OP_FUNCTION_GET, true, v_function_get, c_function_get,

@@ -102,10 +102,24 @@ c_stream_destroy(struct fe *fe, struct request *r)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.stream.stream, CUA_HK_STREAM);
-	if (r->items[0].status == CUA_OK && hs != NULL) {
+	if (hs == NULL || hs->release.req != r->id)
+		return;
+	if (r->items[0].status == CUA_OK) {
 		do_handle_free(r->s, hs);
 		r->s->counts.streams--;
+	} else { /* not destroyed: the session's again */
+		hs->release = (struct release){0, 0};
 	}
+}
+
+/* STREAM_DESTROY failed as a whole after validation: the stream is the session's again. */
+static void
+a_stream_destroy(struct fe *fe, struct request *r)
+{
+	(void)fe;
+	struct hslot *hs = do_handle_slot(r->s, r->w.body.stream.stream, CUA_HK_STREAM);
+	if (hs != NULL && hs->release.req == r->id)
+		hs->release = (struct release){0, 0};
 }
 
 static int
@@ -131,6 +145,7 @@ c_synchronize(struct fe *fe, struct request *r)
 
 const struct cmd_entry cmd_stream_create_entry = {CUA_OP_STREAM_CREATE, true, v_stream_create, c_stream_create,
 						  reply_value};
-const struct cmd_entry cmd_stream_destroy_entry = {CUA_OP_STREAM_DESTROY, true, v_stream, c_stream_destroy, NULL};
+const struct cmd_entry cmd_stream_destroy_entry = {CUA_OP_STREAM_DESTROY, true, v_stream,
+						   c_stream_destroy,      NULL, a_stream_destroy};
 const struct cmd_entry cmd_stream_sync_entry = {CUA_OP_STREAM_SYNC, true, v_stream, NULL, NULL};
 const struct cmd_entry cmd_synchronize_entry = {CUA_OP_SYNCHRONIZE, true, v_synchronize, c_synchronize, NULL};

@@ -19,6 +19,9 @@
  * record leaves the table only when that command completed: the worker returns the address, stream or buffer
  * id to its allocator then, after every earlier command of the session (the freeing request is a barrier).
  * So no address, host buffer or handle is ever usable by two sessions, or by one session after it freed it.
+ * A release that did not happen — its command failed, or the request failed as a whole after validation (each
+ * row's complete and abandon) — gives the object back: the mark is cleared and the session may use or release it
+ * again (a graph is the exception: validation already forgot it, so its handle goes either way).
  */
 struct release {
 	uint64_t req; /* the releasing request's id (0: not released) */

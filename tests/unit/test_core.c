@@ -1406,6 +1406,54 @@ START_TEST(release_in_order)
 }
 END_TEST
 
+/* A release that did not happen gives the object back: its command failed (a failed clear keeps memory or a
+ * module, CUDA refused the destroy), or the request failed as a whole after validation (refused at dispatch:
+ * the worker restarted, the ring was too small). The same release sent again is then accepted (queued), not
+ * refused as "released by request seq 2" forever (before: the object stayed hidden and counted until the
+ * session ended). _i: the release (rfail[_i / 2]), failed by its item (even) or as a whole (odd). */
+static const struct rcase rfail[] = {
+	{"MEM_FREE", CUA_OP_MEM_FREE, b_free_a, 0, NULL, 0, 0, NULL, NULL},
+	{"MODULE_UNLOAD", CUA_OP_MODULE_UNLOAD, b_unload_mod0, CUA_OP_LAUNCH, b_launch_ok, 0, 0, NULL, NULL},
+	{"STREAM_DESTROY", CUA_OP_STREAM_DESTROY, b_destroy_st0, CUA_OP_MEMSET, b_memset_a_st0, 0, 0, NULL, NULL},
+	{"HOST_UNREGISTER", CUA_OP_HOST_UNREGISTER, b_unreg_hb0, CUA_OP_MEMCPY_HTOD_HOST, b_hcopy_hb0, 0, 0, NULL,
+	 NULL},
+	{"EVENT_DESTROY", CUA_OP_EVENT_DESTROY, b_destroy_ev, CUA_OP_EVENT_RECORD, b_record_ev, 0, 0, NULL, NULL},
+};
+
+START_TEST(failed_release_gives_the_object_back)
+{
+	const struct rcase *c = &rfail[_i / 2];
+	bool whole = _i % 2;
+	struct env *e = &E;
+	env_init(e);
+	setup_std(e);
+	e->hb0 = add_handle(e->s, CUA_HK_HOSTBUF, 0, 1, 1);
+	e->s->slots[cua_handle_slot(e->hb0)].size = 4096;
+	e->ev_rec = add_event(e->s, 1, 9, EVF_TIMING | EVF_RECORDED);
+	send_seq(e, c->rel_op, 1, c->rel);
+	ck_assert_uint_eq(e->s->queued, 1);
+	struct request *r = TAILQ_FIRST(&e->s->queue);
+	TAILQ_REMOVE(&e->s->queue, r, qlink);
+	e->s->queued--;
+	if (whole)
+		request_fail(r, CUA_ECONTEXT_LOST, "refused at dispatch (injected)");
+	else
+		item_fail(&r->items[0], CUA_EDEVICE, "CUDA_ERROR_UNKNOWN (injected)");
+	do_request_finish(&e->fe, r);
+	ck_assert_uint_eq(nreplies, 1);
+	ck_assert_uint_ne(replies[0].status, CUA_OK);
+	if (c->use != NULL) { /* usable again */
+		send_seq(e, c->use_op, 2, c->use);
+		ck_assert_msg(nreplies == 1, "%s failed %s: then %s: %s (%s)", c->name, whole ? "whole" : "by its item",
+			      cua_op_name(c->use_op), cua_strerror_name((int)replies[1].status), replies[1].message);
+	}
+	send_seq(e, c->rel_op, c->use ? 3 : 2, c->rel); /* released again */
+	ck_assert_msg(nreplies == 1, "%s failed %s, sent again: %s (%s)", c->name, whole ? "whole" : "by its item",
+		      cua_strerror_name((int)replies[1].status), replies[1].message);
+	env_fini(e);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ the operations table */
 
 START_TEST(every_op_has_its_row)
@@ -1745,6 +1793,7 @@ core_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("completion");
 	tcase_add_test(tc, alloc_then_free_completed);
+	tcase_add_loop_test(tc, failed_release_gives_the_object_back, 0, 2 * (int)(sizeof(rfail) / sizeof(rfail[0])));
 	tcase_add_test(tc, stale_module_unload_takes_its_functions);
 	tcase_add_loop_test(tc, release_in_order, 0, (int)(sizeof(rcases) / sizeof(rcases[0])));
 	suite_add_tcase(s, tc);
