@@ -14,7 +14,7 @@ cuasync.Error subclasses named after the status (NotFoundError, BadArgumentError
 ("NOT_FOUND") and ``.message`` (the daemon's words). The library is found through $CUASYNC_LIB, the build
 tree, or the system (see cuasync._ffi).
 """
-from .client import SCALAR_TYPES, Client, DeviceBuffer, HostBuffer, Kernel, Module, Stream, connect
+from .client import SCALAR_TYPES, Client, DeviceBuffer, Event, HostBuffer, Kernel, Module, Stream, connect
 from .errors import *  # noqa: F401,F403 (Error and one subclass per status)
 from .errors import Error, error_for
 from .future import Future
@@ -27,6 +27,7 @@ __all__ = [
     "Module",
     "Kernel",
     "Stream",
+    "Event",
     "Future",
     "Error",
     "error_for",

@@ -18,6 +18,7 @@ typedef struct cua_future cua_future;
 typedef struct cua_module { uint64_t id; } cua_module;
 typedef struct cua_function { uint64_t id; } cua_function;
 typedef struct cua_stream { uint64_t id; } cua_stream;
+typedef struct cua_event { uint64_t id; } cua_event;
 typedef uint64_t cua_deviceptr;
 
 typedef struct cua_device_info {
@@ -94,6 +95,14 @@ int cua_stream_create(cua_client *c, int dev, int priority, cua_stream *out);
 int cua_stream_destroy(cua_client *c, cua_stream s);
 int cua_stream_synchronize(cua_client *c, cua_stream s);
 int cua_synchronize(cua_client *c);
+
+int cua_event_create_on(cua_client *c, int dev, unsigned flags, cua_event *out);
+int cua_event_destroy(cua_client *c, cua_event ev);
+int cua_event_record(cua_client *c, cua_event ev, cua_stream s);
+int cua_stream_wait_event(cua_client *c, cua_stream s, cua_event ev);
+int cua_event_synchronize(cua_client *c, cua_event ev);
+int cua_event_query(cua_client *c, cua_event ev, int *ready);
+int cua_event_elapsed_ms(cua_client *c, cua_event start, cua_event end, float *ms);
 
 cua_launch *cua_launch_new(cua_client *c, cua_function f);
 int cua_launch_push_arg(cua_launch *l, const void *value, size_t size);

@@ -197,12 +197,72 @@ class Stream(_Owned):
     def synchronize(self):
         check(lib.cua_stream_synchronize(self._live(), self._h))
 
+    def wait_event(self, event):
+        """Work sent to this stream afterwards waits until event's last record (before this call) is reached."""
+        if event._client is not self._client:
+            raise BadArgumentError("%r belongs to another client" % event)
+        check(lib.cua_stream_wait_event(self._live(), self._h, event._handle()))
+
     def free(self):
         if self._released is not None:
             self._double()
         c = self._live()
         self._release("destroyed")
         check(lib.cua_stream_destroy(c, self._h))
+
+    destroy = free
+
+
+class Event(_Owned):
+    """A CUDA event of the client's session (cua_event_*): marks a point of a stream, for another stream to wait
+    for (Stream.wait_event: the seed's ``then`` and ``zip`` across streams), to wait for here (synchronize), or to
+    time (elapsed_ms)."""
+
+    _what = "event"
+
+    def __init__(self, client, handle, device, timing):
+        super().__init__(client)
+        self._h, self.device, self.timing = handle, device, timing
+
+    def __repr__(self):
+        return "<cuasync.Event 0x%x>" % self._h.id
+
+    def _handle(self):
+        self._live()
+        return self._h
+
+    def record(self, stream):
+        """Marks the point of stream (a Stream of this client) after the work sent to it so far."""
+        if not isinstance(stream, Stream):
+            raise BadArgumentError("record needs a Stream of this client (the pool is not ordered), not %r" % (stream,))
+        if stream._client is not self._client:
+            raise BadArgumentError("%r belongs to another client" % stream)
+        check(lib.cua_event_record(self._live(), self._h, stream._handle()))
+
+    def synchronize(self):
+        """Returns when the last record has been reached (at once when never recorded)."""
+        check(lib.cua_event_synchronize(self._live(), self._h))
+
+    def query(self):
+        """True when the last record has been reached (or there was none)."""
+        out = ffi.new("int *")
+        check(lib.cua_event_query(self._live(), self._h, out))
+        return bool(out[0])
+
+    def elapsed_ms(self, end):
+        """Milliseconds from this event's last record to end's (both reached; both with timing)."""
+        if end._client is not self._client:
+            raise BadArgumentError("%r belongs to another client" % end)
+        out = ffi.new("float *")
+        check(lib.cua_event_elapsed_ms(self._live(), self._h, end._handle(), out))
+        return float(out[0])
+
+    def free(self):
+        if self._released is not None:
+            self._double()
+        c = self._live()
+        self._release("destroyed")
+        check(lib.cua_event_destroy(c, self._h))
 
     destroy = free
 
@@ -441,6 +501,12 @@ class Client:
         out = ffi.new("cua_stream *")
         check(lib.cua_stream_create(self._live(), device, priority, out))
         return Stream(self, out[0], device)
+
+    def event(self, timing=True, device=0):
+        """A new Event; timing=False makes it a little cheaper and refuses elapsed_ms."""
+        out = ffi.new("cua_event *")
+        check(lib.cua_event_create_on(self._live(), device, 0 if timing else 0x2, out))
+        return Event(self, out[0], device, timing)
 
 
 def connect(url=None, timeout_ms=None):

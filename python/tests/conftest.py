@@ -44,7 +44,9 @@ def daemon():
     with open(log, "wb") as logf:
         proc = subprocess.Popen(
             [exe, "--listen", url, "--ready-fd", str(wfd), "--backend", "emu", "--emu-mem", "256M",
-             "--staging", "96M", "--ring", "4M"],
+             "--staging", "96M", "--ring", "4M",
+             # more emulated-device threads than any test has streams, so streams run concurrently, as on a GPU
+             "--emu-threads", "16"],
             pass_fds=(wfd,), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf)
     os.close(wfd)
     try:

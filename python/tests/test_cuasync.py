@@ -254,6 +254,7 @@ def test_cdef_matches_header(tmp_path):
         "cua_daemon_status": ["uptime_ms", "sessions", "requests", "ndevices", "devices", "session", "total",
                               "insecure_listeners"],
         "cua_launch_config": ["grid", "block", "shared_mem_bytes"],
+        "cua_event": ["id"],
     }
     lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "cuasync.h"', "int main(void) {"]
     want = []
@@ -300,3 +301,49 @@ def test_a_structured_scalar_passes_its_bytes(client, kernels):
         wide = np.zeros((), dtype=[("a", "<u4"), ("b", "<u4")])[()]
         with pytest.raises(cuasync.ArgumentTypeError, match="argument 1 of fill_u32 is 8 bytes"):
             fill.launch(1, 16, p, wide, np.uint64(16))
+
+
+def test_events_zip_two_streams_then_time(client, kernels):
+    """The seed's zip across streams: stream a fills x behind a 50 ms spin, stream b fills y; a third waits for
+    both events, then computes y = 2x + y. Without the waits it would read x unfilled. (Few launches in flight:
+    libcuasync holds further launches while 4 messages are unanswered, which would order them by itself.)"""
+    fill, spin, axpy = kernels.function("fill_u32"), kernels.function("spin"), kernels.function("axpy")
+    one, three = np.float32(1.0).view(np.uint32), np.float32(3.0).view(np.uint32)
+    with client.mem_alloc(4 * N) as dx, client.mem_alloc(4 * N) as dy, client.stream() as a, client.stream() as b, \
+            client.stream() as c, client.event() as ea, client.event() as eb, client.event() as t0, \
+            client.event() as t1:
+        dx.memset(0, 4, N)
+        dy.memset(0, 4, N)
+        client.synchronize()
+        t0.record(c)
+        spin.launch(1, 1, np.int64(50_000_000), stream=a)  # 50 ms on the emulated device
+        for s, buf, v in ((a, dx, one), (b, dy, three)):
+            fill.launch((N + 255) // 256, 256, buf, np.uint32(v), np.uint64(N), stream=s)
+        ea.record(a)
+        eb.record(b)
+        c.wait_event(ea)
+        c.wait_event(eb)
+        f = axpy.launch((N + 255) // 256, 256, np.float32(2.0), dx, dy, np.uint64(N), stream=c)
+        t1.record(c)
+        t1.synchronize()
+        assert t1.query() and ea.query() and eb.query()
+        assert f.result(timeout=30) is None
+        np.testing.assert_array_equal(dy.to_numpy(np.float32), np.full(N, 5.0, np.float32))
+        assert 40.0 <= t0.elapsed_ms(t1) < 60000.0
+
+
+def test_event_misuse_is_refused(client):
+    s = client.stream()
+    e = client.event(timing=False)
+    with pytest.raises(cuasync.BadArgumentError, match="Stream"):
+        e.record(None)  # the pool is not ordered: no point to mark
+    e.record(s)
+    e.synchronize()
+    with pytest.raises(cuasync.BadArgumentError, match="timing"):
+        e.elapsed_ms(e)
+    e.free()
+    with pytest.raises(cuasync.ClosedError, match="double free"):
+        e.free()
+    with pytest.raises(cuasync.ClosedError):
+        s.wait_event(e)
+    s.free()
