@@ -189,10 +189,11 @@ cuac_send_flight_locked(cua_client *c, struct cuac_pendq *items, size_t n)
 	free(args);
 }
 
-void
-cuac_flush_locked(cua_client *c)
+/* Sends queued launches, up to CUA_MAX_BATCH per message, while fewer than cap messages are in flight. */
+static void
+flush_upto(cua_client *c, unsigned cap)
 {
-	while (!TAILQ_EMPTY(&c->queue) && c->inflight < CUAC_MAX_INFLIGHT_BATCHES) {
+	while (!TAILQ_EMPTY(&c->queue) && c->inflight < cap) {
 		struct cuac_pendq items = TAILQ_HEAD_INITIALIZER(items);
 		struct cuac_pending *p;
 		size_t n = 0;
@@ -203,6 +204,18 @@ cuac_flush_locked(cua_client *c)
 		}
 		cuac_send_flight_locked(c, &items, n);
 	}
+}
+
+void
+cuac_flush_locked(cua_client *c)
+{
+	flush_upto(c, CUAC_MAX_INFLIGHT_BATCHES);
+}
+
+void
+cuac_flush_now_locked(cua_client *c)
+{
+	flush_upto(c, CUAC_MAX_INFLIGHT_URGENT);
 }
 
 void
@@ -218,11 +231,10 @@ void
 cuac_wait_sent(cua_client *c)
 {
 	pthread_mutex_lock(&c->lock);
+	cuac_flush_now_locked(c);
 	while (!TAILQ_EMPTY(&c->queue)) {
-		if (c->inflight == 0)
-			cuac_flush_locked(c);
-		else
-			pthread_cond_wait(&c->cond, &c->lock);
+		pthread_cond_wait(&c->cond, &c->lock);
+		cuac_flush_now_locked(c);
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -231,11 +243,10 @@ int
 cuac_wait_idle(cua_client *c, bool take, char *msg, size_t len)
 {
 	pthread_mutex_lock(&c->lock);
+	cuac_flush_now_locked(c);
 	while (!TAILQ_EMPTY(&c->queue) || c->inflight > 0) {
-		if (c->inflight == 0)
-			cuac_flush_locked(c);
-		else
-			pthread_cond_wait(&c->cond, &c->lock);
+		pthread_cond_wait(&c->cond, &c->lock);
+		cuac_flush_now_locked(c);
 	}
 	int st = c->deferred_status;
 	if (take) {

@@ -140,9 +140,9 @@ cua_future_wait(cua_future *f, int timeout_ms)
 
 	pthread_mutex_lock(&c->lock);
 	while (!f->done) {
-		/* launches still queued in the client must go out for this one to complete */
-		if (c->inflight == 0 && !TAILQ_EMPTY(&c->queue))
-			cuac_flush_locked(c);
+		/* launches still queued in the client must go out for this one to complete: now, not when a reply
+		 * (perhaps of a long kernel on another stream) frees the coalescing window */
+		cuac_flush_now_locked(c);
 		int rc = timeout_ms < 0 ? pthread_cond_wait(&c->cond, &c->lock)
 					: pthread_cond_timedwait(&c->cond, &c->lock, &dl);
 		if (rc == ETIMEDOUT && !f->done) {

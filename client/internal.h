@@ -39,6 +39,11 @@
 #define CUAC_DEFAULT_TIMEOUT_MS 120000
 #define CUAC_STREAM_POOL_ID 2       /* CUA_STREAM_POOL: client-side only, sent as 0 */
 #define CUAC_MAX_INFLIGHT_BATCHES 4 /* BATCH messages in flight per client; more launches wait in the queue */
+/* When the caller waits for queued launches to go out (a future of one, a record, a copy, a synchronize), they are
+ * sent at once up to this many messages in flight: holding them until a reply comes would make them wait for
+ * long kernels of other streams (4 kernels of 200 ms in flight held a launch on a fifth stream for 200 ms). Below
+ * the daemon's smallest --session-pending (16). */
+#define CUAC_MAX_INFLIGHT_URGENT 12
 /* Messages of explicit batches in flight per client; cua_batch_submit waits below it. The daemon answers QUOTA
  * past --session-pending unanswered requests of a connection (16 at least unless set lower) and drops them past
  * twice that, so a client that submits batch after batch without waiting must hold back itself; half of 16, so
@@ -218,6 +223,8 @@ void cuac_send_flight_locked(cua_client *c, struct cuac_pendq *items, size_t n);
 /* Sends queued launches, up to CUA_MAX_BATCH per message and CUAC_MAX_INFLIGHT_BATCHES in flight. Caller
  * holds c->lock. */
 void cuac_flush_locked(cua_client *c);
+/* The same up to CUAC_MAX_INFLIGHT_URGENT in flight: for a caller about to wait for them. Caller holds c->lock. */
+void cuac_flush_now_locked(cua_client *c);
 
 /* Blocks until every queued launch has been sent (replies may be pending). Caller holds no lock. */
 void cuac_wait_sent(cua_client *c);

@@ -36,7 +36,8 @@ static struct daemon D;
 static void
 up(void)
 {
-	static const char *const args[] = {"--submit-threads", "4", NULL};
+	/* --emu-threads: more emulated-device threads than any case has streams, so its streams run concurrently */
+	static const char *const args[] = {"--submit-threads", "4", "--emu-threads", "16", NULL};
 	daemon_start(&D, args);
 }
 
@@ -162,6 +163,40 @@ START_TEST(stream_order_from_concurrent_clients)
 		pthread_join(t[i], NULL);
 	for (int i = 0; i < NCLIENTS; i++)
 		ck_assert_msg(!o[i].err[0], "client %d: %s", i, o[i].err);
+}
+END_TEST
+
+/* A launch on a fifth stream is not held behind four long kernels in flight on other streams: libcuasync
+ * coalesces launches while 4 messages are unanswered, but one its caller waits for goes out at once (before,
+ * it waited in the client until one of the 3 s kernels completed). */
+START_TEST(launch_not_held_behind_long_kernels_of_other_streams)
+{
+	cua_client *c = connect_to(&D);
+	cua_module m = load_kernels(c);
+	cua_function spin = get_fn(c, m, "spin"), f = get_fn(c, m, "fill_u32");
+	cua_stream s[5];
+	for (int i = 0; i < 5; i++)
+		CK(cua_stream_create(c, 0, 0, &s[i]));
+	cua_deviceptr p;
+	CK(cua_mem_alloc(c, 0, 64, &p));
+	cua_future *sp[4];
+	for (int i = 0; i < 4; i++)
+		sp[i] = submit_spin(c, spin, 3000, s[i]);
+	cua_future *fu;
+	CK(cua_launch_submit(fill(c, f, s[4], p, 9, 16), &fu));
+	CK(cua_future_wait(fu, -1));
+	cua_future_free(fu);
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(cua_future_poll(sp[i]) == 0,
+			      "the launch on a fifth stream completed only after stream %d's 3 s kernel", i);
+	for (int i = 0; i < 4; i++) {
+		CK(cua_future_wait(sp[i], -1));
+		cua_future_free(sp[i]);
+	}
+	uint32_t v[16];
+	CK(cua_memcpy_dtoh(c, v, p, sizeof(v)));
+	ck_assert_uint_eq(v[15], 9);
+	cua_disconnect(c);
 }
 END_TEST
 
@@ -338,6 +373,7 @@ submit_suite(void)
 	tcase_add_test(tc, stream_order_over_single_requests);
 	tcase_add_test(tc, stream_order_over_batches_spanning_threads);
 	tcase_add_test(tc, stream_order_from_concurrent_clients);
+	tcase_add_test(tc, launch_not_held_behind_long_kernels_of_other_streams);
 	tcase_add_test(tc, batch_spanning_threads_replies_after_all_items);
 	tcase_add_test(tc, fault_blamed_on_its_item);
 	tcase_add_test(tc, batches_in_flight_leave_room_for_a_call);
