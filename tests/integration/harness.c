@@ -248,6 +248,42 @@ load_kernels_rc(cua_client *c, cua_module *m)
 	return cua_module_load(c, 0, emu_image, sizeof(emu_image) - 1, m);
 }
 
+bool
+on_gpu(void)
+{
+	return strcmp(test_backend(), "cuda") == 0;
+}
+
+cua_module
+load_features(cua_client *c, const char *image)
+{
+	cua_module m;
+	char fatbin[512];
+	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/feature_kernels.fatbin", builddir());
+	if (on_gpu())
+		CK(cua_module_load_file(c, 0, fatbin, &m));
+	else if (image != NULL)
+		CK(cua_module_load(c, 0, image, strlen(image), &m));
+	else
+		ck_abort_msg("the feature kernels of this test exist only as a fatbin (a GPU test)");
+	return m;
+}
+
+int
+submit_status(cua_launch *l, char *msg, size_t len)
+{
+	cua_future *f;
+	int r = cua_launch_submit(l, &f);
+	if (r != CUA_OK) {
+		snprintf(msg, len, "%s", cua_last_error());
+		return r;
+	}
+	r = cua_future_wait(f, -1);
+	snprintf(msg, len, "%s", cua_future_error(f));
+	cua_future_free(f);
+	return r;
+}
+
 cua_function
 get_fn(cua_client *c, cua_module m, const char *name)
 {

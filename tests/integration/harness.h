@@ -37,6 +37,13 @@ cua_client *connect_operator(const struct daemon *d);
 cua_module load_kernels(cua_client *c);
 /* The same, returning the status instead of failing the test. */
 int load_kernels_rc(cua_client *c, cua_module *m);
+/* Whether the tests run on a GPU (test_backend() is cuda). */
+bool on_gpu(void);
+/* The feature kernels (issue 13): tests/kernels/feature_kernels.fatbin on a GPU, else image (the emulated
+ * device's image text, naming the kernels and globals the caller uses; NULL in GPU-only tests). */
+cua_module load_features(cua_client *c, const char *image);
+/* Submits l (consumed), waits for it and returns its status; the message (submission's or the future's) in msg. */
+int submit_status(cua_launch *l, char *msg, size_t len);
 cua_function get_fn(cua_client *c, cua_module m, const char *name);
 /* A launch of f with the given config (1-D). */
 cua_launch *launch_1d(cua_client *c, cua_function f, unsigned grid, unsigned block);

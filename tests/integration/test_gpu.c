@@ -271,21 +271,10 @@ END_TEST
 
 /* ------------------------------------------------------------------ issue 13: globals, big parameters, attributes */
 
-/* tests/kernels/feature_kernels.fatbin: const_data, copy_u32, const_copy, big_param_copy, dyn_shared_copy. */
-static cua_module
-load_features(cua_client *c)
-{
-	cua_module m;
-	char fatbin[512];
-	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/feature_kernels.fatbin", builddir());
-	CK(cua_module_load_file(c, 0, fatbin, &m));
-	return m;
-}
-
 START_TEST(constant_array_filled_through_get_global)
 {
 	cua_client *c = connect_to(&D);
-	cua_module m = load_features(c);
+	cua_module m = load_features(c, NULL);
 	cua_deviceptr g, out;
 	size_t bytes = 0;
 	CK(cua_module_get_global(c, m, "const_data", &g, &bytes));
@@ -316,7 +305,7 @@ START_TEST(struct_parameter_of_32000_bytes)
 		s[i] = i * 2246822519u;
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, sizeof(got), &out));
-	cua_launch *l = launch_1d(c, get_fn(c, load_features(c), "big_param_copy"), 8, 256);
+	cua_launch *l = launch_1d(c, get_fn(c, load_features(c, NULL), "big_param_copy"), 8, 256);
 	CK(cua_launch_push_device_ptr(l, out));
 	CK(cua_launch_push_arg(l, s, sizeof(s)));
 	launch_and_wait(l);
@@ -330,7 +319,7 @@ START_TEST(dynamic_shared_64k_after_set_attribute)
 {
 	enum { N = 16384 }; /* words: 64 KiB */
 	cua_client *c = connect_to(&D);
-	cua_function f = get_fn(c, load_features(c), "dyn_shared_copy");
+	cua_function f = get_fn(c, load_features(c, NULL), "dyn_shared_copy");
 	static uint32_t in[N], got[N];
 	for (uint32_t i = 0; i < N; i++)
 		in[i] = i ^ 0x5a5a5a5au;
@@ -363,7 +352,7 @@ END_TEST
 START_TEST(num_regs_attribute_is_positive)
 {
 	cua_client *c = connect_to(&D);
-	cua_function f = get_fn(c, load_features(c), "copy_u32");
+	cua_function f = get_fn(c, load_features(c, NULL), "copy_u32");
 	int regs = 0, blocks = 0;
 	CK(cua_func_get_attribute(c, f, CUA_FUNC_ATTRIBUTE_NUM_REGS, &regs));
 	ck_assert_int_gt(regs, 0);

@@ -32,42 +32,6 @@ down(void)
 static const char emu_image[] = "cuasync-emu-module\ncopy_u32\nconst_copy\nbig_param_copy\ndyn_shared_copy\n"
 				"global const_data 1024\n";
 
-static bool
-on_gpu(void)
-{
-	return strcmp(test_backend(), "cuda") == 0;
-}
-
-/* The feature kernels: the fatbin on a GPU, the emulated-device image otherwise. */
-static cua_module
-load_features(cua_client *c)
-{
-	cua_module m;
-	char fatbin[512];
-	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/feature_kernels.fatbin", builddir());
-	if (on_gpu())
-		CK(cua_module_load_file(c, 0, fatbin, &m));
-	else
-		CK(cua_module_load(c, 0, emu_image, sizeof(emu_image) - 1, &m));
-	return m;
-}
-
-/* Submits l and returns its status, the message in msg. */
-static int
-submit_status(cua_launch *l, char *msg, size_t len)
-{
-	cua_future *f;
-	int r = cua_launch_submit(l, &f);
-	if (r != CUA_OK) {
-		snprintf(msg, len, "%s", cua_last_error());
-		return r;
-	}
-	r = cua_future_wait(f, -1);
-	snprintf(msg, len, "%s", cua_future_error(f));
-	cua_future_free(f);
-	return r;
-}
-
 static cua_launch *
 copy_launch(cua_client *c, cua_function f, cua_deviceptr dst, cua_deviceptr src, uint64_t n)
 {
@@ -81,7 +45,7 @@ copy_launch(cua_client *c, cua_function f, cua_deviceptr dst, cua_deviceptr src,
 START_TEST(global_written_by_htod_is_read_by_kernels)
 {
 	cua_client *c = connect_to(&D);
-	cua_module m = load_features(c);
+	cua_module m = load_features(c, emu_image);
 	cua_function cc = get_fn(c, m, "const_copy"), cp = get_fn(c, m, "copy_u32");
 	cua_deviceptr g, out;
 	size_t bytes = 0;
@@ -114,7 +78,7 @@ END_TEST
 START_TEST(global_is_refused_after_unload_and_to_others)
 {
 	cua_client *c = connect_to(&D), *other = connect_to(&D);
-	cua_module m = load_features(c), keep = load_features(c);
+	cua_module m = load_features(c, emu_image), keep = load_features(c, emu_image);
 	cua_function cp = get_fn(c, keep, "copy_u32");
 	cua_deviceptr g, out;
 	uint32_t w[16] = {1, 2, 3};
@@ -153,7 +117,7 @@ START_TEST(struct_of_32000_bytes_reaches_the_kernel)
 	cua_device_info info;
 	CK(cua_device_get_info(c, 0, &info));
 	ck_assert_uint_eq(info.max_param_bytes, 32764);
-	cua_module m = load_features(c);
+	cua_module m = load_features(c, emu_image);
 	cua_function f = get_fn(c, m, "big_param_copy");
 	uint32_t sizes[2], offs[2], n = 2;
 	CK(cua_function_get_params(c, f, &n, offs, sizes));
@@ -197,7 +161,7 @@ START_TEST(old_device_refuses_more_than_4096_bytes)
 	cua_device_info info;
 	CK(cua_device_get_info(c, 0, &info));
 	ck_assert_uint_eq(info.max_param_bytes, 4096);
-	cua_function f = get_fn(c, load_features(c), "big_param_copy");
+	cua_function f = get_fn(c, load_features(c, emu_image), "big_param_copy");
 	static uint32_t s[BIG_WORDS];
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, sizeof(s), &out));
@@ -226,7 +190,7 @@ shared_launch(cua_client *c, cua_function f, cua_deviceptr out, cua_deviceptr in
 START_TEST(dynamic_shared_memory_needs_the_attribute)
 {
 	cua_client *c = connect_to(&D);
-	cua_function f = get_fn(c, load_features(c), "dyn_shared_copy");
+	cua_function f = get_fn(c, load_features(c, emu_image), "dyn_shared_copy");
 	static uint32_t in[SHARED_WORDS], got[SHARED_WORDS];
 	for (uint32_t i = 0; i < SHARED_WORDS; i++)
 		in[i] = i * 7 + 1;
@@ -250,7 +214,7 @@ START_TEST(dynamic_shared_memory_needs_the_attribute)
 		ck_assert_uint_eq(got[i], in[SHARED_WORDS - 1 - i]);
 	/* another session's handle of the same kernel keeps the default */
 	cua_client *o = connect_to(&D);
-	cua_function of = get_fn(o, load_features(o), "dyn_shared_copy");
+	cua_function of = get_fn(o, load_features(o, emu_image), "dyn_shared_copy");
 	CK(cua_func_get_attribute(o, of, CUA_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &v));
 	ck_assert_int_le(v, 48 << 10);
 	cua_disconnect(o);
@@ -263,7 +227,7 @@ START_TEST(attributes_are_read_set_and_range_checked)
 	cua_client *c = connect_to(&D);
 	cua_device_info info;
 	CK(cua_device_get_info(c, 0, &info));
-	cua_function f = get_fn(c, load_features(c), "copy_u32");
+	cua_function f = get_fn(c, load_features(c, emu_image), "copy_u32");
 	int v = 0;
 	CK(cua_func_get_attribute(c, f, CUA_FUNC_ATTRIBUTE_NUM_REGS, &v));
 	ck_assert_int_gt(v, 0);

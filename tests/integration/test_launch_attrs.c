@@ -27,41 +27,6 @@ down(void)
 
 static const char emu_image[] = "cuasync-emu-module\ncoop_reduce\ncluster_rank\ncopy_u32\n";
 
-static bool
-on_gpu(void)
-{
-	return strcmp(test_backend(), "cuda") == 0;
-}
-
-static cua_module
-load_features(cua_client *c)
-{
-	cua_module m;
-	char fatbin[512];
-	snprintf(fatbin, sizeof(fatbin), "%s/tests/kernels/feature_kernels.fatbin", builddir());
-	if (on_gpu())
-		CK(cua_module_load_file(c, 0, fatbin, &m));
-	else
-		CK(cua_module_load(c, 0, emu_image, sizeof(emu_image) - 1, &m));
-	return m;
-}
-
-/* Submits l and returns its status, the message in msg. */
-static int
-submit_status(cua_launch *l, char *msg, size_t len)
-{
-	cua_future *f;
-	int r = cua_launch_submit(l, &f);
-	if (r != CUA_OK) {
-		snprintf(msg, len, "%s", cua_last_error());
-		return r;
-	}
-	r = cua_future_wait(f, -1);
-	snprintf(msg, len, "%s", cua_future_error(f));
-	cua_future_free(f);
-	return r;
-}
-
 #define EXPECT_REFUSED(l, status, ...)                                                                                 \
 	do {                                                                                                           \
 		char msg_[1024];                                                                                       \
@@ -89,7 +54,7 @@ static void
 reduce_setup(struct reduce *R, cua_client *c, unsigned max_blocks)
 {
 	R->c = c;
-	R->f = get_fn(c, load_features(c), "coop_reduce");
+	R->f = get_fn(c, load_features(c, emu_image), "coop_reduce");
 	for (uint32_t i = 0; i < RED_N; i++)
 		R->host[i] = i * 2654435761u ^ 0x9e3779b9u;
 	CK(cua_mem_alloc(c, 0, sizeof(R->host), &R->in));
@@ -151,7 +116,7 @@ START_TEST(cooperative_grid_too_large_is_refused_with_the_numbers)
 	cua_device_info info;
 	CK(cua_device_get_info(c, 0, &info));
 	static struct reduce R;
-	cua_function f = get_fn(c, load_features(c), "coop_reduce");
+	cua_function f = get_fn(c, load_features(c, emu_image), "coop_reduce");
 	int per_sm = 0;
 	CK(cua_occupancy_max_active_blocks(c, f, RED_BLOCK, 0, &per_sm));
 	ck_assert_int_gt(per_sm, 0);
@@ -225,7 +190,7 @@ START_TEST(cluster_ranks_follow_the_cluster_dims)
 	cua_device_info info;
 	CK(cua_device_get_info(c, 0, &info));
 	ck_assert_int_eq(info.cluster_launch, 1);
-	cua_function f = get_fn(c, load_features(c), "cluster_rank");
+	cua_function f = get_fn(c, load_features(c, emu_image), "cluster_rank");
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, 64 * 12, &out));
 	launch_and_wait(rank_launch(c, f, out, 8, 2, (const unsigned[3]){2, 2, 1}));
@@ -247,7 +212,7 @@ END_TEST
 START_TEST(non_portable_cluster_needs_the_attribute)
 {
 	cua_client *c = connect_to(&D);
-	cua_function f = get_fn(c, load_features(c), "cluster_rank");
+	cua_function f = get_fn(c, load_features(c, emu_image), "cluster_rank");
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, 64 * 12, &out));
 	int v = -1;
@@ -268,7 +233,7 @@ END_TEST
 START_TEST(required_cluster_dims_are_enforced)
 {
 	cua_client *c = connect_to(&D);
-	cua_function f = get_fn(c, load_features(c), "cluster_rank");
+	cua_function f = get_fn(c, load_features(c, emu_image), "cluster_rank");
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, 64 * 12, &out));
 	CK(cua_func_set_attribute(c, f, CUA_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 2));
@@ -302,7 +267,7 @@ END_TEST
 START_TEST(bad_clusters_are_refused_with_the_numbers)
 {
 	cua_client *c = connect_to(&D), *other = connect_to(&D);
-	cua_function f = get_fn(c, load_features(c), "cluster_rank");
+	cua_function f = get_fn(c, load_features(c, emu_image), "cluster_rank");
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, 64 * 12, &out));
 	EXPECT_REFUSED(rank_launch(c, f, out, 8, 2, (const unsigned[3]){2, 0, 1}), CUA_EBAD_ARGUMENT,
@@ -330,7 +295,7 @@ START_TEST(bad_clusters_are_refused_with_the_numbers)
 	ck_assert_int_eq(cua_func_set_attribute(c, f, CUA_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 1),
 			 CUA_EBAD_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(cua_last_error(), "cannot be set"));
-	cua_function of = get_fn(other, load_features(other), "cluster_rank");
+	cua_function of = get_fn(other, load_features(other, emu_image), "cluster_rank");
 	cua_deviceptr oout;
 	CK(cua_mem_alloc(other, 0, 64 * 12, &oout));
 	launch_and_wait(rank_launch(other, of, oout, 4, 1, (const unsigned[3]){4, 1, 1}));
@@ -350,7 +315,7 @@ START_TEST(launch_priority_is_range_checked)
 	cua_device_info info;
 	CK(cua_device_get_info(c, 0, &info));
 	ck_assert_int_le(info.priority_greatest, info.priority_least);
-	cua_function f = get_fn(c, load_features(c), "cluster_rank");
+	cua_function f = get_fn(c, load_features(c, emu_image), "cluster_rank");
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, 64 * 12, &out));
 	int ok[] = {info.priority_greatest, info.priority_least};
@@ -380,7 +345,7 @@ START_TEST(batch_items_carry_attributes)
 	cua_client *c = connect_to(&D);
 	static struct reduce R;
 	reduce_setup(&R, c, 4);
-	cua_function f = get_fn(c, load_features(c), "cluster_rank");
+	cua_function f = get_fn(c, load_features(c, emu_image), "cluster_rank");
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, 64 * 12, &out));
 	cua_batch *b = cua_batch_new(c);
@@ -422,7 +387,7 @@ START_TEST(sm80_has_no_clusters_sm50_no_cooperative_launch)
 	CK(cua_device_get_info(c, 0, &info));
 	ck_assert_int_eq(info.cluster_launch, 0);
 	ck_assert_int_eq(info.cooperative_launch, 1);
-	cua_function f = get_fn(c, load_features(c), "cluster_rank");
+	cua_function f = get_fn(c, load_features(c, emu_image), "cluster_rank");
 	cua_deviceptr out;
 	CK(cua_mem_alloc(c, 0, 64 * 12, &out));
 	EXPECT_REFUSED(rank_launch(c, f, out, 4, 1, (const unsigned[3]){2, 1, 1}), CUA_EUNSUPPORTED,
