@@ -299,11 +299,11 @@ do_auth_hello(struct fe *fe, struct session *s, const cua_bytes *token, cua_err 
 }
 
 int
-do_auth_gate(struct fe *fe, const struct session *s, uint32_t op, cua_err *e)
+do_auth_gate(struct fe *fe, const struct session *s, bool authenticates, cua_err *e)
 {
 	if (s->denied)
 		return deny(fe, s, e);
-	if (s->ident.need_token && !s->hello && op != CUA_OP_HELLO)
+	if (s->ident.need_token && !s->hello && !authenticates)
 		return cua_err_set(e, CUA_EUNAUTHENTICATED,
 				   "this connection must authenticate first: send HELLO with a token of the daemon's "
 				   "--token-file ($CUASYNC_TOKEN)");

@@ -37,9 +37,10 @@ void do_auth_session(struct fe *fe, struct session *s, bool operator_listener);
  * UNAUTHENTICATED (a wrong token, or none where one is required) or PERMISSION_DENIED with a message in e
  * that never contains the token. fe->lock held. */
 int do_auth_hello(struct fe *fe, struct session *s, const cua_bytes *token, cua_err *e);
-/* Before any request of s other than a HELLO is validated: 0, or UNAUTHENTICATED / PERMISSION_DENIED with a
+/* Before any request of s is validated (authenticates: its row says it may carry the token, HELLO): 0, or
+ * UNAUTHENTICATED / PERMISSION_DENIED with a
  * message saying what to do. fe->lock held. */
-int do_auth_gate(struct fe *fe, const struct session *s, uint32_t op, cua_err *e);
+int do_auth_gate(struct fe *fe, const struct session *s, bool authenticates, cua_err *e);
 /* "ipc uid 1000 gid 1000 pid 42", "tls+tcp (certificate verified)", "tcp (unauthenticated)", with ", token
  * 'NAME'" and ", operator" when they apply: for log lines. Returns buf. */
 const char *auth_describe(const struct session *s, char *buf, size_t len);

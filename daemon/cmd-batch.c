@@ -9,21 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int
-plan_item(struct fe *fe, struct request *r, const cua_batch_item *b, struct ritem *it, cua_err *e)
-{
-	switch (b->kind) {
-	case CUA_OP_LAUNCH: return plan_launch(fe, r, &b->u.launch, it, e);
-	case CUA_OP_MEMCPY_HTOD: return plan_htod(fe, r, &b->u.htod, it, e);
-	case CUA_OP_MEMCPY_DTOH: return plan_dtoh(fe, r, &b->u.dtoh, it, e);
-	case CUA_OP_MEMCPY_DTOD: return plan_dtod(fe, r, &b->u.dtod, it, e);
-	case CUA_OP_MEMSET: return plan_memset(fe, r, &b->u.memset, it, e);
-	case CUA_OP_MEMCPY_HTOD_HOST:
-	case CUA_OP_MEMCPY_DTOH_HOST: return plan_host_copy(fe, r, b->kind, &b->u.host, it, e);
-	default: return cua_err_set(e, CUA_EPROTOCOL, "item kind %u", b->kind);
-	}
-}
-
 /* What one result takes in the reply besides its data and its error text: [status, name, message, data] with
  * status < 2^32, name "OK" and message "success" for a success, and the bin header of its data. */
 #define BATCH_RESULT_BYTES 24u
@@ -56,7 +41,7 @@ result_bytes(const struct ritem *it, uint32_t kind, uint64_t dtoh_bytes)
 }
 
 static int
-v_batch(struct fe *fe, struct request *r, cua_err *e)
+v_batch(struct fe *fe, struct request *r, const struct cmd_entry *(*find)(uint32_t op), cua_err *e)
 {
 	const struct cua_req_batch *q = &r->w.body.batch;
 	uint64_t used = 0;
@@ -68,8 +53,12 @@ v_batch(struct fe *fe, struct request *r, cua_err *e)
 		uint64_t bytes = b->kind == CUA_OP_MEMCPY_DTOH ? b->u.dtoh.bytes : 0;
 		cua_err ie;
 		cua_err_clear(&ie);
-		if ((bytes > 0 && check_reply_room(fe, q, i, bytes, used, &ie) != 0) ||
-		    plan_item(fe, r, b, &r->items[i], &ie) != 0)
+		const struct cmd_entry *row = find(b->kind);
+		if (row == NULL || !(row->flags & CMD_BATCHED))
+			cua_err_set(&ie, CUA_EPROTOCOL, "item kind %u", b->kind);
+		else if (bytes > 0)
+			check_reply_room(fe, q, i, bytes, used, &ie);
+		if (ie.code != 0 || row->item(fe, r, &b->u, &r->items[i], &ie) != 0)
 			item_fail_err(&r->items[i], &ie);
 		used += result_bytes(&r->items[i], b->kind, bytes);
 	}
@@ -99,4 +88,9 @@ r_batch(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-const struct cmd_entry cmd_batch_entry = {CUA_OP_BATCH, true, v_batch, NULL, r_batch};
+const struct cmd_entry cmd_batch_entry = {.op = CUA_OP_BATCH,
+					  .flags = CMD_HELLO,
+					  .family = SF_BATCH,
+					  .wrec = WR_NONE,
+					  .validate_items = v_batch,
+					  .reply = r_batch};

@@ -107,34 +107,76 @@ plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_r
 			q->offset, q->bytes, e);
 }
 
+/* The rows' item functions (CMD_BATCHED): the request alone, or one item of a BATCH. */
 static int
-v_htod(struct fe *fe, struct request *r, cua_err *e)
+i_htod(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
 {
-	return plan_htod(fe, r, &r->w.body.memcpy_htod, &r->items[0], e);
+	return plan_htod(fe, r, q, it, e);
 }
 
 static int
-v_dtoh(struct fe *fe, struct request *r, cua_err *e)
+i_dtoh(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
 {
-	return plan_dtoh(fe, r, &r->w.body.memcpy_dtoh, &r->items[0], e);
+	return plan_dtoh(fe, r, q, it, e);
 }
 
 static int
-v_dtod(struct fe *fe, struct request *r, cua_err *e)
+i_dtod(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
 {
-	return plan_dtod(fe, r, &r->w.body.memcpy_dtod, &r->items[0], e);
+	return plan_dtod(fe, r, q, it, e);
 }
 
 static int
-v_memset(struct fe *fe, struct request *r, cua_err *e)
+i_memset(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
 {
-	return plan_memset(fe, r, &r->w.body.memset, &r->items[0], e);
+	return plan_memset(fe, r, q, it, e);
 }
 
 static int
-v_host_copy(struct fe *fe, struct request *r, cua_err *e)
+i_htod_host(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
 {
-	return plan_host_copy(fe, r, r->op, &r->w.body.memcpy_host, &r->items[0], e);
+	return plan_host_copy(fe, r, CUA_OP_MEMCPY_HTOD_HOST, q, it, e);
+}
+
+static int
+i_dtoh_host(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+{
+	return plan_host_copy(fe, r, CUA_OP_MEMCPY_DTOH_HOST, q, it, e);
+}
+
+/* The rows' counters: bytes copied, by direction (and through shared host buffers). */
+static void
+n_htod(struct stats *st, const void *q)
+{
+	st->copied[SD_HTOD] += ((const struct cua_req_memcpy_htod *)q)->data.len;
+}
+
+static void
+n_dtoh(struct stats *st, const void *q)
+{
+	st->copied[SD_DTOH] += ((const struct cua_req_memcpy_dtoh *)q)->bytes;
+}
+
+static void
+n_dtod(struct stats *st, const void *q)
+{
+	st->copied[SD_DTOD] += ((const struct cua_req_memcpy_dtod *)q)->bytes;
+}
+
+static void
+n_htod_host(struct stats *st, const void *q)
+{
+	uint64_t n = ((const struct cua_req_memcpy_host *)q)->bytes;
+	st->copied[SD_HTOD] += n;
+	st->host_copied[SD_HTOD] += n;
+}
+
+static void
+n_dtoh_host(struct stats *st, const void *q)
+{
+	uint64_t n = ((const struct cua_req_memcpy_host *)q)->bytes;
+	st->copied[SD_DTOH] += n;
+	st->host_copied[SD_DTOH] += n;
 }
 
 static int
@@ -147,9 +189,39 @@ r_dtoh(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-const struct cmd_entry cmd_memcpy_htod_entry = {CUA_OP_MEMCPY_HTOD, true, v_htod, NULL, NULL};
-const struct cmd_entry cmd_memcpy_dtoh_entry = {CUA_OP_MEMCPY_DTOH, true, v_dtoh, NULL, r_dtoh};
-const struct cmd_entry cmd_memcpy_dtod_entry = {CUA_OP_MEMCPY_DTOD, true, v_dtod, NULL, NULL};
-const struct cmd_entry cmd_memset_entry = {CUA_OP_MEMSET, true, v_memset, NULL, NULL};
-const struct cmd_entry cmd_memcpy_htod_host_entry = {CUA_OP_MEMCPY_HTOD_HOST, true, v_host_copy, NULL, NULL};
-const struct cmd_entry cmd_memcpy_dtoh_host_entry = {CUA_OP_MEMCPY_DTOH_HOST, true, v_host_copy, NULL, NULL};
+const struct cmd_entry cmd_memcpy_htod_entry = {.op = CUA_OP_MEMCPY_HTOD,
+						.flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+						.family = SF_COPY,
+						.wrec = WR_HTOD,
+						.item = i_htod,
+						.count = n_htod};
+const struct cmd_entry cmd_memcpy_dtoh_entry = {.op = CUA_OP_MEMCPY_DTOH,
+						.flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+						.family = SF_COPY,
+						.wrec = WR_DTOH,
+						.item = i_dtoh,
+						.count = n_dtoh,
+						.reply = r_dtoh};
+const struct cmd_entry cmd_memcpy_dtod_entry = {.op = CUA_OP_MEMCPY_DTOD,
+						.flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+						.family = SF_COPY,
+						.wrec = WR_DTOD,
+						.item = i_dtod,
+						.count = n_dtod};
+const struct cmd_entry cmd_memset_entry = {.op = CUA_OP_MEMSET,
+					   .flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+					   .family = SF_COPY,
+					   .wrec = WR_MEMSET,
+					   .item = i_memset};
+const struct cmd_entry cmd_memcpy_htod_host_entry = {.op = CUA_OP_MEMCPY_HTOD_HOST,
+						     .flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+						     .family = SF_COPY,
+						     .wrec = WR_HTOD,
+						     .item = i_htod_host,
+						     .count = n_htod_host};
+const struct cmd_entry cmd_memcpy_dtoh_host_entry = {.op = CUA_OP_MEMCPY_DTOH_HOST,
+						     .flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+						     .family = SF_COPY,
+						     .wrec = WR_DTOH,
+						     .item = i_dtoh_host,
+						     .count = n_dtoh_host};

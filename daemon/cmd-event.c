@@ -21,9 +21,9 @@ v_event_create(struct fe *fe, struct request *r, cua_err *e)
 		return rc;
 	if (r->s->events >= fe->cfg.session_events)
 		return cua_err_set(e, CUA_EQUOTA,
-				   "the session holds %u events, its limit; destroy some, or raise it with "
+				   "the session holds %llu events, its limit; destroy some, or raise it with "
 				   "--session-events",
-				   r->s->events);
+				   (unsigned long long)r->s->events);
 	struct wrec_event_create c = {{WR_EVENT_CREATE, 0}, q->flags, 0};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
@@ -208,12 +208,44 @@ reply_elapsed(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-const struct cmd_entry cmd_event_create_entry = {CUA_OP_EVENT_CREATE, true, v_event_create, c_event_create,
-						 reply_value};
-const struct cmd_entry cmd_event_destroy_entry = {CUA_OP_EVENT_DESTROY, true, v_event_destroy,
-						  c_event_destroy,      NULL, a_event_destroy};
-const struct cmd_entry cmd_event_record_entry = {CUA_OP_EVENT_RECORD, true, v_event_stream, NULL, NULL};
-const struct cmd_entry cmd_stream_wait_event_entry = {CUA_OP_STREAM_WAIT_EVENT, true, v_event_stream, NULL, NULL};
-const struct cmd_entry cmd_event_sync_entry = {CUA_OP_EVENT_SYNC, true, v_event_one, NULL, NULL};
-const struct cmd_entry cmd_event_elapsed_entry = {CUA_OP_EVENT_ELAPSED, true, v_event_elapsed, NULL, reply_elapsed};
-const struct cmd_entry cmd_event_query_entry = {CUA_OP_EVENT_QUERY, true, v_event_one, NULL, reply_query};
+const struct cmd_entry cmd_event_create_entry = {.op = CUA_OP_EVENT_CREATE,
+						 .flags = CMD_HELLO,
+						 .family = SF_EVENT,
+						 .wrec = WR_EVENT_CREATE,
+						 .validate = v_event_create,
+						 .complete = c_event_create,
+						 .reply = reply_value};
+const struct cmd_entry cmd_event_destroy_entry = {.op = CUA_OP_EVENT_DESTROY,
+						  .flags = CMD_HELLO | CMD_RELEASES,
+						  .family = SF_EVENT,
+						  .wrec = WR_EVENT_DESTROY,
+						  .validate = v_event_destroy,
+						  .complete = c_event_destroy,
+						  .abandon = a_event_destroy};
+const struct cmd_entry cmd_event_record_entry = {.op = CUA_OP_EVENT_RECORD,
+						 .flags = CMD_HELLO | CMD_STREAM,
+						 .family = SF_EVENT,
+						 .wrec = WR_EVENT_RECORD,
+						 .validate = v_event_stream};
+const struct cmd_entry cmd_stream_wait_event_entry = {.op = CUA_OP_STREAM_WAIT_EVENT,
+						      .flags = CMD_HELLO | CMD_STREAM,
+						      .family = SF_EVENT,
+						      .wrec = WR_STREAM_WAIT_EVENT,
+						      .validate = v_event_stream};
+const struct cmd_entry cmd_event_sync_entry = {.op = CUA_OP_EVENT_SYNC,
+					       .flags = CMD_HELLO,
+					       .family = SF_EVENT,
+					       .wrec = WR_EVENT_SYNC,
+					       .validate = v_event_one};
+const struct cmd_entry cmd_event_elapsed_entry = {.op = CUA_OP_EVENT_ELAPSED,
+						  .flags = CMD_HELLO,
+						  .family = SF_EVENT,
+						  .wrec = WR_EVENT_ELAPSED,
+						  .validate = v_event_elapsed,
+						  .reply = reply_elapsed};
+const struct cmd_entry cmd_event_query_entry = {.op = CUA_OP_EVENT_QUERY,
+						.flags = CMD_HELLO,
+						.family = SF_EVENT,
+						.wrec = WR_EVENT_QUERY,
+						.validate = v_event_one,
+						.reply = reply_query};

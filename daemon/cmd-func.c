@@ -147,8 +147,20 @@ r_occupancy(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-const struct cmd_entry cmd_func_get_attribute_entry = {CUA_OP_FUNC_GET_ATTRIBUTE, true, v_func_get_attribute, NULL,
-						       r_func_get_attribute};
-const struct cmd_entry cmd_func_set_attribute_entry = {CUA_OP_FUNC_SET_ATTRIBUTE, true, v_func_set_attribute, NULL,
-						       NULL};
-const struct cmd_entry cmd_occupancy_entry = {CUA_OP_OCCUPANCY, true, v_occupancy, NULL, r_occupancy};
+const struct cmd_entry cmd_func_get_attribute_entry = {.op = CUA_OP_FUNC_GET_ATTRIBUTE,
+						       .flags = CMD_HELLO,
+						       .family = SF_MODULE,
+						       .wrec = WR_FUNC_GET_ATTR,
+						       .validate = v_func_get_attribute,
+						       .reply = r_func_get_attribute};
+const struct cmd_entry cmd_func_set_attribute_entry = {.op = CUA_OP_FUNC_SET_ATTRIBUTE,
+						       .flags = CMD_HELLO,
+						       .family = SF_MODULE,
+						       .wrec = WR_FUNC_SET_ATTR,
+						       .validate = v_func_set_attribute};
+const struct cmd_entry cmd_occupancy_entry = {.op = CUA_OP_OCCUPANCY,
+					      .flags = CMD_HELLO,
+					      .family = SF_MODULE,
+					      .wrec = WR_OCCUPANCY,
+					      .validate = v_occupancy,
+					      .reply = r_occupancy};

@@ -415,16 +415,29 @@ c_graph_destroy(struct fe *fe, struct request *r)
 }
 
 const struct cmd_entry cmd_graph_create_entry = {.op = CUA_OP_GRAPH_CREATE,
-						 .needs_hello = true,
+						 .flags = CMD_HELLO,
+						 .family = SF_GRAPH,
+						 .wrec = WR_GRAPH_CREATE,
 						 .validate = v_graph_create,
 						 .complete = c_graph_create,
 						 .reply = r_graph_create,
 						 .abandon = a_graph_create};
-const struct cmd_entry cmd_graph_launch_entry = {CUA_OP_GRAPH_LAUNCH, true, v_graph_launch, NULL, NULL};
+const struct cmd_entry cmd_graph_launch_entry = {.op = CUA_OP_GRAPH_LAUNCH,
+						 .flags = CMD_HELLO | CMD_STREAM,
+						 .family = SF_GRAPH,
+						 .wrec = WR_GRAPH_LAUNCH,
+						 .validate = v_graph_launch};
 const struct cmd_entry cmd_graph_set_args_entry = {.op = CUA_OP_GRAPH_SET_ARGS,
-						   .needs_hello = true,
+						   .flags = CMD_HELLO,
+						   .family = SF_GRAPH,
+						   .wrec = WR_GRAPH_SET_ARGS,
 						   .validate = v_graph_set_args,
 						   .complete = c_graph_set_args,
 						   .abandon = a_graph_set_args};
-const struct cmd_entry cmd_graph_destroy_entry = {CUA_OP_GRAPH_DESTROY, true, v_graph_destroy,
-						  c_graph_destroy,      NULL, c_graph_destroy};
+const struct cmd_entry cmd_graph_destroy_entry = {.op = CUA_OP_GRAPH_DESTROY,
+						  .flags = CMD_HELLO | CMD_RELEASES,
+						  .family = SF_GRAPH,
+						  .wrec = WR_GRAPH_DESTROY,
+						  .validate = v_graph_destroy,
+						  .complete = c_graph_destroy,
+						  .abandon = c_graph_destroy};

@@ -144,7 +144,17 @@ a_host_unregister(struct fe *fe, struct request *r)
 		hb->release = (struct release){0, 0};
 }
 
-const struct cmd_entry cmd_host_register_entry = {CUA_OP_HOST_REGISTER, true, v_host_register, c_host_register,
-						  reply_value};
-const struct cmd_entry cmd_host_unregister_entry = {CUA_OP_HOST_UNREGISTER, true, v_host_unregister,
-						    c_host_unregister,      NULL, a_host_unregister};
+const struct cmd_entry cmd_host_register_entry = {.op = CUA_OP_HOST_REGISTER,
+						  .flags = CMD_HELLO,
+						  .family = SF_MEMORY,
+						  .wrec = WR_HOST_REGISTER,
+						  .validate = v_host_register,
+						  .complete = c_host_register,
+						  .reply = reply_value};
+const struct cmd_entry cmd_host_unregister_entry = {.op = CUA_OP_HOST_UNREGISTER,
+						    .flags = CMD_HELLO | CMD_RELEASES,
+						    .family = SF_MEMORY,
+						    .wrec = WR_HOST_UNREGISTER,
+						    .validate = v_host_unregister,
+						    .complete = c_host_unregister,
+						    .abandon = a_host_unregister};

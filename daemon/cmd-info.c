@@ -214,7 +214,23 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-const struct cmd_entry cmd_hello_entry = {CUA_OP_HELLO, false, v_hello, NULL, r_hello};
-const struct cmd_entry cmd_ping_entry = {CUA_OP_PING, false, v_none, NULL, r_ping};
-const struct cmd_entry cmd_devices_entry = {CUA_OP_DEVICES, true, v_none, NULL, r_devices};
-const struct cmd_entry cmd_status_entry = {CUA_OP_STATUS, true, v_none, NULL, r_status};
+const struct cmd_entry cmd_hello_entry = {.op = CUA_OP_HELLO,
+					  .flags = CMD_AUTHENTICATES,
+					  .family = SF_INFO,
+					  .wrec = WR_NONE,
+					  .validate = v_hello,
+					  .reply = r_hello};
+const struct cmd_entry cmd_ping_entry =
+	{.op = CUA_OP_PING, .flags = 0, .family = SF_INFO, .wrec = WR_NONE, .validate = v_none, .reply = r_ping};
+const struct cmd_entry cmd_devices_entry = {.op = CUA_OP_DEVICES,
+					    .flags = CMD_HELLO,
+					    .family = SF_INFO,
+					    .wrec = WR_NONE,
+					    .validate = v_none,
+					    .reply = r_devices};
+const struct cmd_entry cmd_status_entry = {.op = CUA_OP_STATUS,
+					   .flags = CMD_HELLO | CMD_QUOTA_EXEMPT,
+					   .family = SF_INFO,
+					   .wrec = WR_NONE,
+					   .validate = v_none,
+					   .reply = r_status};

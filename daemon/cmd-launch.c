@@ -135,10 +135,29 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 }
 
 static int
+i_launch(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+{
+	return plan_launch(fe, r, q, it, e);
+}
+
+static void
+n_launch(struct stats *st, const void *q)
+{
+	(void)q;
+	st->launches++;
+}
+
+static int
 v_launch(struct fe *fe, struct request *r, cua_err *e)
 {
 	r->no_wait = (r->w.body.launch.flags & CUA_FLAG_NO_WAIT) != 0;
 	return plan_launch(fe, r, &r->w.body.launch, &r->items[0], e);
 }
 
-const struct cmd_entry cmd_launch_entry = {CUA_OP_LAUNCH, true, v_launch, NULL, NULL};
+const struct cmd_entry cmd_launch_entry = {.op = CUA_OP_LAUNCH,
+					   .flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+					   .family = SF_LAUNCH,
+					   .wrec = WR_LAUNCH,
+					   .validate = v_launch,
+					   .item = i_launch,
+					   .count = n_launch};

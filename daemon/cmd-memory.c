@@ -143,5 +143,17 @@ c_mem_free(struct fe *fe, struct request *r)
 	do_alloc_remove(r->s, a);
 }
 
-const struct cmd_entry cmd_mem_alloc_entry = {CUA_OP_MEM_ALLOC, true, v_mem_alloc, c_mem_alloc, reply_value};
-const struct cmd_entry cmd_mem_free_entry = {CUA_OP_MEM_FREE, true, v_mem_free, c_mem_free, NULL, a_mem_free};
+const struct cmd_entry cmd_mem_alloc_entry = {.op = CUA_OP_MEM_ALLOC,
+					      .flags = CMD_HELLO,
+					      .family = SF_MEMORY,
+					      .wrec = WR_MEM_ALLOC,
+					      .validate = v_mem_alloc,
+					      .complete = c_mem_alloc,
+					      .reply = reply_value};
+const struct cmd_entry cmd_mem_free_entry = {.op = CUA_OP_MEM_FREE,
+					     .flags = CMD_HELLO | CMD_RELEASES,
+					     .family = SF_MEMORY,
+					     .wrec = WR_MEM_FREE,
+					     .validate = v_mem_free,
+					     .complete = c_mem_free,
+					     .abandon = a_mem_free};

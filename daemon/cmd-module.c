@@ -250,10 +250,31 @@ r_module_get_global(struct fe *fe, struct request *r, cua_rep_body *b, void **sc
 	return 0;
 }
 
-const struct cmd_entry cmd_module_load_entry = {CUA_OP_MODULE_LOAD, true, v_module_load, c_module_load, reply_value};
-const struct cmd_entry cmd_module_unload_entry = {CUA_OP_MODULE_UNLOAD, true, v_module_unload,
-						  c_module_unload,      NULL, a_module_unload};
-const struct cmd_entry cmd_module_get_global_entry = {CUA_OP_MODULE_GET_GLOBAL, true, v_module_get_global,
-						      c_module_get_global, r_module_get_global};
-const struct cmd_entry cmd_function_get_entry = {CUA_OP_FUNCTION_GET, true, v_function_get, c_function_get,
-						 r_function_get};
+const struct cmd_entry cmd_module_load_entry = {.op = CUA_OP_MODULE_LOAD,
+						.flags = CMD_HELLO,
+						.family = SF_MODULE,
+						.wrec = WR_MODULE_LOAD,
+						.validate = v_module_load,
+						.complete = c_module_load,
+						.reply = reply_value};
+const struct cmd_entry cmd_module_unload_entry = {.op = CUA_OP_MODULE_UNLOAD,
+						  .flags = CMD_HELLO | CMD_RELEASES,
+						  .family = SF_MODULE,
+						  .wrec = WR_MODULE_UNLOAD,
+						  .validate = v_module_unload,
+						  .complete = c_module_unload,
+						  .abandon = a_module_unload};
+const struct cmd_entry cmd_module_get_global_entry = {.op = CUA_OP_MODULE_GET_GLOBAL,
+						      .flags = CMD_HELLO,
+						      .family = SF_MODULE,
+						      .wrec = WR_MODULE_GET_GLOBAL,
+						      .validate = v_module_get_global,
+						      .complete = c_module_get_global,
+						      .reply = r_module_get_global};
+const struct cmd_entry cmd_function_get_entry = {.op = CUA_OP_FUNCTION_GET,
+						 .flags = CMD_HELLO,
+						 .family = SF_MODULE,
+						 .wrec = WR_FUNCTION_GET,
+						 .validate = v_function_get,
+						 .complete = c_function_get,
+						 .reply = r_function_get};

@@ -84,9 +84,6 @@ v_disconnect(struct fe *fe, struct request *r, cua_err *e)
 {
 	uint64_t id = r->w.body.disconnect.session;
 	struct session *s;
-	if (!r->s->operator)
-		return cua_err_set(e, CUA_EPERMISSION_DENIED,
-				   "DISCONNECT is the operator's: send it on the operator endpoint");
 	if (id == r->s->id)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "session %llu is this one: close the connection instead",
 				   (unsigned long long)id);
@@ -106,9 +103,6 @@ static int
 v_drain(struct fe *fe, struct request *r, cua_err *e)
 {
 	const struct cua_req_drain *q = &r->w.body.drain;
-	if (!r->s->operator)
-		return cua_err_set(e, CUA_EPERMISSION_DENIED,
-				   "DRAIN is the operator's: send it on the operator endpoint");
 	if (q->device >= (uint32_t)fe->ndevs)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "device %u does not exist (%d devices)", q->device, fe->ndevs);
 	uint64_t bit = (uint64_t)1 << q->device;
@@ -148,6 +142,20 @@ r_drain(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	return 0;
 }
 
-const struct cmd_entry cmd_sessions_entry = {CUA_OP_SESSIONS, true, v_none, NULL, r_sessions};
-const struct cmd_entry cmd_disconnect_entry = {CUA_OP_DISCONNECT, true, v_disconnect, NULL, NULL};
-const struct cmd_entry cmd_drain_entry = {CUA_OP_DRAIN, true, v_drain, NULL, r_drain};
+const struct cmd_entry cmd_sessions_entry = {.op = CUA_OP_SESSIONS,
+					     .flags = CMD_HELLO,
+					     .family = SF_OPERATOR,
+					     .wrec = WR_NONE,
+					     .validate = v_none,
+					     .reply = r_sessions};
+const struct cmd_entry cmd_disconnect_entry = {.op = CUA_OP_DISCONNECT,
+					       .flags = CMD_HELLO | CMD_OPERATOR,
+					       .family = SF_OPERATOR,
+					       .wrec = WR_NONE,
+					       .validate = v_disconnect};
+const struct cmd_entry cmd_drain_entry = {.op = CUA_OP_DRAIN,
+					  .flags = CMD_HELLO | CMD_OPERATOR,
+					  .family = SF_OPERATOR,
+					  .wrec = WR_NONE,
+					  .validate = v_drain,
+					  .reply = r_drain};

@@ -143,9 +143,28 @@ c_synchronize(struct fe *fe, struct request *r)
 	s->deferred_msg[0] = '\0';
 }
 
-const struct cmd_entry cmd_stream_create_entry = {CUA_OP_STREAM_CREATE, true, v_stream_create, c_stream_create,
-						  reply_value};
-const struct cmd_entry cmd_stream_destroy_entry = {CUA_OP_STREAM_DESTROY, true, v_stream,
-						   c_stream_destroy,      NULL, a_stream_destroy};
-const struct cmd_entry cmd_stream_sync_entry = {CUA_OP_STREAM_SYNC, true, v_stream, NULL, NULL};
-const struct cmd_entry cmd_synchronize_entry = {CUA_OP_SYNCHRONIZE, true, v_synchronize, c_synchronize, NULL};
+const struct cmd_entry cmd_stream_create_entry = {.op = CUA_OP_STREAM_CREATE,
+						  .flags = CMD_HELLO,
+						  .family = SF_STREAM,
+						  .wrec = WR_STREAM_CREATE,
+						  .validate = v_stream_create,
+						  .complete = c_stream_create,
+						  .reply = reply_value};
+const struct cmd_entry cmd_stream_destroy_entry = {.op = CUA_OP_STREAM_DESTROY,
+						   .flags = CMD_HELLO | CMD_RELEASES,
+						   .family = SF_STREAM,
+						   .wrec = WR_STREAM_DESTROY,
+						   .validate = v_stream,
+						   .complete = c_stream_destroy,
+						   .abandon = a_stream_destroy};
+const struct cmd_entry cmd_stream_sync_entry = {.op = CUA_OP_STREAM_SYNC,
+						.flags = CMD_HELLO | CMD_STREAM,
+						.family = SF_STREAM,
+						.wrec = WR_STREAM_SYNC,
+						.validate = v_stream};
+const struct cmd_entry cmd_synchronize_entry = {.op = CUA_OP_SYNCHRONIZE,
+						.flags = CMD_HELLO,
+						.family = SF_STREAM,
+						.wrec = WR_NONE,
+						.validate = v_synchronize,
+						.complete = c_synchronize};

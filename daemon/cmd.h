@@ -18,12 +18,44 @@ struct reply {
 	bool counted;        /* counted in its session's held and reply_bytes until sent (request_reply_sent) */
 };
 
+/* What the generic code (request.c) enforces for an op: struct cmd_entry.flags. */
+enum {
+	CMD_HELLO = 1u << 0,         /* needs a session that said HELLO (NO_SESSION before) */
+	CMD_AUTHENTICATES = 1u << 1, /* may be sent before a required token was given (HELLO carries it) */
+	CMD_OPERATOR = 1u << 2,      /* the operator endpoint's alone: PERMISSION_DENIED elsewhere */
+	CMD_QUOTA_EXEMPT = 1u << 3,  /* served past the session's in-flight and reply-bytes limits, so that an
+				     * overloaded client can still look at itself (STATUS) */
+	CMD_BATCHED = 1u << 4,       /* may be an item of a BATCH: .item plans it there as for the request alone */
+	CMD_RELEASES = 1u << 5,      /* releases an object of the session: marked released when validated, given
+				     * back by .abandon or .complete when the release did not happen */
+	CMD_STREAM = 1u << 6,        /* stream work: its worker command (.wrec) runs in its stream's order */
+};
+
+/*
+ * One row per operation: every fact about it that the generic code needs (tmux's cmd_entry, Redis's command
+ * table). A new op is its row here, its handlers, its worker command (link/wrec.h, worker/commands.c) and its
+ * wire schema (common/cua_wire.c); tests/unit walks every row and fails when one lacks a field.
+ */
 struct cmd_entry {
 	uint32_t op;
-	bool needs_hello;
+	uint32_t flags;           /* CMD_* above */
+	enum stats_family family; /* its metrics family (cuasyncd_request_duration_seconds{family}) */
+	uint32_t wrec;            /* the worker command it plans (WR_*; WR_NONE: the front-end answers it alone,
+				   * or its items' rows say) */
 	/* Validates the decoded request against the session and plans its worker commands (plan_* below).
-	 * 0, or a status with a message in e (the request is then answered with it, nothing runs). */
+	 * 0, or a status with a message in e (the request is then answered with it, nothing runs).
+	 * NULL: .item plans the request as its one item. */
 	int (*validate)(struct fe *fe, struct request *r, cua_err *e);
+	/* For a request whose body holds requests of other kinds (BATCH): as validate, each item planned by the
+	 * .item of the row that find gives for its kind (request.c passes cmd_find: the rows' files are below the
+	 * table). */
+	int (*validate_items)(struct fe *fe, struct request *r, const struct cmd_entry *(*find)(uint32_t op),
+			      cua_err *e);
+	/* CMD_BATCHED: validates one item of this kind (q: its body, the cua_req_body member of op) and plans its
+	 * command into it->cmd. 0 or a status with a message in e. */
+	int (*item)(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e);
+	/* Counts what one item of this kind that succeeded did (launches, bytes copied; stats.h). NULL: nothing. */
+	void (*count)(struct stats *st, const void *q);
 	/* After the worker's results are in (or at once when nothing runs): updates the session's tables.
 	 * May fail an item (item_fail). NULL: nothing to do. */
 	void (*complete)(struct fe *fe, struct request *r);
@@ -73,19 +105,6 @@ int check_launch_attrs(const struct device *d, const struct cua_req_launch *q, c
 uint32_t launch_wrec_flags(const struct cua_req_launch *q);
 
 /* ---- plan.c: building blocks ---- */
-
-/* Sets an item's status and message. Returns status. */
-int item_fail(struct ritem *it, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int item_fail_err(struct ritem *it, const cua_err *e);
-/* Replaces r's items by n fresh ones (no command, no stage). 0 or CUA_ENOMEM. */
-int items_init(struct request *r, uint32_t n);
-
-/* Appends a worker command: rec is a link/wrec.h record of `fixed` bytes (its header's op set by the caller,
- * its size set here), followed by `extra` bytes of payload. Returns its index, or -1 (out of memory). */
-int plan_cmd(struct request *r, void *rec, size_t fixed, const void *extra, uint32_t elen);
-/* Puts `len` bytes of the command planned last through the staging area (src: bytes to copy in, NULL: out).
- * Returns the stage index or -1 (out of memory). */
-int plan_stage(struct request *r, uint64_t len, const void *src);
 
 /* For requests that create objects on device dev (memory, modules, streams, host buffers): 0 when it exists, is
  * usable and is not drained by the operator (DRAIN), else BAD_ARGUMENT / NO_DEVICE with a message in e. */

@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "cmd.h"
 #include "cua_log.h"
+#include "graphtab.h"
 #include "scheduler.h"
 #include "streampool.h"
 #include "tenant.h"
@@ -22,49 +23,32 @@
 
 #define CUAD_MAX_PARKED 4096 /* out-of-order requests one session may have waiting */
 
-int
-request_fail(struct request *r, int status, const char *fmt, ...)
+/* The metrics family of op (SF_INFO for an unknown one: it is answered like the info requests). */
+static enum stats_family
+op_family(uint32_t op)
 {
-	char buf[CUA_ERR_DETAIL_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	r->status = (uint32_t)status;
-	free(r->status_msg);
-	r->status_msg = strdup(buf);
-	return status;
+	const struct cmd_entry *row = cmd_find(op);
+	return row != NULL ? row->family : SF_INFO;
 }
 
-uint32_t
-request_status(const struct request *r)
+/* Counts what r did (stats.h: launches, bytes copied), item by item through the rows of their kinds. */
+static void
+do_count_work(struct fe *fe, const struct request *r)
 {
-	if (r->status != CUA_OK)
-		return r->status;
-	for (uint32_t i = 0; i < r->nitems; i++)
-		if (r->items[i].status != CUA_OK)
-			return r->items[i].status;
-	return CUA_OK;
-}
-
-void
-request_free(struct fe *fe, struct request *r)
-{
-	if (r->host_fd >= 0)
-		close(r->host_fd);
-	if (r->decoded)
-		cua_wire_request_free(&r->w);
-	if (r->msg)
-		fe->edge->msg_free(r->msg);
-	for (uint32_t i = 0; i < r->nitems; i++) {
-		free(r->items[i].msg);
-		free(r->items[i].data);
+	const struct cmd_entry *row = cmd_find(r->op);
+	if (r->undecodable || r->status != CUA_OK || r->nitems == 0 || row == NULL)
+		return;
+	if (row->validate_items == NULL) {
+		if (row->count != NULL && r->items[0].status == CUA_OK)
+			row->count(&fe->stats, &r->w.body);
+		return;
 	}
-	free(r->items);
-	free(r->cmds);
-	free(r->stages);
-	free(r->status_msg);
-	free(r);
+	const struct cua_req_batch *b = &r->w.body.batch;
+	for (uint32_t i = 0; i < b->nitems && i < r->nitems; i++) {
+		const struct cmd_entry *irow = cmd_find(b->items[i].kind);
+		if (r->items[i].status == CUA_OK && irow != NULL && irow->count != NULL)
+			irow->count(&fe->stats, &b->items[i].u);
+	}
 }
 
 /* ------------------------------------------------------------------ answering */
@@ -81,7 +65,7 @@ do_answer(struct fe *fe, struct request *r)
 	if (r->status != CUA_OK) {
 		rep.status = r->status;
 		rep.message = r->status_msg;
-	} else if (r->op != CUA_OP_BATCH && r->nitems > 0 && r->items[0].status != CUA_OK) {
+	} else if (row != NULL && row->validate_items == NULL && r->nitems > 0 && r->items[0].status != CUA_OK) {
 		rep.status = r->items[0].status;
 		rep.message = r->items[0].msg;
 	} else if (row != NULL && row->reply != NULL) {
@@ -142,8 +126,8 @@ do_request_finish(struct fe *fe, struct request *r)
 		s->errors++;
 	}
 	if (r->kind == REQ_CLIENT) {
-		do_stats_request(fe, r->op, st, now_ns() - r->recv_ns);
-		do_stats_work(fe, r);
+		do_stats_request(fe, r->op, op_family(r->op), st, now_ns() - r->recv_ns);
+		do_count_work(fe, r);
 	}
 	if (r->kind == REQ_CLEANUP)
 		s->cleanup_pending--;
@@ -188,28 +172,38 @@ do_validate(struct fe *fe, struct request *r)
 		return request_fail(r, CUA_ENOMEM, "daemon out of memory"), true;
 	if (row == NULL)
 		return request_fail(r, CUA_EUNKNOWN_OP, "unknown request kind %u", r->op), true;
-	int rc = do_auth_gate(fe, s, r->op, &e);
+	int rc = do_auth_gate(fe, s, (row->flags & CMD_AUTHENTICATES) != 0, &e);
 	if (rc != 0)
 		return request_fail(r, rc, "%s", e.detail), true;
-	if (row->needs_hello && !s->hello)
+	if ((row->flags & CMD_HELLO) && !s->hello)
 		return request_fail(r, CUA_ENO_SESSION, "send HELLO first"), true;
-	if (s->queued + s->in_flight >= fe->cfg.session_inflight && r->op != CUA_OP_STATUS)
+	if ((row->flags & CMD_OPERATOR) && !s->operator)
+		return request_fail(r, CUA_EPERMISSION_DENIED, "%s is the operator's: send it on the operator endpoint",
+				    cua_op_name(r->op)),
+		       true;
+	bool exempt = (row->flags & CMD_QUOTA_EXEMPT) != 0;
+	if (s->queued + s->in_flight >= fe->cfg.session_inflight && !exempt)
 		return request_fail(r, CUA_EQUOTA,
 				    "%u requests of this session are queued or running, its limit; wait for some to "
 				    "complete, "
 				    "or raise it with --session-inflight",
 				    s->queued + s->in_flight),
 		       true;
-	if (r->op != CUA_OP_STATUS && (rc = tenant_check_inflight(fe, s, &e)) != 0)
+	if (!exempt && (rc = tenant_check_inflight(fe, s, &e)) != 0)
 		return request_fail(r, rc, "%s", e.detail), true;
-	if (s->reply_bytes >= fe->cfg.session_reply_bytes && r->op != CUA_OP_STATUS)
+	if (s->reply_bytes >= fe->cfg.session_reply_bytes && !exempt)
 		return request_fail(r, CUA_EQUOTA,
 				    "%llu bytes of replies to this connection wait to be sent, its limit set by "
 				    "--session-reply-bytes is %llu; read the replies",
 				    (unsigned long long)s->reply_bytes,
 				    (unsigned long long)fe->cfg.session_reply_bytes),
 		       true;
-	rc = row->validate(fe, r, &e);
+	if (row->validate_items != NULL)
+		rc = row->validate_items(fe, r, cmd_find, &e);
+	else if (row->validate != NULL)
+		rc = row->validate(fe, r, &e);
+	else
+		rc = row->item(fe, r, &r->w.body, &r->items[0], &e);
 	if (rc != 0) {
 		request_fail(r, rc, "%s", e.detail[0] ? e.detail : cua_strerror(rc));
 		free(r->cmds);
@@ -275,7 +269,7 @@ do_refuse_pending(struct fe *fe, struct request *r)
 		return;
 	}
 	fe->errors++;
-	do_stats_request(fe, r->op, CUA_EQUOTA, now_ns() - r->recv_ns);
+	do_stats_request(fe, r->op, op_family(r->op), CUA_EQUOTA, now_ns() - r->recv_ns);
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)
@@ -348,7 +342,7 @@ do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *m
 {
 	struct reply rep = {op, (uint32_t)status, msg, NULL, false};
 	fe->errors++;
-	do_stats_request(fe, op, (uint32_t)status, UINT64_MAX);
+	do_stats_request(fe, op, op_family(op), (uint32_t)status, UINT64_MAX);
 	fe->edge->reply(ctx, &rep);
 }
 
@@ -415,6 +409,36 @@ drop:
 
 /* ------------------------------------------------------------------ dispatch (the scheduler's callback) */
 
+/* r needs its session's pool streams on worker d, which are not there: a REQ_POOL request creates them (r waits
+ * until it completed, SCHED_WAIT), or the worker's ring has no room for it now (SCHED_FULL), or r fails. */
+static enum sched_verdict
+do_pool_create(struct fe *fe, struct request *r, struct device *d)
+{
+	struct request *pr = calloc(1, sizeof(*pr));
+	if (pr != NULL)
+		*pr = (struct request){.fe = fe,
+				       .s = r->s,
+				       .kind = REQ_POOL,
+				       .dev = r->dev,
+				       .host_fd = -1,
+				       .wdev = d,
+				       .id = ++fe->next_req};
+	if (pr == NULL || do_spool_plan(fe, pr) != 0) {
+		if (pr != NULL)
+			request_free(fe, pr);
+		request_fail(r, CUA_ENOMEM, "daemon out of memory");
+		do_request_finish(fe, r);
+		return SCHED_ANSWERED;
+	}
+	if (do_dev_dispatch(fe, d, pr) != 0) {
+		request_free(fe, pr);
+		return SCHED_FULL;
+	}
+	r->s->in_flight++; /* not in dev_in_flight: STATUS counts the session's requests, and this is none of them */
+	do_spool_creating(r->s, r->dev);
+	return SCHED_WAIT;
+}
+
 static enum sched_verdict
 do_dispatch(struct fe *fe, struct request *r)
 {
@@ -447,7 +471,7 @@ do_dispatch(struct fe *fe, struct request *r)
 	switch (do_spool_prepare(fe, r, d)) {
 	case SPOOL_READY: break;
 	case SPOOL_WAIT: return SCHED_WAIT;
-	case SPOOL_FULL: return SCHED_FULL;
+	case SPOOL_CREATE: return do_pool_create(fe, r, d);
 	case SPOOL_FAILED: do_request_finish(fe, r); return SCHED_ANSWERED;
 	}
 	r->wdev = d;
@@ -575,7 +599,7 @@ do_request_close_session(struct fe *fe, struct session *s)
 			dv->alloc_bytes -= s->allocs[i].len;
 		}
 	memset(&s->counts, 0, sizeof(s->counts));
-	memset(s->dev_bytes, 0, sizeof(s->dev_bytes));
+	memset(s->dev_bytes, 0, (size_t)fe->ndevs * sizeof(*s->dev_bytes));
 	s->module_bytes = s->host_bytes = 0;
 	do_sched_session_release(fe, s);
 }
@@ -641,6 +665,7 @@ request_in_flight(struct fe *fe)
 static void
 do_request_session_gone(struct fe *fe, struct session *s)
 {
+	do_graphs_free(s);
 	for (int i = 0; i < fe->ndevs; i++)
 		if (s->worker[i] != NULL) {
 			do_pool_retire(fe, s->worker[i]);
@@ -768,6 +793,7 @@ request_stop(struct fe *fe)
 			TAILQ_REMOVE(&q, r, qlink);
 			request_free(fe, r);
 		}
+		do_graphs_free(s);
 		do_session_free(fe, s);
 	}
 	do_pipe_tombs_free(fe);

@@ -140,6 +140,8 @@ int request_start(struct fe *fe);
 int request_pool_ensure(struct fe *fe);
 void request_stop(struct fe *fe);
 
+/* ---- reqobj.c: the request as an object (no lock taken, nothing moved) ---- */
+
 /* Frees r without answering (shutdown). */
 void request_free(struct fe *fe, struct request *r);
 
@@ -148,5 +150,18 @@ int request_fail(struct request *r, int status, const char *fmt, ...) __attribut
 
 /* The first status that is not OK (the request's, else its items'), or CUA_OK. */
 uint32_t request_status(const struct request *r);
+
+/* Sets an item's status and message. Returns status. */
+int item_fail(struct ritem *it, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int item_fail_err(struct ritem *it, const cua_err *e);
+/* Replaces r's items by n fresh ones (no command, no stage). 0 or CUA_ENOMEM. */
+int items_init(struct request *r, uint32_t n);
+
+/* Appends a worker command: rec is a link/wrec.h record of `fixed` bytes (its header's op set by the caller,
+ * its size set here), followed by `extra` bytes of payload. Returns its index, or -1 (out of memory). */
+int plan_cmd(struct request *r, void *rec, size_t fixed, const void *extra, uint32_t elen);
+/* Puts `len` bytes of the command planned last through the staging area (src: bytes to copy in, NULL: out).
+ * Returns the stage index or -1 (out of memory). */
+int plan_stage(struct request *r, uint64_t len, const void *src);
 
 #endif

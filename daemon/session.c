@@ -5,7 +5,6 @@
 
 #include "cua_log.h"
 #include "devlink.h"
-#include "graphtab.h"
 #include "session.h"
 #include "tenant.h"
 
@@ -23,12 +22,34 @@ struct pipe_tomb {
 	UT_hash_handle hh;
 };
 
+/* Frees s's per-device parts (any of them may be NULL). */
+static void
+session_dev_free(struct fe *fe, struct session *s)
+{
+	for (int i = 0; s->spool != NULL && i < fe->ndevs; i++)
+		free(s->spool[i].wid);
+	free(s->dev_bytes);
+	free(s->dev_in_flight);
+	free(s->worker);
+	free(s->spool);
+}
+
 struct session *
 do_session_new(struct fe *fe, uint32_t pipe)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return NULL;
+	size_t n = fe->ndevs > 0 ? (size_t)fe->ndevs : 1;
+	s->dev_bytes = calloc(n, sizeof(*s->dev_bytes));
+	s->dev_in_flight = calloc(n, sizeof(*s->dev_in_flight));
+	s->worker = calloc(n, sizeof(*s->worker));
+	s->spool = calloc(n, sizeof(*s->spool));
+	if (s->dev_bytes == NULL || s->dev_in_flight == NULL || s->worker == NULL || s->spool == NULL) {
+		session_dev_free(fe, s);
+		free(s);
+		return NULL;
+	}
 	s->id = ++fe->next_session;
 	s->pipe = pipe;
 	s->next_seq = 1;
@@ -73,7 +94,7 @@ do_session_free(struct fe *fe, struct session *s)
 	free(s->slots);
 	free(s->allocs);
 	free(s->globals);
-	do_graphs_free(s);
+	session_dev_free(fe, s);
 	log_debug("session %llu freed", (unsigned long long)s->id);
 	free(s);
 }
@@ -175,17 +196,35 @@ do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t 
 	return 0;
 }
 
+static const struct hkind_entry hkinds[] = {
+	[CUA_HK_MODULE] = {"module", WR_MODULE_UNLOAD, 2, offsetof(struct session, counts.modules),
+			   offsetof(struct session, module_bytes)},
+	[CUA_HK_FUNCTION] = {"function", WR_NONE, 0, offsetof(struct session, counts.functions), 0},
+	[CUA_HK_STREAM] = {"stream", WR_STREAM_DESTROY, 1, offsetof(struct session, counts.streams), 0},
+	[CUA_HK_HOSTBUF] = {"host buffer", WR_HOST_UNREGISTER, 2, offsetof(struct session, host_buffers),
+			    offsetof(struct session, host_bytes)},
+	[CUA_HK_EVENT] = {"event", WR_EVENT_DESTROY, 2, offsetof(struct session, events), 0},
+	[CUA_HK_GRAPH] = {"graph", WR_GRAPH_DESTROY, 0, 0, 0}, /* counted with their nodes by graphtab.c */
+};
+
+const struct hkind_entry *
+hkind(unsigned kind)
+{
+	return kind < sizeof(hkinds) / sizeof(hkinds[0]) && hkinds[kind].name != NULL ? &hkinds[kind] : NULL;
+}
+
 static const char *
 kind_name(unsigned kind)
 {
-	switch (kind) {
-	case CUA_HK_MODULE: return "module";
-	case CUA_HK_FUNCTION: return "function";
-	case CUA_HK_STREAM: return "stream";
-	case CUA_HK_GRAPH: return "graph";
-	case CUA_HK_EVENT: return "event";
-	default: return "host buffer";
-	}
+	const struct hkind_entry *k = hkind(kind);
+	return k != NULL ? k->name : "handle";
+}
+
+/* The uint64_t field of s at off. */
+static uint64_t *
+field(struct session *s, size_t off)
+{
+	return (uint64_t *)(void *)((char *)s + off);
 }
 
 struct hslot *
@@ -438,18 +477,11 @@ session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen)
 		h->stale = true;
 		if (s->closing)
 			continue;
-		if (h->kind == CUA_HK_MODULE)
-			s->module_bytes -= h->size;
-		else if (h->kind == CUA_HK_HOSTBUF)
-			s->host_bytes -= h->size;
-		if (h->kind == CUA_HK_MODULE)
-			s->counts.modules--;
-		else if (h->kind == CUA_HK_FUNCTION)
-			s->counts.functions--;
-		else if (h->kind == CUA_HK_STREAM)
-			s->counts.streams--;
-		else if (h->kind == CUA_HK_EVENT)
-			s->events--;
+		const struct hkind_entry *k = hkind(h->kind);
+		if (k != NULL && k->bytes_off != 0)
+			*field(s, k->bytes_off) -= h->size;
+		if (k != NULL && k->count_off != 0)
+			*field(s, k->count_off) -= 1;
 	}
 }
 

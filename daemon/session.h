@@ -90,8 +90,6 @@ struct identity {
 	uint32_t refused;      /* HELLOs refused (only the first is logged: a peer must not flood the log) */
 };
 
-#define CUAD_SPOOL_MAX 16 /* pool streams per session and device, at most (--pool-streams) */
-
 struct session {
 	uint64_t id;
 	uint32_t pipe;
@@ -126,21 +124,22 @@ struct session {
 	LIST_HEAD(fgraph_list, fgraph) graphs; /* graphtab.h: its graphs and what they pin */
 	uint32_t ngraphs, graph_nodes;         /* graphs it holds and their nodes (--session-graphs) */
 	cua_wire_counts counts;
-	uint32_t host_buffers;
-	uint32_t events;                         /* live events (--session-events) */
-	uint64_t requests, errors;               /* its own, for its STATUS */
-	uint64_t dev_bytes[CUA_MAX_DEVICES];     /* device memory it holds on each device (limits) */
-	uint64_t module_bytes, host_bytes;       /* module images and registered host memory it holds (limits) */
-	uint32_t dev_in_flight[CUA_MAX_DEVICES]; /* its requests in each device */
-	struct device *worker[CUA_MAX_DEVICES];  /* --isolation session: its own workers (NULL until first use) */
-	uint32_t next_pool;                      /* round-robin over the pool streams */
-	struct spool {                           /* streampool.c: its own pool streams on each device */
-		uint32_t wid[CUAD_SPOOL_MAX];    /* the worker's stream ids */
-		uint32_t n;                      /* created (0: none yet) */
-		uint32_t gen;                    /* of the worker they were created in */
+	uint64_t host_buffers;     /* live host buffers */
+	uint64_t events;           /* live events (--session-events) */
+	uint64_t requests, errors; /* its own, for its STATUS */
+	/* per device, fe->ndevs entries each (allocated with the session) */
+	uint64_t *dev_bytes;               /* device memory it holds on each device (limits) */
+	uint64_t module_bytes, host_bytes; /* module images and registered host memory it holds (limits) */
+	uint32_t *dev_in_flight;           /* its requests in each device */
+	struct device **worker;            /* --isolation session: its own workers (NULL until first use) */
+	uint32_t next_pool;                /* round-robin over the pool streams */
+	struct spool {                     /* streampool.c: its own pool streams on each device */
+		uint32_t *wid;             /* the worker's stream ids (n of them, malloc'd) */
+		uint32_t n;                /* created (0: none yet) */
+		uint32_t gen;              /* of the worker they were created in */
 		bool creating;
 		uint32_t failed; /* the last creation's status (0: none failed) */
-	} spool[CUA_MAX_DEVICES];
+	} * spool;
 
 	/* scheduler (sched.c) */
 	struct request_queue queue; /* validated, waiting for the worker */
@@ -173,6 +172,23 @@ struct session {
 	UT_hash_handle hh;         /* fe->by_pipe */
 };
 
+/*
+ * One row per kind of handle (CUA_HK_*): what the generic code needs to name, count and release one. Live
+ * counts and held bytes are uint64_t fields of struct session at the offsets given (0: not kept here).
+ */
+struct hkind_entry {
+	const char *name;      /* in messages: "module" */
+	uint32_t release_wrec; /* the worker command that releases one when its session is gone (a struct
+				* wrec_release); WR_NONE: it goes with another object (a function with its module) */
+	uint8_t release_pass;  /* the order of those releases: graphs first (they use the rest), then streams (they
+				* drain), then modules, host buffers and events; memory after all of them */
+	size_t count_off;      /* offsetof(struct session, its live count), 0: none */
+	size_t bytes_off;      /* offsetof(struct session, the bytes its objects hold: hslot.size), 0: none */
+};
+#define HK_RELEASE_PASSES 3
+/* The row of kind, or NULL when kind is not a handle kind. */
+const struct hkind_entry *hkind(unsigned kind);
+
 /* Names s (and its tenant) and request req in the calling thread's log records (cua_log_ctx_set). */
 void do_log_ctx(const struct session *s, uint64_t req);
 
@@ -180,7 +196,8 @@ void do_log_ctx(const struct session *s, uint64_t req);
 struct session *do_session_new(struct fe *fe, uint32_t pipe);
 /* The live session of pipe (not closing, pipe not gone), or NULL. */
 struct session *do_session_by_pipe(struct fe *fe, uint32_t pipe);
-/* Frees s's tables and s itself (the caller made sure nothing refers to it any more). */
+/* Frees s's tables and s itself (the caller made sure nothing refers to it any more, and freed its graphs:
+ * do_graphs_free, graphtab.h). */
 void do_session_free(struct fe *fe, struct session *s);
 /* Live sessions that said HELLO (what STATUS reports). */
 uint32_t do_sessions_live(struct fe *fe);

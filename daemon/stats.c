@@ -24,44 +24,18 @@ static const struct {
 	{5000000000, "5"},   {10000000000, "10"},
 };
 
-static const char *const family_names[SF_NFAMILIES] = {"info", "module", "memory", "copy", "stream", "launch", "batch"};
+static const char *const family_names[SF_NFAMILIES] = {NULL,     "info",   "operator", "module", "memory", "copy",
+						       "stream", "launch", "batch",    "event",  "graph"};
 static const char *const dir_names[SD_NDIRS] = {"htod", "dtoh", "dtod"};
 
-static enum stats_family
-op_family(uint32_t op)
-{
-	switch (op) {
-	case CUA_OP_MODULE_LOAD:
-	case CUA_OP_MODULE_UNLOAD:
-	case CUA_OP_FUNCTION_GET: return SF_MODULE;
-	case CUA_OP_MEM_ALLOC:
-	case CUA_OP_MEM_FREE:
-	case CUA_OP_HOST_REGISTER:
-	case CUA_OP_HOST_UNREGISTER: return SF_MEMORY;
-	case CUA_OP_MEMCPY_HTOD:
-	case CUA_OP_MEMCPY_DTOH:
-	case CUA_OP_MEMCPY_DTOD:
-	case CUA_OP_MEMSET:
-	case CUA_OP_MEMCPY_HTOD_HOST:
-	case CUA_OP_MEMCPY_DTOH_HOST: return SF_COPY;
-	case CUA_OP_STREAM_CREATE:
-	case CUA_OP_STREAM_DESTROY:
-	case CUA_OP_STREAM_SYNC:
-	case CUA_OP_SYNCHRONIZE: return SF_STREAM;
-	case CUA_OP_LAUNCH: return SF_LAUNCH;
-	case CUA_OP_BATCH: return SF_BATCH;
-	default: return SF_INFO; /* HELLO, PING, DEVICES, STATUS and unknown kinds */
-	}
-}
-
 void
-do_stats_request(struct fe *fe, uint32_t op, uint32_t status, uint64_t lat_ns)
+do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t status, uint64_t lat_ns)
 {
 	struct stats *st = &fe->stats;
 	st->requests[op < CUA_OP_MAX ? op : 0][status < STATS_NSTATUS ? status : CUA_EINTERNAL]++;
 	if (lat_ns == UINT64_MAX)
 		return;
-	struct stats_hist *h = &st->latency[op_family(op)];
+	struct stats_hist *h = &st->latency[fam < SF_NFAMILIES ? fam : SF_INFO];
 	h->count++;
 	h->sum_ns += lat_ns;
 	for (int i = 0; i < STATS_NBUCKETS; i++)
@@ -69,60 +43,6 @@ do_stats_request(struct fe *fe, uint32_t op, uint32_t status, uint64_t lat_ns)
 			h->bucket[i]++;
 			break;
 		}
-}
-
-/* One item (kind: its op) that succeeded. */
-static void
-count_item(struct stats *st, uint32_t kind, const cua_req_body *q)
-{
-	switch (kind) {
-	case CUA_OP_LAUNCH: st->launches++; break;
-	case CUA_OP_MEMCPY_HTOD: st->copied[SD_HTOD] += q->memcpy_htod.data.len; break;
-	case CUA_OP_MEMCPY_DTOH: st->copied[SD_DTOH] += q->memcpy_dtoh.bytes; break;
-	case CUA_OP_MEMCPY_DTOD: st->copied[SD_DTOD] += q->memcpy_dtod.bytes; break;
-	case CUA_OP_MEMCPY_HTOD_HOST:
-		st->copied[SD_HTOD] += q->memcpy_host.bytes;
-		st->host_copied[SD_HTOD] += q->memcpy_host.bytes;
-		break;
-	case CUA_OP_MEMCPY_DTOH_HOST:
-		st->copied[SD_DTOH] += q->memcpy_host.bytes;
-		st->host_copied[SD_DTOH] += q->memcpy_host.bytes;
-		break;
-	default: break;
-	}
-}
-
-/* A batch item's body in the shape of the single request of its kind (the union members agree). */
-static void
-count_batch_item(struct stats *st, const cua_batch_item *b)
-{
-	cua_req_body q;
-	switch (b->kind) {
-	case CUA_OP_LAUNCH: q.launch = b->u.launch; break;
-	case CUA_OP_MEMCPY_HTOD: q.memcpy_htod = b->u.htod; break;
-	case CUA_OP_MEMCPY_DTOH: q.memcpy_dtoh = b->u.dtoh; break;
-	case CUA_OP_MEMCPY_DTOD: q.memcpy_dtod = b->u.dtod; break;
-	case CUA_OP_MEMCPY_HTOD_HOST:
-	case CUA_OP_MEMCPY_DTOH_HOST: q.memcpy_host = b->u.host; break;
-	default: return;
-	}
-	count_item(st, b->kind, &q);
-}
-
-void
-do_stats_work(struct fe *fe, const struct request *r)
-{
-	if (r->undecodable || r->status != CUA_OK || r->nitems == 0)
-		return;
-	if (r->op != CUA_OP_BATCH) {
-		if (r->items[0].status == CUA_OK)
-			count_item(&fe->stats, r->op, &r->w.body);
-		return;
-	}
-	const struct cua_req_batch *b = &r->w.body.batch;
-	for (uint32_t i = 0; i < b->nitems && i < r->nitems; i++)
-		if (r->items[i].status == CUA_OK)
-			count_batch_item(&fe->stats, &b->items[i]);
 }
 
 /* ------------------------------------------------------------------ snapshot */
@@ -281,7 +201,7 @@ fmt_latency(FILE *f, const struct stats_snap *snap)
 	head(f, "request_duration_seconds", "histogram",
 	     "Time from receiving a request to answering it (to its completion for fire-and-forget work), by "
 	     "family of request kinds.");
-	for (int fam = 0; fam < SF_NFAMILIES; fam++) {
+	for (int fam = SF_NONE + 1; fam < SF_NFAMILIES; fam++) {
 		const struct stats_hist *h = &snap->c.latency[fam];
 		uint64_t cum = 0;
 		for (int i = 0; i < STATS_NBUCKETS; i++) {

@@ -27,8 +27,22 @@ struct request;
 #define STATS_NSTATUS 32  /* status codes counted one by one; larger ones are counted as INTERNAL */
 #define STATS_NBUCKETS 17 /* latency histogram buckets, 50 µs to 10 s (stats.c has the bounds), +Inf beside */
 
-/* Families of ops for the latency histogram (a histogram per op would multiply its 18 series by 23). */
-enum stats_family { SF_INFO, SF_MODULE, SF_MEMORY, SF_COPY, SF_STREAM, SF_LAUNCH, SF_BATCH, SF_NFAMILIES };
+/* Families of request kinds (each op's row in daemon/cmd-*.c names its own); SF_NONE is no family: a row
+ * without one fails the row test. A histogram per family: one per op would multiply its 18 series by 41. */
+enum stats_family {
+	SF_NONE,
+	SF_INFO,
+	SF_OPERATOR,
+	SF_MODULE,
+	SF_MEMORY,
+	SF_COPY,
+	SF_STREAM,
+	SF_LAUNCH,
+	SF_BATCH,
+	SF_EVENT,
+	SF_GRAPH,
+	SF_NFAMILIES
+};
 
 enum stats_dir { SD_HTOD, SD_DTOH, SD_DTOD, SD_NDIRS };
 
@@ -49,12 +63,10 @@ struct stats {
 	struct stats_hist latency[SF_NFAMILIES]; /* receive → reply (completion for fire-and-forget) */
 };
 
-/* A client request was answered (or, fire-and-forget, completed) with status; lat_ns is the time from its
- * receipt (UINT64_MAX: not known, no latency observed). fe->lock held; never blocks. */
-void do_stats_request(struct fe *fe, uint32_t op, uint32_t status, uint64_t lat_ns);
-/* What a finished client request did: its launches and copied bytes, counted per item that succeeded.
- * fe->lock held; never blocks. */
-void do_stats_work(struct fe *fe, const struct request *r);
+/* A client request of kind op and family fam (its row's) was answered (or, fire-and-forget, completed) with
+ * status; lat_ns is the time from its receipt (UINT64_MAX: not known, no latency observed). What it did
+ * (launches, bytes copied) the rows' count functions add to fe->stats themselves. fe->lock held; never blocks. */
+void do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t status, uint64_t lat_ns);
 
 /* One session's row in a snapshot. */
 struct stats_session {

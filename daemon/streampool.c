@@ -3,8 +3,8 @@
  */
 #include "config.h"
 
-#include "cmd.h"
 #include "cua_log.h"
+#include "devlink.h"
 #include "streampool.h"
 
 #include <stdlib.h>
@@ -19,7 +19,7 @@ static uint32_t
 pool_size(const struct fe *fe, int dev)
 {
 	uint32_t n = fe->devs[dev].info.pool_streams ? fe->devs[dev].info.pool_streams : fe->cfg.pool_streams;
-	return n < 1 ? 1 : n > CUAD_SPOOL_MAX ? CUAD_SPOOL_MAX : n;
+	return n < 1 ? 1 : n;
 }
 
 uint32_t
@@ -51,10 +51,7 @@ patch(struct request *r, const struct spool *p)
 		struct wrec_hdr h;
 		uint32_t sid;
 		memcpy(&h, r->cmds + off, sizeof(h));
-		bool stream_work = h.op == WR_HTOD || h.op == WR_DTOH || h.op == WR_DTOD || h.op == WR_MEMSET ||
-				   h.op == WR_LAUNCH || h.op == WR_STREAM_SYNC || /* the ordered stream's sync */
-				   h.op == WR_GRAPH_LAUNCH || h.op == WR_EVENT_RECORD || h.op == WR_STREAM_WAIT_EVENT;
-		if (stream_work) {
+		if (wrec_flags(h.op) & WRF_STREAM) {
 			memcpy(&sid, r->cmds + off + 8, sizeof(sid));
 			if (sid & SPOOL_STREAM) {
 				sid = p->wid[(sid & ~SPOOL_STREAM) % p->n];
@@ -64,33 +61,6 @@ patch(struct request *r, const struct spool *p)
 		off += h.size;
 	}
 	r->uses_pool = false;
-}
-
-/* A request creating the pool of r's session on worker d. NULL: out of memory. */
-static struct request *
-creation(struct fe *fe, const struct request *r, struct device *d, uint32_t n)
-{
-	struct request *pr = calloc(1, sizeof(*pr));
-	if (pr == NULL)
-		return NULL;
-	*pr = (struct request){.fe = fe,
-			       .s = r->s,
-			       .kind = REQ_POOL,
-			       .dev = r->dev,
-			       .host_fd = -1,
-			       .wdev = d,
-			       .id = ++fe->next_req};
-	if (items_init(pr, n) != 0)
-		goto fail;
-	for (uint32_t i = 0; i < n; i++) {
-		struct wrec_stream_create c = {{WR_STREAM_CREATE, 0}, fe->devs[r->dev].info.prio_least, 0};
-		if ((pr->items[i].cmd = plan_cmd(pr, &c, sizeof(c), NULL, 0)) < 0)
-			goto fail;
-	}
-	return pr;
-fail:
-	request_free(fe, pr);
-	return NULL;
 }
 
 enum spool_verdict
@@ -122,19 +92,28 @@ do_spool_prepare(struct fe *fe, struct request *r, struct device *d)
 			     n, r->dev, (unsigned long long)used, fe->cfg.session_streams);
 		return SPOOL_FAILED;
 	}
-	struct request *pr = creation(fe, r, d, n);
-	if (pr == NULL) {
-		request_fail(r, CUA_ENOMEM, "daemon out of memory");
-		return SPOOL_FAILED;
+	return SPOOL_CREATE;
+}
+
+int
+do_spool_plan(struct fe *fe, struct request *pr)
+{
+	uint32_t n = pool_size(fe, pr->dev);
+	if (items_init(pr, n) != 0)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		struct wrec_stream_create c = {{WR_STREAM_CREATE, 0}, fe->devs[pr->dev].info.prio_least, 0};
+		if ((pr->items[i].cmd = plan_cmd(pr, &c, sizeof(c), NULL, 0)) < 0)
+			return -1;
 	}
-	if (do_dev_dispatch(fe, d, pr) != 0) {
-		request_free(fe, pr);
-		return SPOOL_FULL;
-	}
-	s->in_flight++; /* not in dev_in_flight: STATUS counts the session's requests, and this is none of them */
-	p->creating = true;
-	p->n = 0;
-	return SPOOL_WAIT;
+	return 0;
+}
+
+void
+do_spool_creating(struct session *s, int dev)
+{
+	s->spool[dev].creating = true;
+	s->spool[dev].n = 0;
 }
 
 void
@@ -150,8 +129,16 @@ do_spool_created(struct fe *fe, struct request *pr)
 			 cua_strerror_name((int)st));
 		return;
 	}
+	uint32_t *wid = realloc(p->wid, (pr->nitems ? pr->nitems : 1) * sizeof(*wid));
+	if (wid == NULL) { /* the streams stay the worker's until the session's cleanup; the next request retries */
+		p->failed = CUA_ENOMEM;
+		log_error("session %llu: out of memory for its pool streams on device %d", (unsigned long long)s->id,
+			  pr->dev);
+		return;
+	}
 	for (uint32_t i = 0; i < pr->nitems; i++)
-		p->wid[i] = (uint32_t)pr->items[i].value;
+		wid[i] = (uint32_t)pr->items[i].value;
+	p->wid = wid;
 	p->n = pr->nitems;
 	p->gen = pr->wdev->gen;
 	(void)fe;

@@ -25,12 +25,18 @@ uint32_t do_spool_slot(struct fe *fe, struct request *r, int dev);
  * stream, always (the pool's round-robin may put unordered work there too, which only orders it more). */
 uint32_t do_spool_ordered(struct fe *fe, struct request *r, int dev);
 
-enum spool_verdict { SPOOL_READY, SPOOL_WAIT, SPOOL_FULL, SPOOL_FAILED };
+enum spool_verdict { SPOOL_READY, SPOOL_WAIT, SPOOL_CREATE, SPOOL_FAILED };
 /* Before r goes to worker d: SPOOL_READY when r needs no pool or its session's pool exists there (r's
- * commands are patched with the pool's ids); SPOOL_WAIT when the pool is being created (its creation was sent
- * now or earlier; the dispatcher is woken when it completes); SPOOL_FULL when the worker's ring has no room
- * for the creation now; SPOOL_FAILED when it cannot be created (r's status says why). */
+ * commands are patched with the pool's ids); SPOOL_WAIT when the pool is being created (the dispatcher is
+ * woken when it completes); SPOOL_CREATE when the caller is to create it now: a REQ_POOL request planned by
+ * do_spool_plan, sent to d, then do_spool_creating; SPOOL_FAILED when it cannot be created (r's status says
+ * why). */
 enum spool_verdict do_spool_prepare(struct fe *fe, struct request *r, struct device *d);
+/* Plans the pool's creation into pr (REQ_POOL, its session and device set): one command per stream. 0 or -1
+ * (out of memory). */
+int do_spool_plan(struct fe *fe, struct request *pr);
+/* The creation of s's pool on device dev was sent: later requests wait for it (SPOOL_WAIT). */
+void do_spool_creating(struct session *s, int dev);
 /* A pool creation (REQ_POOL) completed: records the streams, or why they could not be made. */
 void do_spool_created(struct fe *fe, struct request *pr);
 /* Pool streams s holds on live workers (they count against its stream limit). */

@@ -44,46 +44,78 @@ struct wshm_hdr {
 	_Atomic uint64_t busy_since_ms;
 };
 
-/* Command kinds. "sync" commands run on the worker's main thread in record order; "stream" commands are
- * queued on their stream and complete asynchronously. */
+/*
+ * Command kinds, one row each: name, then whether the command names a stream in the field right after its
+ * header (WRF_STREAM: its stream id is a uint32_t at byte 8 — stream work, and the ordered stream's sync; the
+ * front-end patches pool slots there, daemon/streampool.c). "sync" commands run on the worker's main thread in
+ * record order; "stream" commands are queued on their stream and complete asynchronously. The worker's own row
+ * of each (worker/commands.c, wk_cmds) says how it runs; a unit test checks that the two agree.
+ */
+#define WRF_STREAM 1u
+#define WREC_OPS(X)                                                                                                    \
+	X(MODULE_LOAD, 0)           /* sync;   value: module id */                                                     \
+	X(MODULE_UNLOAD, 0)         /* sync */                                                                         \
+	X(FUNCTION_GET, 0)          /* sync;   value: function id; data: cua_param_info[] */                           \
+	X(MEM_ALLOC, 0)             /* sync;   value: device address */                                                \
+	X(MEM_FREE, 0)              /* sync */                                                                         \
+	X(STREAM_CREATE, 0)         /* sync;   value: stream id */                                                     \
+	X(STREAM_DESTROY, 0)        /* sync (drains the stream first) */                                               \
+	X(STREAM_SYNC, WRF_STREAM)  /* stream: completes when everything before it on the stream has */                \
+	X(HTOD, WRF_STREAM)         /* stream */                                                                       \
+	X(DTOH, WRF_STREAM)         /* stream */                                                                       \
+	X(DTOD, WRF_STREAM)         /* stream */                                                                       \
+	X(MEMSET, WRF_STREAM)       /* stream */                                                                       \
+	X(LAUNCH, WRF_STREAM)       /* stream */                                                                       \
+	X(HOST_REGISTER, 0)         /* sync;   value: host buffer id */                                                \
+	X(HOST_UNREGISTER, 0)       /* sync */                                                                         \
+	X(MODULE_GET_GLOBAL, 0)     /* sync;   value: device address; data: its size (uint64_t) */                     \
+	X(FUNC_GET_ATTR, 0)         /* sync;   value: the attribute's value (int32_t, sign-extended) */                \
+	X(FUNC_SET_ATTR, 0)         /* sync, after every earlier launch was issued */                                  \
+	X(OCCUPANCY, 0)             /* sync;   value: active blocks per multiprocessor */                              \
+	X(GRAPH_CREATE, 0)          /* sync;   value: graph id */                                                      \
+	X(GRAPH_LAUNCH, WRF_STREAM) /* stream */                                                                       \
+	X(GRAPH_SET_ARGS, 0)        /* sync, after every earlier launch was issued */                                  \
+	X(GRAPH_DESTROY, 0)         /* sync, after every earlier launch was issued */                                  \
+	X(EVENT_CREATE, 0)          /* sync;   value: event id */                                                      \
+	X(EVENT_DESTROY, 0)         /* sync, after every earlier command was issued (uses in flight keep it alive) */  \
+	X(EVENT_RECORD, WRF_STREAM) /* stream: completes when issued, not when reached */                              \
+	X(STREAM_WAIT_EVENT, WRF_STREAM) /* stream: completes when issued */                                           \
+	X(EVENT_SYNC, 0)                 /* completes when the event's last record has been reached */                 \
+	X(EVENT_ELAPSED, 0)              /* sync, after every earlier command was issued; value: float ms bits */      \
+	X(EVENT_QUERY, 0)                /* sync, after every earlier command was issued; value: 1 reached, 0 not yet */
+
 enum wrec_op {
-	WR_MODULE_LOAD = 1,   /* sync;   value: module id */
-	WR_MODULE_UNLOAD,     /* sync */
-	WR_FUNCTION_GET,      /* sync;   value: function id; data: cua_param_info[] */
-	WR_MEM_ALLOC,         /* sync;   value: device address */
-	WR_MEM_FREE,          /* sync */
-	WR_STREAM_CREATE,     /* sync;   value: stream id */
-	WR_STREAM_DESTROY,    /* sync (drains the stream first) */
-	WR_STREAM_SYNC,       /* stream: completes when everything before it on the stream has */
-	WR_HTOD,              /* stream */
-	WR_DTOH,              /* stream */
-	WR_DTOD,              /* stream */
-	WR_MEMSET,            /* stream */
-	WR_LAUNCH,            /* stream */
-	WR_HOST_REGISTER,     /* sync;   value: host buffer id */
-	WR_HOST_UNREGISTER,   /* sync */
-	WR_MODULE_GET_GLOBAL, /* sync;   value: device address; data: its size (uint64_t) */
-	WR_FUNC_GET_ATTR,     /* sync;   value: the attribute's value (int32_t, sign-extended) */
-	WR_FUNC_SET_ATTR,     /* sync, after every earlier launch was issued */
-	WR_OCCUPANCY,         /* sync;   value: active blocks per multiprocessor */
-	WR_GRAPH_CREATE,      /* sync;   value: graph id */
-	WR_GRAPH_LAUNCH,      /* stream */
-	WR_GRAPH_SET_ARGS,    /* sync, after every earlier launch was issued */
-	WR_GRAPH_DESTROY,     /* sync, after every earlier launch was issued */
-	WR_EVENT_CREATE,      /* sync;   value: event id */
-	WR_EVENT_DESTROY,     /* sync, after every earlier command was issued (uses in flight keep it alive) */
-	WR_EVENT_RECORD,      /* stream: completes when issued, not when reached */
-	WR_STREAM_WAIT_EVENT, /* stream: completes when issued */
-	WR_EVENT_SYNC,        /* completes when the event's last record has been reached */
-	WR_EVENT_ELAPSED,     /* sync, after every earlier command was issued; value: float ms bits */
-	WR_EVENT_QUERY,       /* sync, after every earlier command was issued; value: 1 reached, 0 not yet */
-	WR_OP_MAX
+	WR_NONE = 0, /* no command (an op the front-end answers alone) */
+#define WREC_X_ENUM(name, flags) WR_##name,
+	WREC_OPS(WREC_X_ENUM)
+#undef WREC_X_ENUM
+		WR_OP_MAX
 };
+
+/* The WRF_* flags of command kind op (0 for an unknown one). */
+static inline uint32_t
+wrec_flags(uint32_t op)
+{
+	static const uint8_t flags[WR_OP_MAX] = {0, /* WR_NONE */
+#define WREC_X_FLAGS(name, f) (f),
+						 WREC_OPS(WREC_X_FLAGS)
+#undef WREC_X_FLAGS
+	};
+	return op < WR_OP_MAX ? flags[op] : 0;
+}
 
 /* Every command starts with this. */
 struct wrec_hdr {
 	uint32_t op;   /* enum wrec_op */
 	uint32_t size; /* bytes of the whole command, a multiple of 8 */
+};
+
+/* A command that releases one object by its worker id: MODULE_UNLOAD, HOST_UNREGISTER, EVENT_DESTROY and
+ * GRAPH_DESTROY and MEM_FREE have exactly this layout, and STREAM_DESTROY's struct wrec_stream too (its stream id the low 32
+ * bits, its pad 0), so a closing session's objects are released through one builder (daemon/cleanup.c). */
+struct wrec_release {
+	struct wrec_hdr h;
+	uint64_t id;
 };
 
 struct wrec_module_load {
@@ -301,5 +333,15 @@ wrec_size(size_t fixed, uint32_t extra)
 {
 	return (uint32_t)fixed + wrec_align8(extra);
 }
+
+_Static_assert(sizeof(struct wrec_module_unload) == sizeof(struct wrec_release) &&
+		       sizeof(struct wrec_host_unregister) == sizeof(struct wrec_release) &&
+		       sizeof(struct wrec_event) == sizeof(struct wrec_release) &&
+		       sizeof(struct wrec_graph_destroy) == sizeof(struct wrec_release) &&
+		       sizeof(struct wrec_stream) == sizeof(struct wrec_release) &&
+		       sizeof(struct wrec_mem_free) == sizeof(struct wrec_release) &&
+		       offsetof(struct wrec_stream, stream) == offsetof(struct wrec_release, id),
+	       "release commands share struct wrec_release's layout");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "wrec_release carries a stream id in its low 32 bits");
 
 #endif

@@ -17,7 +17,7 @@ import sys
 PROD = ("client/", "common/", "daemon/", "link/", "worker/", "tools/", "bench/")
 
 
-def objects(builddir):
+def objects(srcdir, builddir):
     """Map source path (relative) -> object files built from it (libtool .o and plain .o)."""
     out = {}
     for root, _dirs, files in os.walk(builddir):
@@ -32,9 +32,11 @@ def objects(builddir):
                 continue
             # automake names objects <dir>/<prefix>-<file>.o or <dir>/<file>.o
             base = f[:-2]
-            if "-" in base:
+            if "-" in base and not os.path.exists(os.path.join(srcdir, rel, base + ".c")):
                 base = base.split("-", 1)[1]
             src = os.path.normpath(os.path.join(rel, base + ".c"))
+            if not os.path.exists(os.path.join(srcdir, src)):
+                continue
             out.setdefault(src, []).append(path)
     return out
 
@@ -105,7 +107,7 @@ def main():
     src, build = sys.argv[1], sys.argv[2]
     bad = 0
     # --- calls ---
-    objs = {s: o for s, o in objects(build).items() if s.startswith(PROD)}
+    objs = {s: o for s, o in objects(src, build).items() if s.startswith(PROD)}
     defs, uses = {}, {}
     for s, paths in objs.items():
         d, u = set(), set()

@@ -164,6 +164,7 @@ env_fini(struct env *e)
 			TAILQ_REMOVE(&q, r, qlink);
 			request_free(fe, r);
 		}
+		do_graphs_free(s);
 		do_session_free(fe, s);
 	}
 	do_pipe_tombs_free(fe);
@@ -1466,9 +1467,9 @@ START_TEST(every_op_has_its_row)
 		}
 		ck_assert_msg(row != NULL, "op %u (%s) has no row", op, cua_op_name(op));
 		ck_assert_msg(row->op == op, "op %u (%s): the row says %u", op, cua_op_name(op), row->op);
-		ck_assert_ptr_nonnull(row->validate);
-		ck_assert_msg(row->needs_hello == (op != CUA_OP_HELLO && op != CUA_OP_PING), "op %s: needs_hello",
-			      cua_op_name(op));
+		ck_assert(row->validate != NULL || row->validate_items != NULL || row->item != NULL);
+		ck_assert_msg(((row->flags & CMD_HELLO) != 0) == (op != CUA_OP_HELLO && op != CUA_OP_PING),
+			      "op %s: CMD_HELLO", cua_op_name(op));
 	}
 	ck_assert_ptr_null(cmd_find(0));
 	ck_assert_ptr_null(cmd_find(CUA_OP_MAX));

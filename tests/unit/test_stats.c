@@ -41,10 +41,10 @@ START_TEST(latency_buckets_and_labels)
 	/* bounds are inclusive: 50 µs is in the first bucket, 50.001 µs in the second; past 10 s only +Inf */
 	static const uint64_t ns[] = {0, 50000, 50001, 10000000000ull, 10000000001ull};
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-		do_stats_request(&fe, CUA_OP_LAUNCH, CUA_OK, ns[i]);
-	do_stats_request(&fe, CUA_OP_MEM_FREE, CUA_ENOT_FOUND, UINT64_MAX); /* no latency observed */
-	do_stats_request(&fe, 200, CUA_EUNKNOWN_OP, UINT64_MAX);
-	do_stats_request(&fe, CUA_OP_PING, 999, UINT64_MAX); /* an unknown status counts as INTERNAL */
+		do_stats_request(&fe, CUA_OP_LAUNCH, SF_LAUNCH, CUA_OK, ns[i]);
+	do_stats_request(&fe, CUA_OP_MEM_FREE, SF_MEMORY, CUA_ENOT_FOUND, UINT64_MAX); /* no latency observed */
+	do_stats_request(&fe, 200, SF_INFO, CUA_EUNKNOWN_OP, UINT64_MAX);
+	do_stats_request(&fe, CUA_OP_PING, SF_INFO, 999, UINT64_MAX); /* an unknown status counts as INTERNAL */
 	char *t = format();
 	ck_assert_double_eq(value(t, "cuasyncd_request_duration_seconds_bucket{family=\"launch\",le=\"5e-05\"}"), 2);
 	ck_assert_double_eq(value(t, "cuasyncd_request_duration_seconds_bucket{family=\"launch\",le=\"0.0001\"}"), 3);
