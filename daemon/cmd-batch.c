@@ -89,7 +89,7 @@ r_batch(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 }
 
 const struct cmd_entry cmd_batch_entry = {.op = CUA_OP_BATCH,
-					  .flags = CMD_HELLO,
+					  .flags = CMD_HELLO | CMD_REPLY_UNLOCKED,
 					  .family = SF_BATCH,
 					  .wrec = WR_NONE,
 					  .validate_items = v_batch,

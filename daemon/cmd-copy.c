@@ -196,7 +196,7 @@ const struct cmd_entry cmd_memcpy_htod_entry = {.op = CUA_OP_MEMCPY_HTOD,
 						.item = i_htod,
 						.count = n_htod};
 const struct cmd_entry cmd_memcpy_dtoh_entry = {.op = CUA_OP_MEMCPY_DTOH,
-						.flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM,
+						.flags = CMD_HELLO | CMD_BATCHED | CMD_STREAM | CMD_REPLY_UNLOCKED,
 						.family = SF_COPY,
 						.wrec = WR_DTOH,
 						.item = i_dtoh,

@@ -20,15 +20,17 @@ struct reply {
 
 /* What the generic code (request.c) enforces for an op: struct cmd_entry.flags. */
 enum {
-	CMD_HELLO = 1u << 0,         /* needs a session that said HELLO (NO_SESSION before) */
-	CMD_AUTHENTICATES = 1u << 1, /* may be sent before a required token was given (HELLO carries it) */
-	CMD_OPERATOR = 1u << 2,      /* the operator endpoint's alone: PERMISSION_DENIED elsewhere */
-	CMD_QUOTA_EXEMPT = 1u << 3,  /* served past the session's in-flight and reply-bytes limits, so that an
+	CMD_HELLO = 1u << 0,          /* needs a session that said HELLO (NO_SESSION before) */
+	CMD_AUTHENTICATES = 1u << 1,  /* may be sent before a required token was given (HELLO carries it) */
+	CMD_OPERATOR = 1u << 2,       /* the operator endpoint's alone: PERMISSION_DENIED elsewhere */
+	CMD_QUOTA_EXEMPT = 1u << 3,   /* served past the session's in-flight and reply-bytes limits, so that an
 				     * overloaded client can still look at itself (STATUS) */
-	CMD_BATCHED = 1u << 4,       /* may be an item of a BATCH: .item plans it there as for the request alone */
-	CMD_RELEASES = 1u << 5,      /* releases an object of the session: marked released when validated, given
+	CMD_BATCHED = 1u << 4,        /* may be an item of a BATCH: .item plans it there as for the request alone */
+	CMD_RELEASES = 1u << 5,       /* releases an object of the session: marked released when validated, given
 				     * back by .abandon or .complete when the release did not happen */
-	CMD_STREAM = 1u << 6,        /* stream work: its worker command (.wrec) runs in its stream's order */
+	CMD_STREAM = 1u << 6,         /* stream work: its worker command (.wrec) runs in its stream's order */
+	CMD_REPLY_UNLOCKED = 1u << 7, /* its reply (bulk bytes from the staging area) refers only to the request and
+				       * its staging, so it is encoded without fe->lock (request_done); no .complete */
 };
 
 /*

@@ -107,7 +107,8 @@ struct reply;
 struct identity;
 struct auth;
 
-/* What the NNG edge gives the core. All are called with fe->lock held and must not block or call back. */
+/* What the NNG edge gives the core. All but encode are called with fe->lock held and must not block or call
+ * back. */
 struct edge_ops {
 	/* Sends rep as the answer to the request that came with ctx (the edge's receive context); ctx is the
 	 * edge's again afterwards. rep and what it points to are only valid during the call. Returns the bytes
@@ -115,6 +116,11 @@ struct edge_ops {
 	 * request_reply_sent(fe, pipe, bytes) exactly once, when the connection took the reply or the send
 	 * failed (its context receives again then). 0: nothing was queued and no such call follows. */
 	size_t (*reply)(void *ctx, const struct reply *rep);
+	/* reply in two steps, for a reply whose bulk bytes are copied without fe->lock: encode builds the message
+	 * of rep (any thread, no lock needed; rep valid during the call) and says its length in *bytes (NULL:
+	 * out of memory); send then sends it (or, NULL, gives ctx back) exactly as reply would, fe->lock held. */
+	void *(*encode)(const struct reply *rep, size_t *bytes);
+	size_t (*send)(void *ctx, void *msg, bool counted);
 	/* Gives ctx back without answering: the request is dropped, its client never gets a reply. */
 	void (*drop)(void *ctx);
 	/* Frees the received message that a request's decoded fields point into. */

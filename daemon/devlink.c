@@ -458,29 +458,42 @@ item_apply(struct ritem *it, const struct wcpl *c, const unsigned char *detail)
 	}
 }
 
-/* Applies one completion record to its request and hands the request back. Caller holds fe->lock. */
-static void
-do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
+/* The request one completion record is for, taken out of d's in-flight table (NULL: a bad record, logged).
+ * Caller holds fe->lock. */
+static struct request *
+do_completed(struct device *d, const unsigned char *rec, size_t len)
 {
 	struct wcpl_req h;
 	if (len < sizeof(h)) {
 		log_error("device %d: short completion record", d->index);
-		return;
+		return NULL;
 	}
 	memcpy(&h, rec, sizeof(h));
 	struct request *r = do_inflight_take(d, h.req);
 	if (r == NULL) {
 		log_error("device %d: completion for unknown request %llu", d->index, (unsigned long long)h.req);
-		return;
+		return NULL;
 	}
-	r->busy_ns = h.busy_ns;
-	do_log_ctx(r->s, r->id);
 	if (h.fatal) {
+		do_log_ctx(r->s, r->id);
 		log_error("device %d: sticky fault in request %llu of session %llu", d->index,
 			  (unsigned long long)h.req, (unsigned long long)r->s->id);
+		cua_log_ctx_clear();
 		/* The worker exits next: send it nothing more, so new work waits for the fresh one. */
 		d->state = DEV_RESTARTING;
 	}
+	return r;
+}
+
+/* Copies one completion record's results into r's items. r is the completion thread's alone (out of the
+ * in-flight table, not yet handed back), so this runs without fe->lock: the record's bytes (a DTOH's data
+ * among them) are copied while other threads use the front-end. */
+static void
+apply(struct request *r, const unsigned char *rec, size_t len)
+{
+	struct wcpl_req h;
+	memcpy(&h, rec, sizeof(h));
+	r->busy_ns = h.busy_ns;
 	size_t off = sizeof(h);
 	/* Commands were planned in item order, so one cursor walks items and commands together. */
 	uint32_t cur = 0;
@@ -498,14 +511,13 @@ do_apply(struct fe *fe, struct device *d, const unsigned char *rec, size_t len)
 			item_apply(&r->items[cur], &c, detail);
 		/* else a command without an item (session cleanup) */
 	}
-	d->done(fe, r);
-	cua_log_ctx_clear();
 }
 
-/* The worker is gone: answer everything in flight on it, DEVICE_HUNG when the watchdog killed it (d->hung_s),
- * else CONTEXT_LOST. Caller holds fe->lock. */
+/* The worker is gone: moves everything in flight on it to *q (initialised here), its items failed with
+ * DEVICE_HUNG when the watchdog killed it (d->hung_s), else CONTEXT_LOST; the caller hands them back without
+ * fe->lock. Caller holds fe->lock. */
 static void
-do_fail_inflight(struct fe *fe, struct device *d)
+do_fail_inflight(struct device *d, struct request_queue *q)
 {
 	struct request *r, *tmp;
 	char hung[256];
@@ -513,6 +525,7 @@ do_fail_inflight(struct fe *fe, struct device *d)
 		 "the worker of device %d stopped making progress (no heartbeat for %u s) and was killed and "
 		 "restarted before this work completed; recreate modules, memory and streams",
 		 d->index, d->hung_s);
+	TAILQ_INIT(q);
 	HASH_ITER(hh, d->inflight, r, tmp)
 	{
 		HASH_DEL(d->inflight, r);
@@ -529,7 +542,7 @@ do_fail_inflight(struct fe *fe, struct device *d)
 							   "memory and streams");
 			}
 		}
-		d->done(fe, r);
+		TAILQ_INSERT_TAIL(q, r, qlink);
 	}
 }
 
@@ -606,11 +619,19 @@ restart(struct fe *fe, struct device *d, int st)
 		log_error("device %d: worker %d exited with status %d; restarting", d->index, d->pid, WEXITSTATUS(st));
 	else
 		log_error("device %d: worker %d killed by signal %d; restarting", d->index, d->pid, WTERMSIG(st));
+	struct request_queue lost;
+	struct request *r;
 	pthread_mutex_lock(&fe->lock);
 	uint32_t old = d->gen;
 	d->pid = 0;
-	d->state = DEV_RESTARTING;
-	do_fail_inflight(fe, d);
+	d->state = DEV_RESTARTING; /* nothing new is sent to it from here */
+	do_fail_inflight(d, &lost);
+	pthread_mutex_unlock(&fe->lock);
+	while ((r = TAILQ_FIRST(&lost)) != NULL) { /* answered before their objects go stale, as they ran before */
+		TAILQ_REMOVE(&lost, r, qlink);
+		d->done(fe, r);
+	}
+	pthread_mutex_lock(&fe->lock);
 	d->gen++;
 	d->restarts++;
 	do_sessions_mark_stale(fe, d, old);
@@ -646,8 +667,12 @@ completion_main(void *arg)
 		const unsigned char *rec = ring_peek(d->cpl, &len);
 		if (rec != NULL) {
 			pthread_mutex_lock(&fe->lock);
-			do_apply(fe, d, rec, len);
+			struct request *r = do_completed(d, rec, len);
 			pthread_mutex_unlock(&fe->lock);
+			if (r != NULL) { /* no lock held over the copy or the callback */
+				apply(r, rec, len);
+				d->done(fe, r);
+			}
 			ring_release(d->cpl);
 			continue;
 		}

@@ -20,9 +20,10 @@
 
 enum dev_state { DEV_STARTING, DEV_READY, DEV_RESTARTING, DEV_FAILED };
 
-/* Called by a device's completion thread with fe->lock held, once per request that left the worker: the
- * items of r carry the worker's results (or CONTEXT_LOST when the worker died, DEVICE_HUNG when the watchdog
- * killed it). The callee owns r. */
+/* Called by a device's completion thread without fe->lock (the callee takes it: no lock is held across a
+ * completion, as NNG's aio contract has it), once per request that left the worker: the items of r carry the
+ * worker's results (or CONTEXT_LOST when the worker died, DEVICE_HUNG when the watchdog killed it). The callee
+ * owns r. */
 typedef void (*dev_done_fn)(struct fe *fe, struct request *r);
 
 struct device {

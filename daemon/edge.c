@@ -46,25 +46,46 @@ ctx_send(struct edge_ctx *c, nng_msg *m)
 	nng_ctx_send(c->ctx, c->aio);
 }
 
-/* edge_ops.reply: encodes rep and sends it on the context it belongs to. */
-static size_t
-edge_reply(void *arg, const struct reply *rep)
+/* edge_ops.encode: rep as a message, or NULL (out of memory, logged). */
+static void *
+edge_encode(const struct reply *rep, size_t *bytes)
 {
-	struct edge_ctx *c = arg;
 	nng_msg *m;
+	*bytes = 0;
 	if (nng_msg_alloc(&m, 0) != 0) {
 		log_error("out of memory for a reply; the client will time out");
-		ctx_recv(c); /* the context receives again */
-		return 0;
+		return NULL;
 	}
 	if (cua_wire_pack_reply(cua_nngmsg_out(m), rep->op, rep->status, rep->message, rep->body) != 0) {
 		nng_msg_clear(m);
 		cua_wire_pack_reply(cua_nngmsg_out(m), rep->op, CUA_EINTERNAL, "cannot encode the reply", NULL);
 	}
-	c->counted = rep->counted;
+	*bytes = nng_msg_len(m);
+	return m;
+}
+
+/* edge_ops.send: m on the context it answers (NULL: the context receives again, nothing is sent). */
+static size_t
+edge_send(void *arg, void *msg, bool counted)
+{
+	struct edge_ctx *c = arg;
+	nng_msg *m = msg;
+	if (m == NULL) {
+		ctx_recv(c);
+		return 0;
+	}
+	c->counted = counted;
 	c->bytes = nng_msg_len(m);
 	ctx_send(c, m);
 	return c->bytes;
+}
+
+/* edge_ops.reply: encodes rep and sends it on the context it belongs to. */
+static size_t
+edge_reply(void *arg, const struct reply *rep)
+{
+	size_t bytes;
+	return edge_send(arg, edge_encode(rep, &bytes), rep->counted);
 }
 
 /* edge_ops.drop */
@@ -115,7 +136,13 @@ edge_peer(uint32_t pipe, struct identity *id)
 	}
 }
 
-static const struct edge_ops nng_edge_ops = {edge_reply, edge_drop, edge_msg_free, edge_peer_pid, edge_peer};
+static const struct edge_ops nng_edge_ops = {.reply = edge_reply,
+					     .encode = edge_encode,
+					     .send = edge_send,
+					     .drop = edge_drop,
+					     .msg_free = edge_msg_free,
+					     .peer_pid = edge_peer_pid,
+					     .peer = edge_peer};
 
 static void grow_contexts(struct edge *ed);
 

@@ -168,7 +168,7 @@ start_devices(struct fe *fe)
 	for (int i = 0; i < ndev; i++) {
 		fe->devs[i].index = i;
 		fe->devs[i].ordinal = ordinals[i];
-		if (dev_start(fe, &fe->devs[i], do_request_done) == 0)
+		if (dev_start(fe, &fe->devs[i], request_done) == 0)
 			usable++;
 	}
 	if (usable == 0)

@@ -53,41 +53,57 @@ do_count_work(struct fe *fe, const struct request *r)
 
 /* ------------------------------------------------------------------ answering */
 
-/* Sends r's answer now (its status, or its body on success); its receive context comes back to the edge once
- * the connection took the reply. */
+/* Builds r's answer: its status, or its body on success (the row's reply; what it allocates is in *scratch,
+ * to be freed once the reply was encoded). */
 static void
-do_answer(struct fe *fe, struct request *r)
+build_reply(struct fe *fe, struct request *r, struct reply *rep, cua_rep_body *body, void **scratch)
 {
 	const struct cmd_entry *row = cmd_find(r->op);
-	struct reply rep = {r->op, CUA_OK, NULL, NULL, false};
-	cua_rep_body body;
-	void *scratch = NULL;
+	*rep = (struct reply){r->op, CUA_OK, NULL, NULL, r->held};
+	*scratch = NULL;
 	if (r->status != CUA_OK) {
-		rep.status = r->status;
-		rep.message = r->status_msg;
+		rep->status = r->status;
+		rep->message = r->status_msg;
 	} else if (row != NULL && row->validate_items == NULL && r->nitems > 0 && r->items[0].status != CUA_OK) {
-		rep.status = r->items[0].status;
-		rep.message = r->items[0].msg;
+		rep->status = r->items[0].status;
+		rep->message = r->items[0].msg;
 	} else if (row != NULL && row->reply != NULL) {
-		memset(&body, 0, sizeof(body));
-		if (row->reply(fe, r, &body, &scratch) == 0) {
-			rep.body = &body;
+		memset(body, 0, sizeof(*body));
+		if (row->reply(fe, r, body, scratch) == 0) {
+			rep->body = body;
 		} else {
-			rep.status = CUA_EINTERNAL;
-			rep.message = "cannot encode the reply (daemon out of memory)";
+			rep->status = CUA_EINTERNAL;
+			rep->message = "cannot encode the reply (daemon out of memory)";
 		}
 	}
-	rep.counted = r->held;
-	size_t bytes = fe->edge->reply(r->reply_ctx, &rep);
-	free(scratch);
+}
+
+/* r's reply of `bytes` was handed to the edge: a counted request stays counted in its session until the
+ * connection took the reply (request_reply_sent). */
+static void
+do_replied(struct request *r, size_t bytes)
+{
 	r->reply_ctx = NULL;
-	if (r->held) { /* it stays counted until the connection took the reply (request_reply_sent) */
+	if (r->held) {
 		r->held = false;
 		if (bytes > 0)
 			r->s->reply_bytes += bytes;
 		else
 			r->s->held--;
 	}
+}
+
+/* Sends r's answer now; its receive context comes back to the edge once the connection took the reply. */
+static void
+do_answer(struct fe *fe, struct request *r)
+{
+	struct reply rep;
+	cua_rep_body body;
+	void *scratch;
+	build_reply(fe, r, &rep, &body, &scratch);
+	size_t bytes = fe->edge->reply(r->reply_ctx, &rep);
+	free(scratch);
+	do_replied(r, bytes);
 }
 
 /* Fire-and-forget work that failed: its first error waits for the session's next SYNCHRONIZE. */
@@ -106,8 +122,10 @@ do_defer_error(struct request *r, uint32_t st)
 		 cua_op_name(r->op));
 }
 
-void
-do_request_finish(struct fe *fe, struct request *r)
+/* What finishing r does before its reply: the row completes it (or abandons what validation took), and it is
+ * counted (errors, metrics). */
+static void
+do_settle(struct fe *fe, struct request *r)
 {
 	struct session *s = r->s;
 	do_log_ctx(s, r->id);
@@ -129,6 +147,14 @@ do_request_finish(struct fe *fe, struct request *r)
 		do_stats_request(fe, r->op, op_family(r->op), st, now_ns() - r->recv_ns);
 		do_count_work(fe, r);
 	}
+}
+
+void
+do_request_finish(struct fe *fe, struct request *r)
+{
+	struct session *s = r->s;
+	do_settle(fe, r);
+	uint32_t st = request_status(r);
 	if (r->kind == REQ_CLEANUP)
 		s->cleanup_pending--;
 	else if (r->kind == REQ_POOL)
@@ -145,16 +171,68 @@ do_request_finish(struct fe *fe, struct request *r)
 	cua_log_ctx_clear();
 }
 
-void
-do_request_done(struct fe *fe, struct request *r)
+/* After the worker: the request is no longer in its device, its session's counts say so. */
+static void
+do_left_device(struct fe *fe, struct request *r)
 {
 	if (r->kind == REQ_CLIENT)
 		fe->client_in_flight--;
-	r->s->in_flight--;
 	if (r->kind != REQ_POOL)
 		r->s->dev_in_flight[r->dev]--;
 	tenant_account(fe, r->s, r->busy_ns);
+}
+
+void
+do_request_done(struct fe *fe, struct request *r)
+{
+	do_left_device(fe, r);
+	r->s->in_flight--;
 	do_request_finish(fe, r);
+}
+
+/*
+ * The completion thread's callback (dev_done_fn), without fe->lock. A reply that carries bulk bytes from the
+ * staging area (a DTOH copy, a BATCH) is built and encoded — its bytes copied into the message — without the
+ * lock: its row marks it CMD_REPLY_UNLOCKED, meaning its reply refers only to the request and its staging,
+ * which are this thread's until the request is freed. Its session stays counted busy (in_flight) meanwhile,
+ * so it cannot be freed under us. Every other request is finished under the lock as before.
+ */
+void
+request_done(struct fe *fe, struct request *r)
+{
+	const struct cmd_entry *row = r->kind == REQ_CLIENT ? cmd_find(r->op) : NULL;
+	struct reply rep;
+	cua_rep_body body;
+	void *scratch;
+	size_t bytes = 0;
+	pthread_mutex_lock(&fe->lock);
+	bool unlocked = row != NULL && (row->flags & CMD_REPLY_UNLOCKED) && row->complete == NULL &&
+			r->reply_ctx != NULL && fe->edge->encode != NULL;
+	if (!unlocked) {
+		do_request_done(fe, r);
+		pthread_mutex_unlock(&fe->lock);
+		return;
+	}
+	do_left_device(fe, r);
+	do_settle(fe, r);
+	pthread_mutex_unlock(&fe->lock);
+
+	build_reply(fe, r, &rep, &body, &scratch);
+	void *msg = fe->edge->encode(&rep, &bytes);
+	free(scratch);
+
+	pthread_mutex_lock(&fe->lock);
+	struct session *s = r->s;
+	do_log_ctx(s, r->id);
+	s->in_flight--;
+	bytes = fe->edge->send(r->reply_ctx, msg, rep.counted);
+	do_replied(r, bytes);
+	do_dev_release_staging(r->wdev, r);
+	request_free(fe, r);
+	do_sched_session_release(fe, s);
+	do_sched_wake(fe);
+	cua_log_ctx_clear();
+	pthread_mutex_unlock(&fe->lock);
 }
 
 /* ------------------------------------------------------------------ validation */
@@ -708,7 +786,7 @@ static const struct sched_ops request_sched_ops = {do_dispatch, do_request_close
 int
 request_pool_ensure(struct fe *fe)
 {
-	return pool_running() ? 0 : pool_start(fe, do_request_done);
+	return pool_running() ? 0 : pool_start(fe, request_done);
 }
 
 int

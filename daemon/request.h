@@ -130,8 +130,11 @@ unsigned request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max);
 /* A request's last step: its reply goes out (or is recorded for fire-and-forget), staging is released,
  * and r is freed. Caller holds fe->lock. Takes r. */
 void do_request_finish(struct fe *fe, struct request *r);
-/* The device callback (dev_done_fn). */
+/* r came back from its device (its items hold the worker's results): it is finished. Caller holds fe->lock. */
 void do_request_done(struct fe *fe, struct request *r);
+/* The device callback (dev_done_fn): do_request_done without fe->lock held (it takes it), the bulk bytes of a
+ * CMD_REPLY_UNLOCKED row's reply copied without it. */
+void request_done(struct fe *fe, struct request *r);
 /* Starts the dispatcher (0 or -1); stops it, stops the devices and frees every request and session
  * without answering (after the edge stopped receiving). Main thread, without fe->lock. */
 int request_start(struct fe *fe);

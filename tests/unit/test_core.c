@@ -92,7 +92,10 @@ stub_drop(void *ctx)
 	(void)ctx;
 }
 
-static const struct edge_ops stub_edge = {stub_reply, stub_drop, stub_msg_free, stub_peer_pid, NULL};
+static const struct edge_ops stub_edge = {.reply = stub_reply,
+					  .drop = stub_drop,
+					  .msg_free = stub_msg_free,
+					  .peer_pid = stub_peer_pid};
 
 /* ------------------------------------------------------------------ the front-end and a session's state */
 

@@ -50,6 +50,9 @@ START_TEST(every_op_has_a_complete_row)
 		bool stream = (row->flags & CMD_STREAM) != 0;
 		ck_assert_msg(stream == ((wrec_flags(row->wrec) & WRF_STREAM) != 0),
 			      "%s: the row's CMD_STREAM and its worker command's WRF_STREAM disagree", name);
+		if (row->flags & CMD_REPLY_UNLOCKED) /* its reply is built after the lock was let go: no table work */
+			ck_assert_msg(row->complete == NULL, "%s: a reply encoded without the lock after a complete",
+				      name);
 		if (row->flags & CMD_AUTHENTICATES)
 			ck_assert_msg(!(row->flags & CMD_HELLO), "%s carries the token but needs HELLO first", name);
 		/* the wire codec knows it, request and reply */
