@@ -161,3 +161,54 @@ launch_one(struct conn *c, uint64_t f, bool as_uint, uint64_t v, uint64_t stream
 		reply_free(&r);
 	return st;
 }
+
+void
+raw_expect(struct conn *c, const void *msg, size_t n, uint64_t status, uint64_t op)
+{
+	struct reply r;
+	conn_raw(c, msg, n, &r);
+	ck_assert_msg(r.status == status, "got %s (%s), expected %s", r.name, r.msg, st_name(status));
+	ck_assert_uint_eq(r.op, op);
+	reply_free(&r);
+}
+
+void
+ping_ok(struct conn *c, uint64_t nonce)
+{
+	struct reply r;
+	expect(c, OP_PING, 0, ST_OK, &r, "[u]", nonce);
+	ck_assert_uint_eq(r.body->len, 1);
+	ck_assert_uint_eq(r.body->a[0].u, nonce);
+	reply_free(&r);
+}
+
+void
+ping_flight(struct conn *c, struct flight *f, uint64_t seq)
+{
+	struct mpb m = {0};
+	msg_build(&m, PV, OP_PING, seq, "[u]", seq);
+	flight_send(c, f, m.p, m.n);
+	mpb_free(&m);
+}
+
+void
+flight_expect(struct flight *f, uint64_t status, uint64_t op)
+{
+	struct reply r;
+	flight_reply(f, &r);
+	ck_assert_msg(r.status == status, "op %llu: %s (%s), expected %s", (unsigned long long)op, r.name, r.msg,
+		      st_name(status));
+	ck_assert_uint_eq(r.op, op);
+	reply_free(&r);
+}
+
+void
+make_fault(struct conn *a)
+{
+	uint64_t bad = function_get(a, module_load(a), "bad_write"), p = alloc(a, 64);
+	struct reply r;
+	uint64_t st = launch_one(a, bad, true, p, 0, 0, &r);
+	ck_assert_msg(st == ST_DEVICE, "bad_write: %s %s", r.name, r.msg);
+	ck_assert_msg(strncmp(r.msg, "CUDA_ERROR_", 11) == 0, "the message starts with the CUDA error: %s", r.msg);
+	reply_free(&r);
+}

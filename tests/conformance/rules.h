@@ -28,6 +28,18 @@ size_t lattr_rules(struct rule *out);
 size_t graph_rules(struct rule *out);
 /* The cases of events (event.c): the same, at most 8. */
 size_t event_rules(struct rule *out);
+/* The cases of framing, types and replies (framing.c), of sequence numbers (seq.c), of versions and sessions
+ * (session.c), of handles and pointers (handles.c), of the requests of §4 (requests.c), of shared host memory
+ * (hostbuf.c), of BATCH and SYNCHRONIZE (batch.c), of status codes, limits, faults and the emulated device (limits.c):
+ * each fills out, returns the count (at most 8). */
+size_t framing_rules(struct rule *out);
+size_t seq_rules(struct rule *out);
+size_t session_rules(struct rule *out);
+size_t handle_rules(struct rule *out);
+size_t request_rules(struct rule *out);
+size_t hostbuf_rules(struct rule *out);
+size_t batch_rules(struct rule *out);
+size_t limit_rules(struct rule *out);
 
 /* A connection that said HELLO. */
 void sess(struct conn *c, const struct dmn *d);
@@ -55,5 +67,15 @@ uint64_t launch_one(struct conn *c, uint64_t f, bool as_uint, uint64_t v, uint64
 		    struct reply *out);
 /* The message encoding of LAUNCH fill_u32, for pipelining. */
 void msg_fill(struct mpb *m, uint64_t seq, uint64_t f, uint64_t ptr, uint32_t value, uint64_t n, uint64_t stream);
+/* Sends a raw message and asserts status and echoed op. */
+void raw_expect(struct conn *c, const void *msg, size_t n, uint64_t status, uint64_t op);
+/* A PING on seq 0 answers OK with its nonce: the session still works. */
+void ping_ok(struct conn *c, uint64_t nonce);
+/* Sends a PING [nonce] with seq on a flight of its own. */
+void ping_flight(struct conn *c, struct flight *f, uint64_t seq);
+/* Receives the reply of flight f, asserting its status and echoed op. */
+void flight_expect(struct flight *f, uint64_t status, uint64_t op);
+/* bad_write on a's pool stream: a sticky fault of device 0. Asserts DEVICE with the CUDA error name. */
+void make_fault(struct conn *a);
 
 #endif
