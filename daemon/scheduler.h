@@ -54,4 +54,8 @@ void do_sched_take_parked(struct fe *fe, struct session *s, struct request_queue
  * is walking the sessions). Safe to call at any time. */
 void do_sched_session_release(struct fe *fe, struct session *s);
 
+/* The dispatch step of a request's life (request.c), which request-ctl.c hands to sched_start as
+ * sched_ops.dispatch: r's turn to go to its device has come. fe->lock held. */
+enum sched_verdict do_request_dispatch(struct fe *fe, struct request *r);
+
 #endif
