@@ -90,7 +90,7 @@ struct identity {
 	uint32_t refused;      /* HELLOs refused (only the first is logged: a peer must not flood the log) */
 };
 
-#define CUAD_SPOOL_MAX 16 /* pool streams per session and device, at most (--pool-streams) */
+#include "cuad-limits.h" /* CUAD_SPOOL_MAX: pool streams per session and device, at most (--pool-streams) */
 
 struct session {
 	uint64_t id;
