@@ -29,6 +29,8 @@ static void
 read_man(void)
 {
 	char path[1024];
+	if (man != NULL) /* read already (CK_FORK=no runs every test in this process) */
+		return;
 	snprintf(path, sizeof(path), "%s/man/cuasyncd.8", CUA_TOP_SRCDIR);
 	FILE *f = fopen(path, "r");
 	ck_assert_msg(f != NULL, "cannot open %s", path);
@@ -285,5 +287,7 @@ main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	free(line);
+	free(man);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
