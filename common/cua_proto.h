@@ -139,13 +139,14 @@ enum {
 enum { CUA_HK_MODULE = 1, CUA_HK_FUNCTION = 2, CUA_HK_STREAM = 3, CUA_HK_HOSTBUF = 4 };
 enum { CUA_HK_EVENT = 5, CUA_HK_GRAPH = 6 };
 #define CUA_HANDLE_GEN_MASK 0xfffu
+#define CUA_HANDLE_DEV_MASK 0xffu /* 8 bits: CUA_MAX_DEVICES must fit (daemon/cuad-limits.h) */
 /* Stream fields: 0 is the session's pool (unordered), CUA_STREAM_ORDERED_ID its ordered stream (PROTOCOL.md §3);
  * no handle of an object is ever below 1 << 60. */
 #define CUA_STREAM_ORDERED_ID 1u
 static inline uint64_t
 cua_handle_make(unsigned kind, unsigned dev, uint32_t gen, unsigned tag, uint32_t slot)
 {
-	return ((uint64_t)(kind & 0xfu) << 60) | ((uint64_t)(dev & 0xffu) << 52) |
+	return ((uint64_t)(kind & 0xfu) << 60) | ((uint64_t)(dev & CUA_HANDLE_DEV_MASK) << 52) |
 	       ((uint64_t)(gen & CUA_HANDLE_GEN_MASK) << 40) | ((uint64_t)(tag & 0xffffu) << 24) | (slot & 0xffffffu);
 }
 static inline unsigned
@@ -156,7 +157,7 @@ cua_handle_kind(uint64_t h)
 static inline unsigned
 cua_handle_dev(uint64_t h)
 {
-	return (unsigned)(h >> 52) & 0xffu;
+	return (unsigned)(h >> 52) & CUA_HANDLE_DEV_MASK;
 }
 static inline uint32_t
 cua_handle_gen(uint64_t h)

@@ -27,48 +27,6 @@ now_ns(void)
 }
 
 void
-config_defaults(struct config *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->backend = "auto";
-	c->emu_sm = 90;
-	c->emu_devices = 1;
-	c->emu_mem = 1ull << 30;
-	c->pool_streams = 4;
-	c->contexts = 512;
-	c->max_message = (64u << 20) + (1u << 20);
-	c->staging_bytes = 256ull << 20;
-	c->ring_bytes = 16u << 20;
-	c->session_handles = 65536;
-	c->session_graphs = 256;
-	c->session_graph_nodes = 65536;
-	/* A quarter of each device's memory: four tenants fit side by side, and one careless tenant cannot take the
-	 * device from the others; raise it (--session-mem) when fewer share a GPU. */
-	c->session_mem_pct = 25;
-	c->session_streams = 64;
-	c->session_events = 4096;
-	c->session_modules = 256;
-	c->session_module_bytes = 256ull << 20;
-	c->session_host_bytes = 1ull << 30;
-	c->session_inflight = 65536;
-	c->session_window = 8;
-	c->session_pending = 64; /* contexts / 8: config_settle derives it again when --contexts changed it */
-	c->session_reply_bytes = 64ull << 20;
-	c->send_timeout_ms = 10000;
-	c->contexts_max = 8192;
-	c->seq_gap_timeout_ms = 5000;
-	c->ready_fd = -1;
-	c->ipc_mode = -1;
-	c->operator_mode = 0600;
-	c->isolation = ISO_SHARED;
-	c->isolation_pool = 1;
-	c->scrub = true;
-	c->watchdog_s = 5;     /* well above a scheduling hiccup of a busy host, well below a client's patience */
-	c->drain_timeout = 30; /* a systemd stop waits 90 s before SIGKILL */
-	c->hello_timeout = 10;
-}
-
-void
 fe_init(struct fe *fe)
 {
 	memset(fe, 0, sizeof(*fe));

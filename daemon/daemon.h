@@ -19,6 +19,7 @@
 
 #include "cua_error.h"
 #include "cua_proto.h"
+#include "cuad-limits.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -86,10 +87,11 @@ struct config {
 	/* monitoring (issue 14: metrics.c) */
 	const char *metrics_listen; /* --metrics-listen: http:// address of the Prometheus endpoint (NULL: off) */
 	bool metrics_sessions;      /* --metrics-sessions: per-session series on it too */
+	const char *config_path;    /* --config (NULL: the default file, when it exists) */
 	const char *self_exe;
 };
 
-/* The defaults of every option (main.c's --help states them). */
+/* The defaults of every option: the options' rows (options-table.c), which --help states too. */
 void config_defaults(struct config *c);
 /* Derives what depends on other options: session_pending follows contexts unless it was given. */
 void config_settle(struct config *c, bool pending_given);
@@ -173,7 +175,7 @@ struct fe {
 	struct auth *auth;           /* tokens and operators (auth.c); NULL: auth_start not called, nothing required */
 	uint32_t insecure_listeners; /* plain tcp:// listeners, for STATUS */
 	struct stats stats;          /* monitoring counters (stats.h), bumped where requests finish */
-	uint64_t drained;            /* bit i: the operator drained device i (DRAIN): it takes no new objects */
+	cuad_devmask drained;        /* bit i: the operator drained device i (DRAIN): it takes no new objects */
 };
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */
