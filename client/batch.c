@@ -4,6 +4,9 @@
  */
 #include "config.h"
 
+#include "cuac_builder.h"
+#include "cuac_error.h"
+#include "cuac_flight.h"
 #include "internal.h"
 
 #include <stdlib.h>

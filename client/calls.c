@@ -5,6 +5,10 @@
  */
 #include "config.h"
 
+#include "cuac_builder.h"
+#include "cuac_error.h"
+#include "cuac_flight.h"
+#include "cuac_transport.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -25,26 +29,6 @@ struct cuac_layout {
 	cua_param_info *params; /* owned */
 	LIST_ENTRY(cuac_layout) link;
 };
-
-int
-cuac_call(cua_client *c, uint32_t op, const void *body)
-{
-	struct cuac_reply rep;
-	int r = cuac_rpc(c, op, body, true, &rep);
-	cuac_reply_done(&rep);
-	return r;
-}
-
-int
-cuac_call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out)
-{
-	struct cuac_reply rep;
-	int r = cuac_rpc(c, op, body, true, &rep);
-	if (r == 0)
-		memcpy(out, &rep.w.body, sizeof(*out)); /* every one-u64 reply body starts with that u64 */
-	cuac_reply_done(&rep);
-	return r;
-}
 
 /* ------------------------------------------------------------------ session and devices */
 

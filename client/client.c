@@ -1,34 +1,18 @@
 /*
- * client.c — the client handle: connecting (socket, HELLO, the device table), disconnecting (waiting for
- * every launch to be answered first), and the calling thread's last error.
+ * client.c — the client handle: connecting (socket, HELLO, the device table) and disconnecting (waiting for
+ * every launch to be answered first). The top of libcuasync: no client file calls it.
  */
 #include "config.h"
 
+#include "cuac_builder.h"
+#include "cuac_error.h"
+#include "cuac_flight.h"
+#include "cuac_transport.h"
 #include "internal.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static _Thread_local char last_error[CUA_MAX_MESSAGE_TEXT / 16];
-
-const char *
-cua_last_error(void)
-{
-	return last_error;
-}
-
-int
-cuac_fail(int status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	return status;
-}
 
 /* A client with nothing connected; NULL when out of memory. */
 static cua_client *
@@ -72,7 +56,7 @@ cua_connect(const char *url, cua_client **out)
 	int r;
 
 	*out = NULL;
-	last_error[0] = '\0';
+	cuac_error_clear();
 	if ((c = client_new()) == NULL) {
 		r = cuac_fail(CUA_ENOMEM, "out of memory");
 		goto out;

@@ -5,6 +5,9 @@
  */
 #include "config.h"
 
+#include "cuac_error.h"
+#include "cuac_flight.h"
+#include "cuac_transport.h"
 #include "internal.h"
 
 #include <string.h>

@@ -1,16 +1,24 @@
 /*
  * flight.c — the send queue. Submitted launches wait in the client's queue while CUAC_MAX_INFLIGHT_BATCHES
  * BATCH messages are in flight and are then coalesced, up to CUA_MAX_BATCH per message; explicit batches go
- * out at once (after the launches queued before them: on one stream, submission order is run order). A flight is one BATCH message on the wire: its reply fills in the items' futures, and a
- * failed fire-and-forget item becomes the client's deferred error (reported by cua_synchronize).
+ * out at once (after the launches queued before them: on one stream, submission order is run order). A flight
+ * is one BATCH message on the wire: its reply fills in the items' futures (future.c), and a failed
+ * fire-and-forget item becomes the client's deferred error (reported by cua_synchronize). The waits that must
+ * move the queue live here too: for the queue to be sent (cuac_wait_sent), for nothing to be in flight
+ * (cuac_wait_idle), and for a future (cua_future_wait).
  */
 #include "config.h"
 
+#include "cuac_error.h"
+#include "cuac_flight.h"
+#include "cuac_transport.h"
 #include "internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* One BATCH message in flight. */
 struct flight {
@@ -19,25 +27,6 @@ struct flight {
 	size_t n;
 };
 
-void
-cuac_pending_free(struct cuac_pending *p)
-{
-	if (p == NULL)
-		return;
-	cua_launch_free(p->launch);
-	free(p);
-}
-
-void
-cuac_pendq_free(struct cuac_pendq *q)
-{
-	struct cuac_pending *p;
-	while ((p = TAILQ_FIRST(q)) != NULL) {
-		TAILQ_REMOVE(q, p, link);
-		cuac_pending_free(p);
-	}
-}
-
 static void
 flight_free(struct flight *fl)
 {
@@ -45,9 +34,8 @@ flight_free(struct flight *fl)
 	free(fl);
 }
 
-/* Keeps the first failure of a fire-and-forget item. Caller holds c->lock. */
-static void
-defer_locked(cua_client *c, int status, const char *msg, size_t len)
+void
+cuac_defer_locked(cua_client *c, int status, const char *msg, size_t len)
 {
 	if (status == CUA_OK || c->deferred_status != CUA_OK)
 		return;
@@ -65,7 +53,7 @@ flight_fail(cua_client *c, struct flight *fl, int status, const char *msg)
 		if (p->fut)
 			cuac_future_item_done(p->fut, p->fut_idx, status, msg, strlen(msg));
 		else
-			defer_locked(c, status, msg, strlen(msg));
+			cuac_defer_locked(c, status, msg, strlen(msg));
 	}
 }
 
@@ -79,7 +67,7 @@ flight_results(cua_client *c, struct flight *fl, const struct cua_rep_batch *rb)
 	{
 		const cua_item_result *res = &rb->results[i++];
 		if (p->fut == NULL) {
-			defer_locked(c, (int)res->status, res->message.ptr, res->message.len);
+			cuac_defer_locked(c, (int)res->status, res->message.ptr, res->message.len);
 			continue;
 		}
 		if (res->status == CUA_OK && p->item.kind == CUA_OP_MEMCPY_DTOH) {
@@ -144,16 +132,9 @@ batch_request(const struct flight *fl, struct cua_req_batch *b, cua_batch_item *
 			bi->u.htod.data.ptr = p->htod_src;
 		if (p->launch == NULL)
 			continue;
-		const cua_launch *l = p->launch;
 		bi->u.launch.args = &(*args)[a];
-		for (size_t k = 0; k < l->nargs; k++, a++) {
-			const void *v = cua_arena_arg(&l->vals, k);
-			(*args)[a].kind = l->kinds[k];
-			if (l->kinds[k] == CUA_ARG_DEVPTR)
-				memcpy(&(*args)[a].devptr, v, 8);
-			else
-				(*args)[a].bytes = (cua_bytes){v, l->sizes[k]};
-		}
+		cuac_launch_args(p->launch, &(*args)[a]);
+		a += p->launch->nargs;
 	}
 	*b = (struct cua_req_batch){no_wait ? CUA_FLAG_NO_WAIT : 0, *items, (uint32_t)fl->n};
 	return 0;
@@ -254,5 +235,46 @@ cuac_wait_idle(cua_client *c, bool take, char *msg, size_t len)
 		c->deferred_status = CUA_OK;
 	}
 	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+/* The CLOCK_REALTIME time timeout_ms from now (pthread_cond_timedwait's clock). */
+static struct timespec
+deadline(int timeout_ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	return dl;
+}
+
+int
+cua_future_wait(cua_future *f, int timeout_ms)
+{
+	cua_client *c = f->c;
+	struct timespec dl = deadline(timeout_ms < 0 ? 0 : timeout_ms);
+	int st;
+
+	pthread_mutex_lock(&c->lock);
+	while (!f->done) {
+		/* launches still queued in the client must go out for this one to complete: now, not when a reply
+		 * (perhaps of a long kernel on another stream) frees the coalescing window */
+		cuac_flush_now_locked(c);
+		int rc = timeout_ms < 0 ? pthread_cond_wait(&c->cond, &c->lock)
+					: pthread_cond_timedwait(&c->cond, &c->lock, &dl);
+		if (rc == ETIMEDOUT && !f->done) {
+			pthread_mutex_unlock(&c->lock);
+			return cuac_fail(CUA_ETIMEOUT, "the work did not complete within %d ms", timeout_ms);
+		}
+	}
+	st = f->status;
+	pthread_mutex_unlock(&c->lock);
+	if (st != CUA_OK)
+		cuac_fail(st, "%s", f->error ? f->error : "");
 	return st;
 }

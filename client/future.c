@@ -1,17 +1,19 @@
 /*
  * future.c — futures: the results of a submitted launch or batch, one per item, filled in by flight.c as
- * replies arrive (under the client's lock) and read by the application; and the client's completion eventfd,
- * written when a future completes, for event loops that cannot block in cua_future_wait.
+ * replies arrive (under the client's lock) and read by the application (flight.c's cua_future_wait waits for
+ * one, as it must move the send queue); and the client's completion eventfd, written when a future completes,
+ * for event loops that cannot block in cua_future_wait.
  */
 #include "config.h"
 
+#include "cuac_error.h"
+#include "cuac_flight.h"
 #include "internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 cua_future *
@@ -114,47 +116,6 @@ cua_future_poll(cua_future *f)
 	int d = f->done;
 	pthread_mutex_unlock(&f->c->lock);
 	return d;
-}
-
-/* The CLOCK_REALTIME time timeout_ms from now (pthread_cond_timedwait's clock). */
-static struct timespec
-deadline(int timeout_ms)
-{
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	return dl;
-}
-
-int
-cua_future_wait(cua_future *f, int timeout_ms)
-{
-	cua_client *c = f->c;
-	struct timespec dl = deadline(timeout_ms < 0 ? 0 : timeout_ms);
-	int st;
-
-	pthread_mutex_lock(&c->lock);
-	while (!f->done) {
-		/* launches still queued in the client must go out for this one to complete: now, not when a reply
-		 * (perhaps of a long kernel on another stream) frees the coalescing window */
-		cuac_flush_now_locked(c);
-		int rc = timeout_ms < 0 ? pthread_cond_wait(&c->cond, &c->lock)
-					: pthread_cond_timedwait(&c->cond, &c->lock, &dl);
-		if (rc == ETIMEDOUT && !f->done) {
-			pthread_mutex_unlock(&c->lock);
-			return cuac_fail(CUA_ETIMEOUT, "the work did not complete within %d ms", timeout_ms);
-		}
-	}
-	st = f->status;
-	pthread_mutex_unlock(&c->lock);
-	if (st != CUA_OK)
-		cuac_fail(st, "%s", f->error ? f->error : "");
-	return st;
 }
 
 int

@@ -6,6 +6,9 @@
  */
 #include "config.h"
 
+#include "cuac_error.h"
+#include "cuac_flight.h"
+#include "cuac_transport.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -16,20 +19,6 @@ cua_batch *
 cua_graph_begin(cua_client *c)
 {
 	return cua_batch_new(c);
-}
-
-/* The wire form of one launch's arguments into args (room for l->nargs). */
-static void
-launch_args(const cua_launch *l, cua_wire_arg *args)
-{
-	for (size_t k = 0; k < l->nargs; k++) {
-		const void *v = cua_arena_arg(&l->vals, k);
-		args[k].kind = l->kinds[k];
-		if (l->kinds[k] == CUA_ARG_DEVPTR)
-			memcpy(&args[k].devptr, v, 8);
-		else
-			args[k].bytes = (cua_bytes){v, l->sizes[k]};
-	}
 }
 
 /* The GRAPH_CREATE request for b's items: *items and *args are allocated here (free both after sending). Every
@@ -54,7 +43,7 @@ create_request(const cua_batch *b, struct cua_req_graph_create *q, cua_batch_ite
 		case CUA_OP_LAUNCH:
 			bi->u.launch.stream = 0;
 			bi->u.launch.args = &(*args)[a];
-			launch_args(p->launch, &(*args)[a]);
+			cuac_launch_args(p->launch, &(*args)[a]);
 			a += p->launch->nargs;
 			break;
 		case CUA_OP_MEMSET: bi->u.memset.stream = 0; break;
@@ -122,9 +111,8 @@ launch_done(void *arg, int status, const char *why, const cua_wire_reply *rep)
 	pthread_mutex_lock(&c->lock);
 	if (p->fut != NULL) {
 		cuac_future_item_done(p->fut, 0, status, msg, strlen(msg));
-	} else if (status != CUA_OK && c->deferred_status == CUA_OK) {
-		c->deferred_status = status;
-		snprintf(c->deferred_msg, sizeof(c->deferred_msg), "%s", msg);
+	} else {
+		cuac_defer_locked(c, status, msg, strlen(msg));
 	}
 	c->inflight--;
 	cuac_flush_locked(c);
@@ -185,7 +173,7 @@ cua_graph_set_kernel_args(cua_client *c, cua_graph g, uint32_t node, cua_launch 
 		r = cuac_fail(CUA_ENOMEM, "out of memory");
 		goto out;
 	}
-	launch_args(l, args);
+	cuac_launch_args(l, args);
 	struct cua_req_graph_set_args q = {g.id, node, args, (uint32_t)l->nargs};
 	r = cuac_call(c, CUA_OP_GRAPH_SET_ARGS, &q);
 out:

@@ -1,19 +1,27 @@
 /*
- * internal.h — libcuasync's private header: the structures the client files share and the cuac_ functions
- * they call in each other. Nothing here is exported (client/cuasync.sym lists the public cua_ names).
+ * internal.h — libcuasync's private base header: the constants and structures the client files share. Nothing
+ * here is exported (client/cuasync.sym lists the public cua_ names). The cuac_ functions the files call in each
+ * other are declared in one header per layer, below.
  *
- * The files, one job each:
- *   client.c     the client handle: connect, disconnect, the calling thread's last error
- *   transport.c  the NNG edge: socket, dialing, TLS, request contexts, send/receive, sequence numbers
- *   calls.c      the synchronous calls (HELLO, DEVICES, STATUS, PING, modules, memory, copies, streams)
- *   hostbuf.c    memfd host buffers shared with the daemon
- *   launch.c     the launch builder (after cuda-async's AsyncKernelLaunch) and cua_launch_submit
- *   batch.c      explicit batches (cua_batch_*)
- *   flight.c     the send queue: pipelined launches coalesced into BATCH messages, and those in flight
- *   future.c     futures: the results of launches and batches, and the completion eventfd (cua_client_fd)
+ * Layers, top to bottom. A file calls only files of the layers below its own and, inside its layer, the files
+ * it is drawn above (a > b: a may call b; files with no > between them call neither). It includes only the
+ * headers of the layers it calls, so that the include graph says who may call whom too, and
+ * tools/check-cycles.py finds a circle in neither:
  *
- * Data flows one way: calls.c, launch.c and batch.c hand requests down to flight.c and transport.c;
- * transport.c reports an asynchronous reply through the callback it was given (cuac_done_fn).
+ *   handle     client.c                             connect (socket, HELLO, devices), disconnect
+ *   builder    graph.c > batch.c > launch.c         the public calls that make requests (cuac_builder.h)
+ *              event.c
+ *              calls.c > hostbuf.c
+ *   flight     flight.c > future.c, pending.c       send queue and flights, futures, pending records
+ *                                                   (cuac_flight.h)
+ *   transport  rpc.c > transport.c                  the NNG edge and the synchronous helpers over it
+ *                                                   (cuac_transport.h)
+ *   errors     error.c                              the calling thread's last error (cuac_error.h)
+ *
+ * Data flows one way: builders hand requests down to flight.c and transport.c; transport.c reports an
+ * asynchronous reply through the callback it was given (cuac_done_fn), and flight.c fills in futures, so no
+ * lower file calls a higher one. A layer header includes at most this one; this one includes no other client
+ * header.
  *
  * Locking: c->lock guards the send queue, the in-flight batch count, the deferred error, the sequence
  * number, the device table, the function layouts, the host buffers, the completion eventfd's state and every
@@ -133,114 +141,5 @@ cuac_stream(cua_client *c, cua_stream s)
 	uint64_t id = s.id == 0 ? atomic_load_explicit(&c->default_stream, memory_order_relaxed) : s.id;
 	return id == CUAC_STREAM_POOL_ID ? 0 : id;
 }
-
-/* ------------------------------------------------------------------ client.c */
-
-/* Sets the calling thread's cua_last_error to the formatted text and returns status. Any thread; no lock. */
-int cuac_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* ------------------------------------------------------------------ transport.c */
-
-/* Opens c's socket and dials url (NULL: $CUASYNC_URL or the default path), with TLS for tls+ URLs; reads
- * $CUASYNC_TIMEOUT_MS. The connecting thread; blocks while dialing. Sets c->t on success; on failure c->t
- * stays NULL and cua_last_error says why. */
-int cuac_transport_open(cua_client *c, const char *url);
-
-/* Closes the socket (NNG fails whatever is in flight) and frees c->t; NULL c->t is fine. Caller holds no
- * lock: NNG may run callbacks that take c->lock while closing. */
-void cuac_transport_close(cua_client *c);
-
-/* A synchronous reply: the decoded message and the transport buffer its bytes live in. */
-struct cuac_reply {
-	cua_wire_reply w;
-	void *msg; /* owned: the received message, freed by cuac_reply_done */
-};
-
-/* Sends op with body and waits for the reply (up to the timeout each way). ordered: stamped with the next
- * sequence number (every request but HELLO). Returns 0 with *rep holding a CUA_OK reply, or the error
- * (transport, decode, or the daemon's status) with cua_last_error set and *rep empty. Any thread but an NNG
- * callback; blocks; takes c->lock briefly. cuac_reply_done(rep) must be called whatever the result. */
-int cuac_rpc(cua_client *c, uint32_t op, const void *body, bool ordered, struct cuac_reply *rep);
-void cuac_reply_done(struct cuac_reply *rep);
-
-/* How an asynchronous exchange ends, on an NNG thread with no lock held: status 0 and rep (valid only
- * during the call; its status may be an error) or status != 0 with why (a transport failure, or
- * CUA_EPROTOCOL for an undecodable reply) and rep NULL. Called exactly once per accepted send. */
-typedef void (*cuac_done_fn)(void *arg, int status, const char *why, const cua_wire_reply *rep);
-
-/* Encodes op with body and sends it on a new context, stamped with the next sequence number; returns at
- * once. Caller holds c->lock. Returns 0 (done will be called) or an error (done will not be called; nothing
- * was sent; cua_last_error untouched). body need not outlive the call. */
-int cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done, void *arg);
-
-/* ------------------------------------------------------------------ calls.c */
-
-/* Synchronous calls whose reply body is not needed / is one u64. As cuac_rpc (ordered). */
-int cuac_call(cua_client *c, uint32_t op, const void *body);
-int cuac_call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out);
-
-/* HELLO (unordered, retried on a transport error while a restarting listener takes the pipe); sets
- * c->session. The connecting thread; blocks. */
-int cuac_hello(cua_client *c);
-
-/* DEVICES: refreshes c->devs under c->lock. Blocks; caller holds no lock. */
-int cuac_load_devices(cua_client *c);
-
-/* Frees every function layout. Only while no other thread uses c (disconnect). */
-void cuac_layouts_fini(cua_client *c);
-
-/* ------------------------------------------------------------------ hostbuf.c */
-
-/* The registered buffer holding [p, p+len), if any: returns 1 with its handle and the offset of p, else 0.
- * Takes c->lock; caller holds no lock. */
-int cuac_host_lookup(cua_client *c, const void *p, size_t len, uint64_t *handle, uint64_t *off);
-
-/* Unmaps and closes every host buffer (the daemon released them with the session). Only after the
- * transport is closed, while no other thread uses c. */
-void cuac_hostbufs_fini(cua_client *c);
-
-/* ------------------------------------------------------------------ launch.c */
-
-/* A new pending LAUNCH item for l, which it then owns; on failure l is freed and cua_last_error set. Any
- * thread that owns l; no lock. */
-int cuac_pending_launch(cua_launch *l, struct cuac_pending **out);
-
-/* ------------------------------------------------------------------ flight.c */
-
-/* Frees p and its launch (not its future). NULL is fine. */
-void cuac_pending_free(struct cuac_pending *p);
-/* Frees every item of q; q is empty afterwards. */
-void cuac_pendq_free(struct cuac_pendq *q);
-
-/* Appends p (owned from now on) to c's queue and sends what the in-flight limit allows. Caller holds no
- * lock; does not block on the network. */
-void cuac_enqueue(cua_client *c, struct cuac_pending *p);
-
-/* Sends the n items of *items (moved out: *items is empty afterwards) as one BATCH message. A failure to
- * build or send it fails the items (their futures, or the deferred error). Caller holds c->lock. */
-void cuac_send_flight_locked(cua_client *c, struct cuac_pendq *items, size_t n);
-
-/* Sends queued launches, up to CUA_MAX_BATCH per message and CUAC_MAX_INFLIGHT_BATCHES in flight. Caller
- * holds c->lock. */
-void cuac_flush_locked(cua_client *c);
-/* The same up to CUAC_MAX_INFLIGHT_URGENT in flight: for a caller about to wait for them. Caller holds c->lock. */
-void cuac_flush_now_locked(cua_client *c);
-
-/* Blocks until every queued launch has been sent (replies may be pending). Caller holds no lock. */
-void cuac_wait_sent(cua_client *c);
-
-/* Blocks until nothing is queued or in flight; then returns the deferred status (CUA_OK if none) and,
- * when take is set, copies its message into msg and clears it. Caller holds no lock. */
-int cuac_wait_idle(cua_client *c, bool take, char *msg, size_t len);
-
-/* ------------------------------------------------------------------ future.c */
-
-/* A future of n items, not done; NULL when out of memory. Any thread; no lock. */
-cua_future *cuac_future_new(cua_client *c, size_t n);
-
-/* Records item i's result (msg of msglen bytes, copied). When it was the last item the future is done, and
- * freed if abandoned (f must not be used afterwards by the caller), else the client's completion eventfd is
- * written (cua_client_fd). Caller holds c->lock. */
-void cuac_future_item_done(cua_future *f, size_t i, int status, const char *msg, size_t msglen);
 
 #endif

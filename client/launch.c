@@ -1,10 +1,14 @@
 /*
  * launch.c — the launch builder, after cuda-async's AsyncKernelLaunch: arguments pushed in order into an
  * arena (cua_arena.h), a configuration, a stream and flags; submitted as one pipelined LAUNCH (flight.c
- * coalesces launches into BATCH messages) or added to an explicit batch (batch.c).
+ * coalesces launches into BATCH messages) or added to an explicit batch (batch.c). The launch record is freed
+ * by pending.c (cua_launch_free), below flight.c, which frees launches once they are answered.
  */
 #include "config.h"
 
+#include "cuac_builder.h"
+#include "cuac_error.h"
+#include "cuac_flight.h"
 #include "internal.h"
 
 #include <stdlib.h>
@@ -23,19 +27,6 @@ cua_launch_new(cua_client *c, cua_function f)
 	l->kinds = l->kinds_inline;
 	l->cap = CUAC_ARG_SLOTS;
 	return l;
-}
-
-void
-cua_launch_free(cua_launch *l)
-{
-	if (l == NULL)
-		return;
-	cua_arena_fini(&l->vals);
-	if (l->sizes != l->sizes_inline)
-		free(l->sizes);
-	if (l->kinds != l->kinds_inline)
-		free(l->kinds);
-	free(l);
 }
 
 /* Doubles the per-argument size and kind arrays (moving them off the inline slots). 0 or CUA_ENOMEM. */

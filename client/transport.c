@@ -6,6 +6,8 @@
 #include "config.h"
 
 #include "cua_nngmsg.h"
+#include "cuac_error.h"
+#include "cuac_transport.h"
 #include "internal.h"
 
 #include <nng/nng.h>

@@ -1,0 +1,53 @@
+/*
+ * cuac_transport.h — the transport layer of libcuasync: transport.c (the NNG edge: socket, dialing, TLS,
+ * request contexts, sequence numbers, synchronous and asynchronous exchanges) and rpc.c (the synchronous calls
+ * whose reply is nothing or one u64), which calls transport.c. Calls only the errors layer (cuac_error.h); it
+ * reports an asynchronous reply through the callback it was given (cuac_done_fn), never by calling up. See
+ * internal.h for the layer order.
+ */
+#ifndef CUAC_TRANSPORT_H
+#define CUAC_TRANSPORT_H
+
+#include "internal.h"
+
+/* ------------------------------------------------------------------ transport.c */
+
+/* Opens c's socket and dials url (NULL: $CUASYNC_URL or the default path), with TLS for tls+ URLs; reads
+ * $CUASYNC_TIMEOUT_MS. The connecting thread; blocks while dialing. Sets c->t on success; on failure c->t
+ * stays NULL and cua_last_error says why. */
+int cuac_transport_open(cua_client *c, const char *url);
+
+/* Closes the socket (NNG fails whatever is in flight) and frees c->t; NULL c->t is fine. Caller holds no
+ * lock: NNG may run callbacks that take c->lock while closing. */
+void cuac_transport_close(cua_client *c);
+
+/* A synchronous reply: the decoded message and the transport buffer its bytes live in. */
+struct cuac_reply {
+	cua_wire_reply w;
+	void *msg; /* owned: the received message, freed by cuac_reply_done */
+};
+
+/* Sends op with body and waits for the reply (up to the timeout each way). ordered: stamped with the next
+ * sequence number (every request but HELLO). Returns 0 with *rep holding a CUA_OK reply, or the error
+ * (transport, decode, or the daemon's status) with cua_last_error set and *rep empty. Any thread but an NNG
+ * callback; blocks; takes c->lock briefly. cuac_reply_done(rep) must be called whatever the result. */
+int cuac_rpc(cua_client *c, uint32_t op, const void *body, bool ordered, struct cuac_reply *rep);
+void cuac_reply_done(struct cuac_reply *rep);
+
+/* How an asynchronous exchange ends, on an NNG thread with no lock held: status 0 and rep (valid only
+ * during the call; its status may be an error) or status != 0 with why (a transport failure, or
+ * CUA_EPROTOCOL for an undecodable reply) and rep NULL. Called exactly once per accepted send. */
+typedef void (*cuac_done_fn)(void *arg, int status, const char *why, const cua_wire_reply *rep);
+
+/* Encodes op with body and sends it on a new context, stamped with the next sequence number; returns at
+ * once. Caller holds c->lock. Returns 0 (done will be called) or an error (done will not be called; nothing
+ * was sent; cua_last_error untouched). body need not outlive the call. */
+int cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done, void *arg);
+
+/* ------------------------------------------------------------------ rpc.c */
+
+/* Synchronous calls whose reply body is not needed / is one u64 (copied into *out). As cuac_rpc (ordered). */
+int cuac_call(cua_client *c, uint32_t op, const void *body);
+int cuac_call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out);
+
+#endif
