@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -116,26 +117,11 @@ cua_future_poll(cua_future *f)
 	return d;
 }
 
-/* The CLOCK_REALTIME time timeout_ms from now (pthread_cond_timedwait's clock). */
-static struct timespec
-deadline(int timeout_ms)
-{
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	return dl;
-}
-
 int
 cua_future_wait(cua_future *f, int timeout_ms)
 {
 	cua_client *c = f->c;
-	struct timespec dl = deadline(timeout_ms < 0 ? 0 : timeout_ms);
+	struct timespec dl = cua_deadline_ts(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms); /* c->cond: default clock */
 	int st;
 
 	pthread_mutex_lock(&c->lock);

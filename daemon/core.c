@@ -1,5 +1,5 @@
 /*
- * core.c — the front-end core's state: defaults, initialisation, the clock.
+ * core.c — the front-end core's state: defaults, initialisation.
  */
 #include "config.h"
 
@@ -8,23 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void
 config_defaults(struct config *c)
@@ -80,7 +63,7 @@ fe_init(struct fe *fe)
 	TAILQ_INIT(&fe->zombies);
 	TAILQ_INIT(&fe->gaps);
 	STAILQ_INIT(&fe->tomb_fifo);
-	fe->start_ms = now_ms();
+	fe->start_ms = cua_now_ms();
 }
 
 void

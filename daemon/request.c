@@ -269,7 +269,7 @@ do_refuse_pending(struct fe *fe, struct request *r)
 		return;
 	}
 	fe->errors++;
-	do_stats_request(fe, r->op, op_family(r->op), CUA_EQUOTA, now_ns() - r->recv_ns);
+	do_stats_request(fe, r->op, op_family(r->op), CUA_EQUOTA, cua_now_ns() - r->recv_ns);
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)
@@ -359,7 +359,7 @@ request_receive(struct fe *fe, const struct incoming *in)
 		pthread_mutex_unlock(&fe->lock);
 		return;
 	}
-	r->recv_ns = now_ns();
+	r->recv_ns = cua_now_ns();
 	r->fe = fe;
 	r->msg = in->msg; /* transferred */
 	r->reply_ctx = in->reply_ctx;
@@ -612,7 +612,7 @@ request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max)
 	unsigned n = 0;
 	struct session *s;
 	pthread_mutex_lock(&fe->lock);
-	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = now_ms();
+	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = cua_now_ms();
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
 		if (n == max)
