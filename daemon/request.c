@@ -206,8 +206,7 @@ do_validate(struct fe *fe, struct request *r)
 		rc = row->item(fe, r, &r->w.body, &r->items[0], &e);
 	if (rc != 0) {
 		request_fail(r, rc, "%s", e.detail[0] ? e.detail : cua_strerror(rc));
-		free(r->cmds);
-		r->cmds = NULL;
+		r->cmds = NULL; /* the bytes stay in r->pool */
 		r->cmds_len = r->cmds_cap = 0;
 		r->ncmds = 0;
 		return true;
@@ -349,7 +348,7 @@ do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *m
 void
 request_receive(struct fe *fe, const struct incoming *in)
 {
-	struct request *r = calloc(1, sizeof(*r));
+	struct request *r = request_new(fe);
 	cua_err e;
 	if (r == NULL) {
 		pthread_mutex_lock(&fe->lock);
@@ -360,12 +359,9 @@ request_receive(struct fe *fe, const struct incoming *in)
 		return;
 	}
 	r->recv_ns = cua_now_ns();
-	r->fe = fe;
 	r->msg = in->msg; /* transferred */
 	r->reply_ctx = in->reply_ctx;
 	r->pipe = in->pipe;
-	r->dev = -1;
-	r->host_fd = -1;
 	cua_err_clear(&e);
 	int rc = cua_wire_decode_request(in->body, in->len, &r->w, &e);
 	r->decoded = true;
@@ -414,15 +410,14 @@ drop:
 static enum sched_verdict
 do_pool_create(struct fe *fe, struct request *r, struct device *d)
 {
-	struct request *pr = calloc(1, sizeof(*pr));
-	if (pr != NULL)
-		*pr = (struct request){.fe = fe,
-				       .s = r->s,
-				       .kind = REQ_POOL,
-				       .dev = r->dev,
-				       .host_fd = -1,
-				       .wdev = d,
-				       .id = ++fe->next_req};
+	struct request *pr = request_new(fe);
+	if (pr != NULL) {
+		pr->s = r->s;
+		pr->kind = REQ_POOL;
+		pr->dev = r->dev;
+		pr->wdev = d;
+		pr->id = ++fe->next_req;
+	}
 	if (pr == NULL || do_spool_plan(fe, pr) != 0) {
 		if (pr != NULL)
 			request_free(fe, pr);
@@ -542,12 +537,15 @@ request_pipe_removed(struct fe *fe, uint32_t pipe)
 static struct request *
 cleanup_request(struct fe *fe, struct session *s, int dev)
 {
-	struct request *r = calloc(1, sizeof(*r));
+	struct request *r = request_new(fe);
 	if (r == NULL) {
 		log_error("out of memory: session %llu leaks its device objects", (unsigned long long)s->id);
 		return NULL;
 	}
-	*r = (struct request){.fe = fe, .s = s, .kind = REQ_CLEANUP, .barrier = true, .dev = dev, .host_fd = -1};
+	r->s = s;
+	r->kind = REQ_CLEANUP;
+	r->barrier = true;
+	r->dev = dev;
 	return r;
 }
 
