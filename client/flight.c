@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cuac_error.h"
 #include "cuac_flight.h"
 #include "cuac_transport.h"
@@ -238,26 +239,11 @@ cuac_wait_idle(cua_client *c, bool take, char *msg, size_t len)
 	return st;
 }
 
-/* The CLOCK_REALTIME time timeout_ms from now (pthread_cond_timedwait's clock). */
-static struct timespec
-deadline(int timeout_ms)
-{
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	return dl;
-}
-
 int
 cua_future_wait(cua_future *f, int timeout_ms)
 {
 	cua_client *c = f->c;
-	struct timespec dl = deadline(timeout_ms < 0 ? 0 : timeout_ms);
+	struct timespec dl = cua_deadline_ts(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms); /* c->cond: default clock */
 	int st;
 
 	pthread_mutex_lock(&c->lock);

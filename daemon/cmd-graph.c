@@ -170,9 +170,7 @@ wrap_cmds(struct request *r, void *rec, size_t fixed)
 	r->cmds = NULL;
 	r->cmds_len = r->cmds_cap = 0;
 	r->ncmds = 0;
-	int cmd = plan_cmd(r, rec, fixed, body, len);
-	free(body);
-	return cmd;
+	return plan_cmd(r, rec, fixed, body, len); /* body stays in r->pool, unused, until r goes */
 }
 
 static int

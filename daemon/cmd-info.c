@@ -203,7 +203,7 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 	if (ds == NULL)
 		return CUA_ENOMEM;
 	*scratch = ds;
-	b->status = (struct cua_rep_status){.uptime_ms = now_ms() - fe->start_ms, .devices = ds, .ndevices = n};
+	b->status = (struct cua_rep_status){.uptime_ms = cua_now_ms() - fe->start_ms, .devices = ds, .ndevices = n};
 	b->status.session = r->s->counts;
 	b->status.insecure_listeners = fe->insecure_listeners;
 	b->status.session.in_flight = r->s->in_flight + r->s->queued;

@@ -58,7 +58,7 @@ r_sessions(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 {
 	const struct session *s;
 	uint32_t n = 0, cap = r->s->operator? CUA_MAX_SESSIONS_LIST : 1;
-	uint64_t now = now_ms();
+	uint64_t now = cua_now_ms();
 	cua_wire_session *rows = calloc(cap, sizeof(*rows));
 	if (rows == NULL)
 		return CUA_ENOMEM;

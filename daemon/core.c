@@ -1,5 +1,5 @@
 /*
- * core.c — the front-end core's state: initialisation, settling what depends on other options, the clock.
+ * core.c — the front-end core's state: initialisation, settling what depends on other options.
  */
 #include "config.h"
 
@@ -7,23 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void
 fe_init(struct fe *fe)
@@ -37,7 +20,7 @@ fe_init(struct fe *fe)
 	TAILQ_INIT(&fe->zombies);
 	TAILQ_INIT(&fe->gaps);
 	STAILQ_INIT(&fe->tomb_fifo);
-	fe->start_ms = now_ms();
+	fe->start_ms = cua_now_ms();
 }
 
 void

@@ -17,6 +17,7 @@
 #ifndef CUAD_DAEMON_H
 #define CUAD_DAEMON_H
 
+#include "cua_clock.h"
 #include "cua_error.h"
 #include "cua_proto.h"
 #include "cuad-limits.h"
@@ -180,9 +181,5 @@ struct fe {
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */
 void fe_init(struct fe *fe);
-
-/* Monotonic milliseconds, and nanoseconds (a vDSO call, cheap enough for every request). Any thread. */
-uint64_t now_ms(void);
-uint64_t now_ns(void);
 
 #endif

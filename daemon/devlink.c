@@ -571,7 +571,7 @@ watchdog_reset(struct device *d)
 {
 	const struct wshm_hdr *h = (const struct wshm_hdr *)d->shm;
 	d->wd_beat = h ? atomic_load_explicit(&h->heartbeat, memory_order_relaxed) : 0;
-	d->wd_seen_ms = d->wd_poll_ms = now_ms();
+	d->wd_seen_ms = d->wd_poll_ms = cua_now_ms();
 	d->hung_s = 0;
 }
 
@@ -583,7 +583,7 @@ watchdog_check(struct fe *fe, struct device *d)
 	const struct wshm_hdr *h = (const struct wshm_hdr *)d->shm;
 	if (fe->cfg.watchdog_s == 0 || d->pid <= 0 || h == NULL || d->hung_s)
 		return;
-	uint64_t now = now_ms(), beat = atomic_load_explicit(&h->heartbeat, memory_order_relaxed);
+	uint64_t now = cua_now_ms(), beat = atomic_load_explicit(&h->heartbeat, memory_order_relaxed);
 	bool gap = now - d->wd_poll_ms > WD_STALL_MS;
 	d->wd_poll_ms = now;
 	if (beat != d->wd_beat || gap) {

@@ -148,8 +148,7 @@ probe(struct edge *ed, struct edge_listener *fl)
 			r = 0;
 			break;
 		}
-		struct timespec ts = {0, 1000000L};
-		nanosleep(&ts, NULL);
+		cua_sleep_ms(1);
 	}
 out:
 	if (fd >= 0)
@@ -204,11 +203,7 @@ watchdog_main(void *arg)
 	pthread_setname_np(pthread_self(), "cuad-edge-wd");
 	pthread_mutex_lock(&ed->wd_lock);
 	while (!atomic_load(&ed->stopping) && !atomic_load(&ed->quiet)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += LISTENER_PROBE_MS * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
+		struct timespec ts = cua_deadline_ts(LISTENER_PROBE_MS); /* wd_cond: the default clock */
 		pthread_cond_timedwait(&ed->wd_cond, &ed->wd_lock, &ts);
 		if (atomic_load(&ed->stopping) || atomic_load(&ed->quiet))
 			break;

@@ -326,8 +326,8 @@ edge_quiesce(struct edge *ed)
 void
 edge_flush(struct edge *ed, unsigned timeout_ms)
 {
-	uint64_t until = now_ms() + timeout_ms;
-	while (atomic_load(&ed->sends) > 0 && now_ms() < until) {
+	uint64_t until = cua_now_ms() + timeout_ms;
+	while (atomic_load(&ed->sends) > 0 && cua_now_ms() < until) {
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}

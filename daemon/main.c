@@ -207,10 +207,8 @@ wait_for_stop(struct fe *fe, const sigset_t *set)
 		if (sig != SIGHUP)
 			return sig;
 		char msg[1200], status[1024];
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
 		snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
-			 (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u);
+			 (unsigned long long)cua_now_ns() / 1000u);
 		sd_notify(msg);
 		options_reload(fe, status, sizeof(status));
 		snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving; %s", status);
@@ -226,19 +224,18 @@ drain(struct fe *fe, struct edge *ed, const sigset_t *set)
 {
 	edge_quiesce(ed);
 	uint32_t n = request_drain_begin(fe);
-	uint64_t deadline = now_ms() + (uint64_t)fe->cfg.drain_timeout * 1000u;
+	uint64_t deadline = cua_now_ms() + (uint64_t)fe->cfg.drain_timeout * 1000u;
 	if (n > 0)
 		log_info("draining %u request(s) in the workers (up to %u s; SIGTERM again stops at once)", n,
 			 fe->cfg.drain_timeout);
 	while ((n = request_in_flight(fe)) > 0) {
-		uint64_t now = now_ms();
+		uint64_t now = cua_now_ms();
 		if (now >= deadline) {
 			log_warn("deadline passed (--drain-timeout %u s): %u request(s) abandoned",
 				 fe->cfg.drain_timeout, n);
 			break;
 		}
-		uint64_t wait = deadline - now < 10 ? deadline - now : 10;
-		struct timespec ts = {0, (long)wait * 1000000L};
+		struct timespec ts = cua_ms_ts(deadline - now < 10 ? deadline - now : 10);
 		int sig = sigtimedwait(set, NULL, &ts);
 		if (sig == SIGHUP) {
 			log_info("SIGHUP while shutting down: ignored");

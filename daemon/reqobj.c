@@ -3,6 +3,10 @@
  * freeing it. Below everything that plans or moves requests (plan.c, cmd-*.c, streampool.c, cleanup.c,
  * request.c), so they can all use it without calling each other. Nothing here takes a lock or moves a
  * request from one stage to another (request.c does that).
+ *
+ * Memory: a request and what is planned for it live in the request's pool (request.h); growing arrays double
+ * into the pool (cua_pool_realloc_last grows the newest allocation in place, reallocs a large one, else copies
+ * and leaves the old one to the pool's end).
  */
 #include "config.h"
 
@@ -14,6 +18,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The bytes of a request's pool blocks. The first block holds the struct request, its item and commands of a
+ * usual single request (a launch with its arguments); a big batch's arrays go large (their own malloc). */
+#define REQUEST_POOL_BLOCK 2048
+_Static_assert(sizeof(struct request) <= REQUEST_POOL_BLOCK / 4,
+	       "struct request no longer fits a quarter of its pool's first block: raise REQUEST_POOL_BLOCK");
+
+struct request *
+request_new(struct fe *fe)
+{
+	cua_pool *pool = cua_pool_create(REQUEST_POOL_BLOCK);
+	if (pool == NULL)
+		return NULL;
+	struct request *r = cua_pool_calloc(pool, 1, sizeof(*r)); /* fits the first block: cannot fail */
+	if (r == NULL) {
+		cua_pool_destroy(pool);
+		return NULL;
+	}
+	r->pool = pool;
+	r->fe = fe;
+	r->dev = -1;
+	r->host_fd = -1;
+	return r;
+}
+
+void *
+request_alloc(struct request *r, size_t n)
+{
+	return cua_pool_alloc(r->pool, n);
+}
+
+char *
+request_strndup(struct request *r, const char *s, size_t n)
+{
+	return cua_pool_strndup(r->pool, s, n);
+}
 
 int
 request_fail(struct request *r, int status, const char *fmt, ...)
@@ -53,11 +93,8 @@ request_free(struct fe *fe, struct request *r)
 		free(r->items[i].msg);
 		free(r->items[i].data);
 	}
-	free(r->items);
-	free(r->cmds);
-	free(r->stages);
 	free(r->status_msg);
-	free(r);
+	cua_pool_destroy(r->pool); /* r with it */
 }
 
 int
@@ -87,11 +124,14 @@ items_init(struct request *r, uint32_t n)
 		free(r->items[i].msg);
 		free(r->items[i].data);
 	}
-	free(r->items);
+	/* the old array's bytes are not kept: grown in place when it is the pool's newest (a batch's items_init
+	 * right after request.c's items_init(r, 1)), else left to the pool */
+	struct ritem *items = cua_pool_realloc_last(r->pool, r->items, 0, (size_t)(n ? n : 1) * sizeof(*items));
 	r->nitems = 0;
-	r->items = calloc(n ? n : 1, sizeof(*r->items));
-	if (r->items == NULL)
+	if (items == NULL)
 		return CUA_ENOMEM;
+	r->items = items;
+	memset(items, 0, (size_t)(n ? n : 1) * sizeof(*items));
 	r->nitems = n;
 	for (uint32_t i = 0; i < n; i++)
 		r->items[i].cmd = r->items[i].stage = -1;
@@ -106,7 +146,7 @@ plan_cmd(struct request *r, void *rec, size_t fixed, const void *extra, uint32_t
 		size_t cap = r->cmds_cap ? r->cmds_cap : 256;
 		while (cap < r->cmds_len + size)
 			cap *= 2;
-		unsigned char *n = realloc(r->cmds, cap);
+		unsigned char *n = cua_pool_realloc_last(r->pool, r->cmds, r->cmds_len, cap);
 		if (n == NULL)
 			return -1;
 		r->cmds = n;
@@ -126,10 +166,15 @@ plan_cmd(struct request *r, void *rec, size_t fixed, const void *extra, uint32_t
 int
 plan_stage(struct request *r, uint64_t len, const void *src)
 {
-	struct stage *n = realloc(r->stages, (r->nstages + 1) * sizeof(*n));
-	if (n == NULL)
-		return -1;
-	r->stages = n;
+	if (r->nstages == r->stages_cap) {
+		uint32_t cap = r->stages_cap ? 2 * r->stages_cap : 4;
+		struct stage *n =
+			cua_pool_realloc_last(r->pool, r->stages, r->nstages * sizeof(*n), (size_t)cap * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		r->stages = n;
+		r->stages_cap = cap;
+	}
 	r->stages[r->nstages] = (struct stage){r->last_cmd_off, len, 0, src, false};
 	return (int)r->nstages++;
 }

@@ -68,12 +68,15 @@ request_pipe_removed(struct fe *fe, uint32_t pipe)
 static struct request *
 cleanup_request(struct fe *fe, struct session *s, int dev)
 {
-	struct request *r = calloc(1, sizeof(*r));
+	struct request *r = request_new(fe);
 	if (r == NULL) {
 		log_error("out of memory: session %llu leaks its device objects", (unsigned long long)s->id);
 		return NULL;
 	}
-	*r = (struct request){.fe = fe, .s = s, .kind = REQ_CLEANUP, .barrier = true, .dev = dev, .host_fd = -1};
+	r->s = s;
+	r->kind = REQ_CLEANUP;
+	r->barrier = true;
+	r->dev = dev;
 	return r;
 }
 
@@ -138,7 +141,7 @@ request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max)
 	unsigned n = 0;
 	struct session *s;
 	pthread_mutex_lock(&fe->lock);
-	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = now_ms();
+	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = cua_now_ms();
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
 		if (n == max)

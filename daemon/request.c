@@ -144,7 +144,7 @@ do_settle(struct fe *fe, struct request *r)
 		s->errors++;
 	}
 	if (r->kind == REQ_CLIENT) {
-		do_stats_request(fe, r->op, op_family(r->op), st, now_ns() - r->recv_ns);
+		do_stats_request(fe, r->op, op_family(r->op), st, cua_now_ns() - r->recv_ns);
 		do_count_work(fe, r);
 	}
 }
@@ -284,8 +284,7 @@ do_validate(struct fe *fe, struct request *r)
 		rc = row->item(fe, r, &r->w.body, &r->items[0], &e);
 	if (rc != 0) {
 		request_fail(r, rc, "%s", e.detail[0] ? e.detail : cua_strerror(rc));
-		free(r->cmds);
-		r->cmds = NULL;
+		r->cmds = NULL; /* the bytes stay in r->pool */
 		r->cmds_len = r->cmds_cap = 0;
 		r->ncmds = 0;
 		return true;
@@ -347,7 +346,7 @@ do_refuse_pending(struct fe *fe, struct request *r)
 		return;
 	}
 	fe->errors++;
-	do_stats_request(fe, r->op, op_family(r->op), CUA_EQUOTA, now_ns() - r->recv_ns);
+	do_stats_request(fe, r->op, op_family(r->op), CUA_EQUOTA, cua_now_ns() - r->recv_ns);
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)
@@ -427,7 +426,7 @@ do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *m
 void
 request_receive(struct fe *fe, const struct incoming *in)
 {
-	struct request *r = calloc(1, sizeof(*r));
+	struct request *r = request_new(fe);
 	cua_err e;
 	if (r == NULL) {
 		pthread_mutex_lock(&fe->lock);
@@ -437,13 +436,10 @@ request_receive(struct fe *fe, const struct incoming *in)
 		pthread_mutex_unlock(&fe->lock);
 		return;
 	}
-	r->recv_ns = now_ns();
-	r->fe = fe;
+	r->recv_ns = cua_now_ns();
 	r->msg = in->msg; /* transferred */
 	r->reply_ctx = in->reply_ctx;
 	r->pipe = in->pipe;
-	r->dev = -1;
-	r->host_fd = -1;
 	cua_err_clear(&e);
 	int rc = cua_wire_decode_request(in->body, in->len, &r->w, &e);
 	r->decoded = true;
@@ -492,15 +488,14 @@ drop:
 static enum sched_verdict
 do_pool_create(struct fe *fe, struct request *r, struct device *d)
 {
-	struct request *pr = calloc(1, sizeof(*pr));
-	if (pr != NULL)
-		*pr = (struct request){.fe = fe,
-				       .s = r->s,
-				       .kind = REQ_POOL,
-				       .dev = r->dev,
-				       .host_fd = -1,
-				       .wdev = d,
-				       .id = ++fe->next_req};
+	struct request *pr = request_new(fe);
+	if (pr != NULL) {
+		pr->s = r->s;
+		pr->kind = REQ_POOL;
+		pr->dev = r->dev;
+		pr->wdev = d;
+		pr->id = ++fe->next_req;
+	}
 	if (pr == NULL || do_spool_plan(fe, pr) != 0) {
 		if (pr != NULL)
 			request_free(fe, pr);

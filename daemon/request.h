@@ -10,10 +10,16 @@
  *
  * A request is owned by exactly one place at a time: the edge until request_receive, then its session's
  * parked or queued list, then its device's in-flight table, then request_finish, which frees it.
+ *
+ * Each request has its own memory pool (common/cua_pool.h), made by request_new: the struct request lives in
+ * it, and so do its items, its worker commands and its stages; request_free destroys the pool with everything
+ * in it. Only an item's msg and data, and status_msg, are malloc'd on their own still (devlink.c frees and
+ * replaces them with free/strdup/malloc).
  */
 #ifndef CUAD_REQUEST_H
 #define CUAD_REQUEST_H
 
+#include "cua_pool.h"
 #include "cua_wire.h"
 #include "daemon.h"
 #include "session.h"
@@ -27,7 +33,7 @@ struct ritem {
 	uint32_t status; /* set by validation or completion */
 	char *msg;       /* malloc'd message or NULL (the status table's) */
 	uint64_t value;  /* worker result */
-	void *data;      /* worker result data (malloc'd) */
+	void *data;      /* worker result data (malloc'd: a row may take it, cmd-module.c) */
 	uint32_t data_len;
 	int32_t stage; /* staging index or -1 */
 };
@@ -48,6 +54,7 @@ enum req_kind {
 };
 
 struct request {
+	cua_pool *pool; /* everything below is allocated in it, r included (request_new) */
 	uint64_t id;
 	uint64_t recv_ns; /* monotonic ns at receipt (the latency histogram, stats.h) */
 	uint64_t busy_ns; /* how long its work kept the device's streams busy (the worker's measure, wrec.h) */
@@ -74,14 +81,14 @@ struct request {
 	bool uses_pool;      /* names its session's pool streams (streampool.h) */
 	uint32_t status;     /* whole-request status when not OK */
 	char *status_msg;
-	/* the worker commands (link/wrec.h records) */
+	/* the worker commands (link/wrec.h records), in r->pool: cmds_cap is the size of that allocation */
 	unsigned char *cmds;
 	size_t cmds_len, cmds_cap, last_cmd_off;
 	uint32_t ncmds;
-	struct ritem *items;
+	struct ritem *items; /* in r->pool */
 	uint32_t nitems;
-	struct stage *stages;
-	uint32_t nstages;
+	struct stage *stages; /* in r->pool, room for stages_cap */
+	uint32_t nstages, stages_cap;
 	TAILQ_ENTRY(request) qlink; /* session queue or parked list */
 	UT_hash_handle hh;          /* device in-flight table */
 };
@@ -145,8 +152,18 @@ void request_stop(struct fe *fe);
 
 /* ---- reqobj.c: the request as an object (no lock taken, nothing moved) ---- */
 
-/* Frees r without answering (shutdown). */
+/* A new request of fe's, zeroed but for fe, dev = -1 and host_fd = -1, in a new pool of its own (r->pool).
+ * NULL when out of memory. Any thread, no lock needed. Free it with request_free. */
+struct request *request_new(struct fe *fe);
+
+/* Frees r without answering (shutdown), and with it r->pool: every pointer into it dies here. */
 void request_free(struct fe *fe, struct request *r);
+
+/* n bytes (uninitialised, 16-byte aligned) and at most n bytes of s as a NUL-terminated string, from r's pool:
+ * they live until request_free, never free() them. NULL when out of memory. For what a request holds until it
+ * goes (messages, result data once devlink.c takes it from the pool). */
+void *request_alloc(struct request *r, size_t n);
+char *request_strndup(struct request *r, const char *s, size_t n);
 
 /* Sets the whole-request status with a formatted message. Returns status. */
 int request_fail(struct request *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

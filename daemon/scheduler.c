@@ -75,7 +75,7 @@ do_sched_park(struct fe *fe, struct session *s, struct request *r)
 	struct request *p;
 	if (!s->in_gaps) { /* a new gap: its deadline counts from now, and the dispatcher must know of it */
 		s->in_gaps = true;
-		s->gap_since = now_ms();
+		s->gap_since = cua_now_ms();
 		TAILQ_INSERT_TAIL(&fe->gaps, s, gap_link);
 		do_sched_wake(fe);
 	}
@@ -100,7 +100,7 @@ do_sched_unpark(struct fe *fe, struct session *s)
 	if (s->nparked == 0)
 		gap_remove(fe, s);
 	else
-		s->gap_since = now_ms(); /* progress: what still waits, waits for another number */
+		s->gap_since = cua_now_ms(); /* progress: what still waits, waits for another number */
 	return r;
 }
 
@@ -212,14 +212,7 @@ pass(struct fe *fe, bool *full)
 static void
 wait_us(struct fe *fe, uint64_t us)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(us / 1000000u);
-	ts.tv_nsec += (long)(us % 1000000u) * 1000L;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	struct timespec ts = cua_deadline_ts_us(us); /* fe->cond has the default clock (core.c) */
 	pthread_cond_timedwait(&fe->cond, &fe->lock, &ts);
 }
 
@@ -229,7 +222,7 @@ wait_us(struct fe *fe, uint64_t us)
 static uint64_t
 expire_gaps(struct fe *fe)
 {
-	uint64_t now = now_ms(), next = UINT64_MAX;
+	uint64_t now = cua_now_ms(), next = UINT64_MAX;
 	struct session *s, *n;
 	for (s = TAILQ_FIRST(&fe->gaps); s != NULL; s = n) {
 		n = TAILQ_NEXT(s, gap_link);

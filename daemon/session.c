@@ -53,13 +53,11 @@ do_session_new(struct fe *fe, uint32_t pipe)
 	s->id = ++fe->next_session;
 	s->pipe = pipe;
 	s->next_seq = 1;
-	s->born_ms = now_ms();
+	s->born_ms = cua_now_ms();
 	s->isolation = fe->cfg.isolation;
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->parked);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s->tag_salt = (uint16_t)((uint64_t)ts.tv_nsec * 2654435761u ^ s->id * 40503u);
+	s->tag_salt = (uint16_t)(cua_now_ns() % 1000000000u * 2654435761u ^ s->id * 40503u);
 	TAILQ_INSERT_HEAD(&fe->sessions, s, link);
 	HASH_ADD(hh, fe->by_pipe, pipe, sizeof(s->pipe), s);
 	fe->nsessions++;

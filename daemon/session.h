@@ -101,7 +101,7 @@ struct session {
 	bool closing;
 	bool zombie;        /* to be freed once the dispatcher's pass ends */
 	bool hello_overdue; /* no HELLO within --hello-timeout, or kicked: the edge was told to close its connection */
-	uint64_t born_ms;   /* when the connection came (now_ms) */
+	uint64_t born_ms;   /* when the connection came (cua_now_ms) */
 	struct tenant *tenant;    /* tenant.h: set at HELLO; NULL before */
 	uint64_t busy_ns;         /* device time its work took (tenant_account) */
 	enum isolation isolation; /* its workers: the shared ones, or its own (--isolation, else its tenant's) */
@@ -154,7 +154,7 @@ struct session {
 	uint64_t next_seq;
 	struct request_queue parked;
 	uint32_t nparked;
-	uint64_t gap_since; /* now_ms() when the current missing seq began to hold parked requests back */
+	uint64_t gap_since; /* cua_now_ms() when the current missing seq began to hold parked requests back */
 	bool in_gaps;       /* on fe->gaps (nparked > 0) */
 	TAILQ_ENTRY(session) gap_link;
 	/* Flow control: a request holds one of the edge's receive contexts from its arrival until its reply was

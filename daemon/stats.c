@@ -94,7 +94,7 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 		}
 	}
 	out->c = fe->stats;
-	out->uptime_ms = now_ms() - fe->start_ms;
+	out->uptime_ms = cua_now_ms() - fe->start_ms;
 	out->requests = fe->requests;
 	out->errors = fe->errors;
 	out->sessions_total = fe->next_session;

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include "cua_clock.h"
 #include "ring.h"
 
 #include <errno.h>
@@ -41,7 +42,7 @@ ring_max_record(const struct ring *r)
 static void
 futex_wait(_Atomic uint32_t *word, uint32_t val, int timeout_ms)
 {
-	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+	struct timespec ts = cua_ms_ts((uint64_t)timeout_ms); /* relative: FUTEX_WAIT measures it monotonically */
 	/* Shared (not FUTEX_PRIVATE): the word lives in memory mapped by two processes. */
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, val, &ts, NULL, 0);
 }

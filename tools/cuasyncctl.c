@@ -18,6 +18,7 @@
  * connection's own. --json prints one JSON document on stdout and nothing else there (errors go to stderr).
  * Exit status 0 when the daemon answered, 1 when it did not or refused, 2 for a usage error.
  */
+#include "cua_clock.h"
 #include "cuasync.h"
 
 #include <getopt.h>
@@ -159,13 +160,11 @@ static int
 cmd_ping(cua_client *c, bool json, const char *arg)
 {
 	(void)arg;
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	uint64_t a = cua_now_ns();
 	int rc = cua_ping(c);
 	if (rc != CUA_OK)
 		return die("ping", rc);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	double us = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3;
+	double us = (double)(cua_now_ns() - a) / 1e3;
 	printf(json ? "{\"round_trip_us\":%.1f}\n" : "pong in %.1f us\n", us);
 	return 0;
 }
@@ -360,19 +359,17 @@ cmd_top(cua_client *c, bool json, const char *arg)
 	bool tty = isatty(STDOUT_FILENO);
 	long left = top_count >= 0 ? top_count : json ? 1 : -1;
 	while (rc == CUA_OK && left != 0) {
-		struct timespec t0, t1,
-			pause = {(time_t)top_interval, (long)((top_interval - (time_t)top_interval) * 1e9)};
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		nanosleep(&pause, NULL);
+		uint64_t t0 = cua_now_ns();
+		cua_sleep_ms((uint64_t)(top_interval * 1000.0));
 		if ((rc = cua_sessions(c, &b, &nb)) != CUA_OK)
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
+		uint64_t t1 = cua_now_ns();
 		struct top_row *rows = calloc(nb ? nb : 1, sizeof(*rows));
 		if (rows == NULL) {
 			rc = CUA_ENOMEM;
 			break;
 		}
-		double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		double secs = cua_elapsed_s(t0, t1);
 		top_print(rows, top_aggregate(a, na, b, nb, rows), secs, json, tty && !json);
 		free(rows);
 		free(a);
