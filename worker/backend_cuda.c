@@ -1,257 +1,19 @@
 /*
- * backend_cuda.c — the worker's real GPU: the CUDA driver API, loaded at run time (dlopen libcuda.so.1 and
- * cuGetProcAddress for every entry point), so cuasyncd builds and starts on machines without a driver.
- *
- * Completion: the core asks for one notice per stream a request used (cu_notify); each is an event recorded
- * on that stream, which a reactor thread polls (spinning briefly, then sleeping in short steps) and calls back
- * when it has fired. No host callbacks on the hot path (they cost ~8 µs more per completion).
- * A sticky error (illegal address, launch failure, …) is reported with the request it surfaced in, and the
- * worker exits: the context is unusable and only a new process gets a working one.
+ * backend_cuda.c — the worker's real GPU (backend.h) through the CUDA driver API (cuda_drv.c loads it at run
+ * time): the device and its context, modules and functions, memory, streams and the stream work issued on them.
+ * Completions are the reactor's (cuda_reactor.c); events, graphs, globals and function attributes have files of
+ * their own. The top of the CUDA backend's files (cuda_impl.h, "Layers").
  */
 #include "config.h"
 
-#include "backend.h"
 #include "cua_log.h"
-
 #include "cuda_impl.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
-#include <time.h>
-
-struct cuda_drv drv;
-
-const char *
-errname(CUresult r)
-{
-	const char *n = NULL;
-	if (drv.cuGetErrorName == NULL || drv.cuGetErrorName(r, &n) != CUDA_SUCCESS || n == NULL)
-		return "CUDA_ERROR_UNKNOWN";
-	return n;
-}
-
-const char *
-errstr(CUresult r)
-{
-	const char *s = NULL;
-	if (drv.cuGetErrorString == NULL || drv.cuGetErrorString(r, &s) != CUDA_SUCCESS || s == NULL)
-		return "";
-	return s;
-}
-
-/* Errors after which the context is unusable (the process must go). */
-int
-is_sticky(CUresult r)
-{
-	switch ((int)r) {
-	case CUDA_ERROR_ILLEGAL_ADDRESS:
-	case CUDA_ERROR_LAUNCH_TIMEOUT:
-	case CUDA_ERROR_ASSERT:
-	case CUDA_ERROR_HARDWARE_STACK_ERROR:
-	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-	case CUDA_ERROR_MISALIGNED_ADDRESS:
-	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-	case CUDA_ERROR_INVALID_PC:
-	case CUDA_ERROR_LAUNCH_FAILED:
-	case CUDA_ERROR_ECC_UNCORRECTABLE:
-	case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-	case CUDA_ERROR_UNKNOWN: return 1;
-	default: return 0;
-	}
-}
-
-/* Loads the driver and resolves every entry point. 0, or an error with the reason in e. */
-static int
-load_driver(cua_err *e)
-{
-	static int loaded;
-	if (loaded)
-		return 0;
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL)
-		return cua_err_set(e, CUA_ENO_DEVICE, "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
-	__typeof__(cuGetProcAddress) *gpa = (__typeof__(cuGetProcAddress) *)dlsym(h, "cuGetProcAddress_v2");
-	if (gpa == NULL)
-		return cua_err_set(e, CUA_ENO_DEVICE,
-				   "NVIDIA driver too old: no cuGetProcAddress_v2 (need CUDA 12.4+)");
-	CUdriverProcAddressQueryResult q;
-#define CUDA_FN_LOAD(name)                                                                                             \
-	if (gpa(#name, (void **)&drv.name, CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||       \
-	    drv.name == NULL)                                                                                          \
-		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: no %s (need CUDA 12.4+)", #name);
-	CUDA_FNS(CUDA_FN_LOAD)
-	CUDA_GRAPH_FNS(CUDA_FN_LOAD)
-#undef CUDA_FN_LOAD
-	CUresult r = drv.cuInit(0);
-	if (r != CUDA_SUCCESS)
-		return cua_err_set(e, CUA_ENO_DEVICE, "cuInit failed: %s (%s)", errname(r), errstr(r));
-	int ver = 0;
-	drv.cuDriverGetVersion(&ver);
-	if (ver < CUDA_API_VERSION)
-		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: supports CUDA %d.%d, need 12.4",
-				   ver / 1000, ver % 1000 / 10);
-	loaded = 1;
-	return 0;
-}
-
-int
-cuda_probe(int *count, cua_err *e)
-{
-	int r = load_driver(e);
-	if (r != 0)
-		return r;
-	CUresult cr = drv.cuDeviceGetCount(count);
-	if (cr != CUDA_SUCCESS)
-		return cua_err_set(e, CUA_ENO_DEVICE, "cuDeviceGetCount: %s", errname(cr));
-	if (*count == 0)
-		return cua_err_set(e, CUA_ENO_DEVICE, "the NVIDIA driver sees no GPU");
-	return 0;
-}
-
-/* ------------------------------------------------------------------ worker state */
-
-int
-cerr(cua_err *e, CUresult r, const char *what)
-{
-	return cua_err_set(e, r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM : CUA_EDEVICE, "%s: %s: %s", errname(r), what,
-			   errstr(r));
-}
-
-/* A marker with its event, from the free list or new; NULL without memory or event. Any thread. */
-static struct marker *
-marker_get(struct cu *C)
-{
-	pthread_mutex_lock(&C->lock);
-	struct marker *m = TAILQ_FIRST(&C->free_markers);
-	if (m)
-		TAILQ_REMOVE(&C->free_markers, m, link);
-	pthread_mutex_unlock(&C->lock);
-	if (m)
-		return m;
-	m = calloc(1, sizeof(*m));
-	if (m == NULL)
-		return NULL;
-	CUresult r = drv.cuEventCreate(&m->ev, CU_EVENT_DISABLE_TIMING);
-	if (r != CUDA_SUCCESS) {
-		log_warn("cuEventCreate: %s", errname(r));
-		free(m);
-		return NULL;
-	}
-	return m;
-}
-
-/* A sticky error surfaced (in a marker query or a call): blame every request with work in flight, since
- * the device does not say whose kernel faulted, then exit. tag is the work that saw it, if any; `held`
- * markers (taken off the pending list by the caller) are blamed too. Any thread; never returns. */
-_Noreturn static void
-cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct markers *held)
-{
-	char d[512];
-	snprintf(d, sizeof(d),
-		 "%s: %s (the GPU does not say which kernel in flight faulted; this request had work on the device)",
-		 errname(r), errstr(r));
-	pthread_mutex_lock(&C->lock); /* kept: wk_fatal_many exits */
-	size_t n = 0, cap = 1;
-	struct marker *m;
-	if (held)
-		TAILQ_FOREACH(m, held, link)
-	cap++;
-	TAILQ_FOREACH(m, &C->pending, link)
-	cap++;
-	struct wk_tag *tags = calloc(cap, sizeof(*tags));
-	if (tags == NULL) { /* no memory to name them all: the one at hand (the rest get CONTEXT_LOST) */
-		m = held && !TAILQ_EMPTY(held) ? TAILQ_FIRST(held) : TAILQ_FIRST(&C->pending);
-		if (tag == NULL && m != NULL)
-			tag = &m->tag;
-		wk_fatal_many(C->w, tag, tag ? 1 : 0, d);
-	}
-	if (tag)
-		tags[n++] = *tag;
-	if (held)
-		TAILQ_FOREACH(m, held, link)
-	tags[n++] = m->tag;
-	TAILQ_FOREACH(m, &C->pending, link)
-	tags[n++] = m->tag;
-	wk_fatal_many(C->w, tags, n, d);
-}
-
-/* Queries every marker of work once: the finished ones move to done; a fault ends the worker. */
-static void
-reactor_pass(struct cu *C, struct markers *work, struct markers *done)
-{
-	struct marker *m, *next;
-	for (m = TAILQ_FIRST(work); m; m = next) {
-		next = TAILQ_NEXT(m, link);
-		CUresult r = drv.cuEventQuery(m->ev);
-		if (r == CUDA_ERROR_NOT_READY)
-			continue;
-		TAILQ_REMOVE(work, m, link);
-		if (r == CUDA_SUCCESS) {
-			TAILQ_INSERT_TAIL(done, m, link);
-			continue;
-		}
-		struct marker *k;
-		TAILQ_FOREACH(k, done, link) /* those finished before the fault */
-		k->done(C->w, k->tag);
-		TAILQ_INSERT_HEAD(work, m, link); /* m and the ones still running */
-		cu_fatal(C, r, NULL, work);
-	}
-}
-
-/* The reactor thread: polls pending markers (spinning briefly, then sleeping in short steps) and calls their
- * notices back. */
-static void *
-reactor_main(void *arg)
-{
-	struct cu *C = arg;
-	pthread_setname_np(pthread_self(), "cuaw-reactor");
-	drv.cuCtxSetCurrent(C->ctx);
-	int idle = 0;
-	pthread_mutex_lock(&C->lock);
-	for (;;) {
-		while (TAILQ_EMPTY(&C->pending) && !C->stop) {
-			idle = 0;
-			pthread_cond_wait(&C->cond, &C->lock);
-		}
-		if (TAILQ_EMPTY(&C->pending) && C->stop)
-			break;
-		struct markers work, done;
-		TAILQ_INIT(&work);
-		TAILQ_INIT(&done);
-		TAILQ_CONCAT(&work, &C->pending, link);
-		pthread_mutex_unlock(&C->lock);
-		reactor_pass(C, &work, &done);
-		struct marker *m;
-		TAILQ_FOREACH(m, &done, link)
-		m->done(C->w, m->tag);
-		int progressed = !TAILQ_EMPTY(&done);
-		cu_user_markers_release(C, &done); /* watches of clients' events: not reused */
-		pthread_mutex_lock(&C->lock);
-		TAILQ_CONCAT(&C->free_markers, &done, link);
-		/* put back what is still running, ahead of newer markers */
-		TAILQ_CONCAT(&work, &C->pending, link);
-		TAILQ_CONCAT(&C->pending, &work, link);
-		if (!TAILQ_EMPTY(&C->pending) && !progressed) {
-			/* nothing finished this pass: spin a little, then sleep in short steps */
-			if (++idle > 64) {
-				pthread_mutex_unlock(&C->lock);
-				struct timespec ts = {0, idle > 4096 ? 200000L : 20000L};
-				nanosleep(&ts, NULL);
-				pthread_mutex_lock(&C->lock);
-			}
-		} else {
-			idle = 0;
-		}
-	}
-	pthread_mutex_unlock(&C->lock);
-	return NULL;
-}
 
 static int
 new_stream(struct cu *C, int prio, uint32_t *sid, cua_err *e)
@@ -274,15 +36,16 @@ new_stream(struct cu *C, int prio, uint32_t *sid, cua_err *e)
 }
 
 static int
-cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
+cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_err *e)
 {
-	int r = load_driver(e);
+	int r = cu_load_driver(e);
 	if (r != 0)
 		return r;
 	struct cu *C = calloc(1, sizeof(*C));
 	if (C == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
 	C->w = w;
+	C->host = host;
 	w->be_state = C;
 	CUresult cr;
 	if ((cr = drv.cuDeviceGet(&C->dev, w->opts.device)) != CUDA_SUCCESS)
@@ -340,7 +103,7 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	pthread_cond_init(&C->cond, NULL);
 	TAILQ_INIT(&C->pending);
 	TAILQ_INIT(&C->free_markers);
-	if (pthread_create(&C->reactor, NULL, reactor_main, C) != 0)
+	if (cu_reactor_start(C) != 0)
 		return cua_err_set(e, CUA_EINTERNAL, "cannot start the completion reactor");
 	return 0;
 }
@@ -349,11 +112,7 @@ static void
 cu_fini(struct wk *w)
 {
 	struct cu *C = w->be_state;
-	pthread_mutex_lock(&C->lock);
-	C->stop = 1;
-	pthread_cond_signal(&C->cond);
-	pthread_mutex_unlock(&C->lock);
-	pthread_join(C->reactor, NULL);
+	cu_reactor_stop(C);
 	for (uint32_t i = 0; i < C->nstreams; i++)
 		if (C->streams[i])
 			drv.cuStreamSynchronize(C->streams[i]);
@@ -575,29 +334,8 @@ cu_thread_init(struct wk *w)
 		cu_fatal(C, r, NULL, NULL); /* the context is unusable: nothing else could issue either */
 }
 
-/* sid's stream, or NULL. Its owner's thread (backend.h); never reads nstreams, which the main thread moves. */
-static CUstream
-stream_of(struct cu *C, uint32_t sid)
-{
-	return sid < MAX_STREAMS ? C->streams[sid] : NULL;
-}
-
-/* The outcome of issuing stream work: a sticky error ends the worker, others fail the command (cuda_impl.h). */
-int
-issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e)
-{
-	if (r == CUDA_SUCCESS)
-		return 0;
-	if (is_sticky(r))
-		cu_fatal(C, r, &tag, NULL);
-	int bad = r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ||
-		  r == CUDA_ERROR_INVALID_CLUSTER_SIZE || r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-	int status = r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM : bad ? CUA_EBAD_ARGUMENT : CUA_EDEVICE;
-	return cua_err_set(e, status, "%s: %s", errname(r), errstr(r));
-}
-
 #define NEED_STREAM(C, sid, s, e)                                                                                      \
-	CUstream s = stream_of((C), (sid));                                                                            \
+	CUstream s = cu_stream_of((C), (sid));                                                                         \
 	if (s == NULL)                                                                                                 \
 		return cua_err_set((e), CUA_ENOT_FOUND, "no stream %u", (sid));
 
@@ -700,42 +438,6 @@ cu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag t
 		return cua_err_set(e, CUA_EPDL_UNSUPPORTED,
 				   "programmatic dependent launch requires sm_90 or newer; target sm_%d", C->sm);
 	return issued(C, launch_kernel(f, l, s), tag, e);
-}
-
-/* An event recorded after what is queued on the stream, for the reactor to watch; when that cannot be done,
- * waits for the stream here. */
-static void
-cu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
-{
-	struct cu *C = w->be_state;
-	CUstream s = stream_of(C, sid);
-	if (s == NULL) { /* destroyed: the core took its notice before, nothing is queued on it */
-		done(w, tag);
-		return;
-	}
-	struct marker *m = marker_get(C);
-	CUresult r = m ? drv.cuEventRecord(m->ev, s) : CUDA_ERROR_OUT_OF_MEMORY;
-	if (r == CUDA_SUCCESS) {
-		m->tag = tag;
-		m->done = done;
-		pthread_mutex_lock(&C->lock);
-		TAILQ_INSERT_TAIL(&C->pending, m, link); /* transferred */
-		pthread_cond_signal(&C->cond);
-		pthread_mutex_unlock(&C->lock);
-		return;
-	}
-	if (is_sticky(r))
-		cu_fatal(C, r, &tag, NULL);
-	if (m) {
-		pthread_mutex_lock(&C->lock);
-		TAILQ_INSERT_HEAD(&C->free_markers, m, link);
-		pthread_mutex_unlock(&C->lock);
-	}
-	/* cannot watch this stream: wait for it here instead */
-	r = drv.cuStreamSynchronize(s);
-	if (is_sticky(r))
-		cu_fatal(C, r, &tag, NULL);
-	done(w, tag);
 }
 
 /* Page-locks a client's shared buffer: copies from and to it then run at pinned-memory speed. */

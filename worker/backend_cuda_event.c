@@ -121,7 +121,7 @@ int
 cu_event_record(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	CUstream s = sid < MAX_STREAMS ? C->streams[sid] : NULL;
+	CUstream s = cu_stream_of(C, sid);
 	struct cu_event *x = event_ref(C, id);
 	if (x == NULL)
 		return no_event(id, e);
@@ -139,7 +139,7 @@ int
 cu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	CUstream s = sid < MAX_STREAMS ? C->streams[sid] : NULL;
+	CUstream s = cu_stream_of(C, sid);
 	struct cu_event *x = event_ref(C, id);
 	if (x == NULL)
 		return no_event(id, e);

@@ -235,7 +235,7 @@ int
 cu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	CUstream s = sid < MAX_STREAMS ? C->streams[sid] : NULL;
+	CUstream s = cu_stream_of(C, sid);
 	if (s == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
 	struct cu_graph *g = graph_get(C, id);

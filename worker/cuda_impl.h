@@ -1,7 +1,13 @@
 /*
- * cuda_impl.h — the CUDA backend's state and driver table, shared by backend_cuda.c (device, memory, streams,
- * stream work, the completion reactor) and backend_cuda_func.c (module globals, function attributes, occupancy).
- * Backends' internals: nothing else includes this.
+ * cuda_impl.h — the CUDA backend's state and driver table, shared by its files. Backends' internals: nothing else
+ * includes this.
+ *
+ * Layers (calls go down only; core.h draws the worker's whole picture):
+ *   backend_cuda.c                       device, modules, functions, memory, streams, stream work; the table
+ *   backend_cuda_graph.c                 graphs
+ *   cuda_reactor.c  backend_cuda_func.c  completion notices, sticky-fault exits | globals, attributes, occupancy
+ *   backend_cuda_event.c                 clients' events (the reactor releases their watches)
+ *   cuda_drv.c                           the driver's entry points, loaded at run time, and error helpers
  */
 #ifndef CUAW_CUDA_IMPL_H
 #define CUAW_CUDA_IMPL_H
@@ -68,6 +74,7 @@ struct cu_global {
 
 struct cu {
 	struct wk *w;
+	const struct wk_host *host; /* what failures and sticky faults are reported through */
 	CUdevice dev;
 	CUcontext ctx;
 	int sm;
@@ -98,7 +105,7 @@ struct cu {
 	size_t nevents;
 };
 
-/* Prefixed as the worker library's symbols; short names in the backend's files. */
+/* cuda_drv.c. Prefixed as the worker library's symbols; short names in the backend's files. */
 #define errname cuw_errname
 #define errstr cuw_errstr
 #define cerr cuw_cerr
@@ -110,6 +117,16 @@ const char *errstr(CUresult r);
 int cerr(cua_err *e, CUresult r, const char *what);
 /* Whether r leaves the context unusable (the worker must exit). */
 int is_sticky(CUresult r);
+/* Loads the driver and resolves every entry point (once; later calls return 0). 0, or an error with the reason in
+ * e. */
+int cu_load_driver(cua_err *e);
+
+/* sid's stream, or NULL. Its owner's thread (backend.h); never reads nstreams, which the main thread moves. */
+static inline CUstream
+cu_stream_of(struct cu *C, uint32_t sid)
+{
+	return sid < MAX_STREAMS ? C->streams[sid] : NULL;
+}
 
 /* Function fn, or NULL. Any thread. */
 static inline CUfunction
@@ -120,6 +137,15 @@ function_of(struct cu *C, uint64_t fn)
 	return C->fn_chunks[(fn - 1) / FN_CHUNK][(fn - 1) % FN_CHUNK];
 }
 
+/* cuda_reactor.c: the completion reactor. start: 0 or an errno (pthread_create); stop: after the markers pending
+ * were called back, joins it. notify: backend.h. */
+int cu_reactor_start(struct cu *C);
+void cu_reactor_stop(struct cu *C);
+void cu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
+/* A sticky error surfaced (in a marker query or a call): blame every request with work in flight, since the
+ * device does not say whose kernel faulted, then exit. tag is the work that saw it, if any; `held` markers
+ * (taken off the pending list by the caller) are blamed too. Any thread; never returns. */
+_Noreturn void cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct markers *held);
 /* The outcome of issuing stream work: 0; a sticky error ends the worker (blaming tag and the work in flight);
  * others fail the command with e. On the stream's owner. */
 #define issued cuw_issued

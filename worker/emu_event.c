@@ -35,6 +35,14 @@ struct emu_event {
 	struct emu_watchers watchers;
 };
 
+/* The jobs events queue (run, fini, blocks: struct emu_job_ops), below. */
+static void record_run(struct emu *E, struct emu_job *j);
+static void wait_run(struct emu *E, struct emu_job *j);
+static bool wait_blocks(struct emu_stream *s, const struct emu_job *j);
+static void event_job_fini(struct emu *E, struct emu_job *j);
+static const struct emu_job_ops record_ops = {record_run, event_job_fini, NULL},
+				wait_ops = {wait_run, event_job_fini, wait_blocks};
+
 static uint64_t
 now_ns(void)
 {
@@ -134,7 +142,7 @@ emu_event_record(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 	struct emu_event *ev = event_get(E, id);
 	if (ev == NULL)
 		return no_event(id, e);
-	struct emu_job *j = emu_job_new(EJ_RECORD, (struct wk_tag){0}, e);
+	struct emu_job *j = emu_job_new(&record_ops, (struct wk_tag){0}, e);
 	if (j == NULL)
 		return e->code;
 	pthread_mutex_lock(&E->pool.qlock);
@@ -159,7 +167,7 @@ emu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 	struct emu_event *ev = event_get(E, id);
 	if (ev == NULL)
 		return no_event(id, e);
-	struct emu_job *j = emu_job_new(EJ_WAIT, (struct wk_tag){0}, e);
+	struct emu_job *j = emu_job_new(&wait_ops, (struct wk_tag){0}, e);
 	if (j == NULL)
 		return e->code;
 	pthread_mutex_lock(&E->pool.qlock);
@@ -239,19 +247,21 @@ emu_event_query(struct wk *w, uint64_t id, int *ready, cua_err *e)
 	return 0;
 }
 
-bool
-emu_event_blocks(struct emu_stream *s, const struct emu_job *j)
+/* A wait job's blocks: whether the record it waits for was not reached yet; if so parks s on the event. Caller
+ * holds qlock. */
+static bool
+wait_blocks(struct emu_stream *s, const struct emu_job *j)
 {
-	if (j->kind != EJ_WAIT || j->u.event.ev->reached >= j->u.event.n)
+	if (j->u.event.ev->reached >= j->u.event.n)
 		return false;
 	TAILQ_INSERT_TAIL(&j->u.event.ev->parked, s, park_link);
 	s->parked = true;
 	return true;
 }
 
-/* Record job j ran: the event is reached up to its number; the parked streams and watchers it satisfies go. */
-void
-emu_event_reached(struct emu *E, struct emu_job *j)
+/* A record job's run: the event is reached up to its number; the parked streams and watchers it satisfies go. */
+static void
+record_run(struct emu *E, struct emu_job *j)
 {
 	struct emu_event *ev = j->u.event.ev;
 	struct emu_watchers fire = TAILQ_HEAD_INITIALIZER(fire);
@@ -287,8 +297,17 @@ emu_event_reached(struct emu *E, struct emu_job *j)
 	}
 }
 
-void
-emu_event_job_free(struct emu *E, struct emu_job *j)
+/* A wait job's run: nothing, it ran because the record it waited for was reached. */
+static void
+wait_run(struct emu *E, struct emu_job *j)
+{
+	(void)E;
+	(void)j;
+}
+
+/* A record or wait job's fini: drops its reference. */
+static void
+event_job_fini(struct emu *E, struct emu_job *j)
 {
 	if (j->u.event.ev == NULL)
 		return;

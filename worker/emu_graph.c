@@ -224,9 +224,9 @@ static int
 node_queue(struct wk *w, uint32_t sid, const struct wk_gnode *n, struct wk_tag tag, cua_err *e)
 {
 	switch (n->kind) {
-	case WR_LAUNCH: return backend_emu.launch(w, sid, &n->launch, tag, e);
-	case WR_MEMSET: return backend_emu.memset(w, sid, n->dst, n->value, n->width, n->count, tag, e);
-	default: return backend_emu.dtod(w, sid, n->dst, n->src, n->bytes, tag, e);
+	case WR_LAUNCH: return emu_launch(w, sid, &n->launch, tag, e);
+	case WR_MEMSET: return emu_memset(w, sid, n->dst, n->value, n->width, n->count, tag, e);
+	default: return emu_dtod(w, sid, n->dst, n->src, n->bytes, tag, e);
 	}
 }
 

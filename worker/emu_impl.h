@@ -1,7 +1,14 @@
 /*
- * emu_impl.h — the emulated device's state, shared by backend_emu.c (memory, streams, stream work) and
- * emu_module.c (modules, their globals, function attributes and occupancy). Backends' internals: nothing else
- * includes this.
+ * emu_impl.h — the emulated device's state, shared by its files. Backends' internals: nothing else includes this.
+ *
+ * Layers (calls go down only; core.h draws the worker's whole picture):
+ *   backend_emu.c                  opens and closes the device; the backend's table of calls
+ *   emu_graph.c                    graphs: their nodes queued as stream work
+ *   emu_work.c    emu_event.c      copies, memsets, launches | events: jobs queued on streams
+ *   emu_stream.c  emu_module.c     the streams' FIFOs, pool and jobs | modules, globals, attributes
+ *                 emu_image.c      module images
+ *                 emu_kernels.c    the built-in kernels
+ *   emu_mem.c                      device memory, and the view of it kernels and copies get (emu_ptr)
  */
 #ifndef CUAW_EMU_IMPL_H
 #define CUAW_EMU_IMPL_H
@@ -18,13 +25,26 @@
 
 #define EMU_ALIGN 256u
 
-enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE, EJ_RECORD, EJ_WAIT };
+struct emu;
 struct emu_event; /* emu_event.c */
+struct emu_job;
+struct emu_stream;
 
-/* One piece of stream work, queued by the main thread, run and freed by a pool thread. */
+/* What a job does, given by whoever queues it: the FIFO (emu_stream.c) calls these and never a feature file. */
+struct emu_job_ops {
+	/* Runs the job on a pool thread, no lock held; a fault ends the worker (E->host). */
+	void (*run)(struct emu *E, struct emu_job *j);
+	/* Optional: releases what the job holds, before the FIFO frees it (after run, or unrun). No lock held. */
+	void (*fini)(struct emu *E, struct emu_job *j);
+	/* Optional: whether j, first on stream s, cannot run yet; if so it has parked s, which whoever unblocks it
+	 * puts back with emu_stream_ready_locked. Caller holds pool.qlock. */
+	bool (*blocks)(struct emu_stream *s, const struct emu_job *j);
+};
+
+/* One piece of stream work, queued by its stream's owner, run and freed by a pool thread. */
 struct emu_job {
 	TAILQ_ENTRY(emu_job) link;
-	enum emu_job_kind kind;
+	const struct emu_job_ops *ops;
 	struct wk_tag tag;
 	union {
 		struct {
@@ -43,10 +63,10 @@ struct emu_job {
 			struct emu_dims dims;
 			cua_arena args; /* a copy: the core's arguments live only during the launch call */
 		} launch;
-		wk_done_fn done; /* EJ_NOTICE */
+		wk_done_fn done; /* a notice */
 		struct {
 			struct emu_event *ev; /* a reference held by the job */
-			uint64_t n;           /* EJ_RECORD: the record's number; EJ_WAIT: the record waited for */
+			uint64_t n;           /* a record: the record's number; a wait: the record waited for */
 		} event;
 	} u;
 };
@@ -109,7 +129,8 @@ struct emu_module {
 
 struct emu {
 	struct wk *w;
-	unsigned char *mem; /* page-aligned (mmap) */
+	const struct wk_host *host; /* what faults and failures of stream work are reported through */
+	unsigned char *mem;         /* page-aligned (mmap) */
 	uint64_t base, size;
 	uint64_t page;        /* the system's page size */
 	pthread_mutex_t lock; /* allocator, modules, streams table */
@@ -126,8 +147,37 @@ struct emu {
 	size_t nevents;
 };
 
-/* Clears [off, off + len) of the emulated memory (and nothing else). Caller holds E->lock or owns the block. */
+/* emu_mem.c: memory (backend.h), and clearing [off, off + len) of it (and nothing else; caller holds E->lock or
+ * owns the block). */
+int emu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e);
+int emu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e);
 void emu_clear(struct emu *E, uint64_t off, uint64_t len);
+
+/* emu_stream.c: the pool (init: one thread started, at most opts.emu_threads; fini: stops the threads once the
+ * streams drained), streams (stream_new: caller holds E->lock; streams_fini: drains and frees every stream) and
+ * the backend's stream calls and notices (backend.h). */
+int emu_pool_init(struct emu *E, cua_err *e);
+void emu_pool_fini(struct emu *E);
+int emu_stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e);
+void emu_streams_fini(struct emu *E);
+int emu_stream_create(struct wk *w, int priority, uint32_t *sid, cua_err *e);
+int emu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e);
+void emu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
+/* A new job doing ops under tag, or NULL with e; emu_job_free releases (ops->fini) and frees one. */
+struct emu_job *emu_job_new(const struct emu_job_ops *ops, struct wk_tag tag, cua_err *e);
+void emu_job_free(struct emu *E, struct emu_job *j);
+/* Queues j on stream sid; takes j in every case (0, or the reason in e). */
+int emu_enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e);
+/* Stream s may run again (it has jobs, or was parked). Caller holds pool.qlock. */
+void emu_stream_ready_locked(struct emu *E, struct emu_stream *s);
+
+/* emu_work.c: stream work (backend.h); graphs queue their nodes through dtod, memset and launch. */
+int emu_htod(struct wk *w, uint32_t sid, uint64_t dst, const void *src, uint64_t bytes, struct wk_tag tag, cua_err *e);
+int emu_dtoh(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e);
+int emu_dtod(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e);
+int emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count,
+	       struct wk_tag tag, cua_err *e);
+int emu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag tag, cua_err *e);
 
 /* emu_module.c: the backend calls of modules, functions and their globals and attributes (backend.h). */
 int emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t *id, cua_err *e);
@@ -150,11 +200,6 @@ int emu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk
 int emu_graph_destroy(struct wk *w, uint64_t id, cua_err *e);
 int emu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e);
 void emu_graphs_fini(struct emu *E);
-/* backend_emu.c, for emu_event.c: a job (takes it in every case; 0 or the reason in e), a new job, and a parked
- * stream that may run again (caller holds pool.qlock). */
-int emu_enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e);
-struct emu_job *emu_job_new(enum emu_job_kind kind, struct wk_tag tag, cua_err *e);
-void emu_stream_ready_locked(struct emu *E, struct emu_stream *s);
 
 /* emu_event.c: the backend's event calls (backend.h). */
 int emu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e);
@@ -164,12 +209,7 @@ int emu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
 void emu_event_notify(struct wk *w, uint64_t id, struct wk_tag tag, wk_done_fn done);
 int emu_event_elapsed(struct wk *w, uint64_t start, uint64_t end, float *ms, cua_err *e);
 int emu_event_query(struct wk *w, uint64_t id, int *ready, cua_err *e);
-/* The pool's side: whether stream s's first job j waits for a record not yet reached, and if so parks s on the
- * event (caller holds pool.qlock); a record job's run (no lock held); a record or wait job's reference dropped
- * when it is freed (no lock held); every event freed at the end (emu_fini). */
-bool emu_event_blocks(struct emu_stream *s, const struct emu_job *j);
-void emu_event_reached(struct emu *E, struct emu_job *j);
-void emu_event_job_free(struct emu *E, struct emu_job *j);
+/* Every event freed at the end (emu_fini, after every stream drained). */
 void emu_events_fini(struct emu *E);
 
 #endif
