@@ -20,6 +20,7 @@
 #define CUAW_BACKEND_H
 
 #include "cua_error.h"
+#include "cua_idmap.h"
 #include "cua_proto.h"
 #include "worker.h"
 #include "wrec.h"
@@ -211,22 +212,24 @@ struct wk_backend {
 
 /* A client's memfd mapped into the worker (WR_HOST_REGISTER). Main thread only. */
 struct hostbuf {
-	unsigned char *p; /* NULL: a free slot */
+	unsigned char *p;
 	size_t len;
 };
 
-/* The core's view of one backend stream id. Main thread only. */
+/* The core's view of one live backend stream id. Main thread only. */
 struct wk_stream {
 	uint64_t mark; /* serial of the last request that queued work on it (and has no notice for it yet) */
-	uint8_t live;
 };
 
-/* The core's view of one backend event id. Main thread only. */
+/* The core's view of one live backend event id. Main thread only. */
 struct wk_event {
-	uint8_t live;
 	uint8_t recorded; /* a record was handed over (or issued) */
 	uint32_t sid;     /* the stream of its last record */
 };
+
+/* The stream ids a backend hands out: 0 .. pool_streams-1 for the pool (init), the rest from pool_streams up to
+ * this (a stream_create past it fails with CUA_EQUOTA), every one of them timed (done_at). */
+#define WK_STREAM_ID_MAX 4095u
 
 /* A stream the request being issued queued work on, and the command blamed if it faults. */
 struct wk_touch {
@@ -247,10 +250,8 @@ struct wk {
 	unsigned char *shm;       /* (core) */
 	struct ring *cmd, *cpl;   /* (core) */
 	pthread_mutex_t cpl_lock; /* (core) serialises producers of the completion ring */
-	struct hostbuf *hostbufs; /* (core) id = index + 1 */
-	size_t nhostbufs;
-	struct wk_stream *streams; /* (core) indexed by stream id */
-	size_t nstreams;
+	cua_idmap hostbufs;       /* (core) host buffer id (1 ..) -> struct hostbuf * (commands.c) */
+	cua_idmap streams;        /* (core) live stream id -> struct wk_stream * (streams.c) */
 	struct wk_touch *touched; /* (core) streams of the request being issued */
 	size_t ntouched, touched_cap;
 	uint64_t serial;         /* (core) of the request being issued */
@@ -259,9 +260,9 @@ struct wk {
 	/* (core) per stream, when its last notice was done (monotonic ns): chunks of WK_DONE_CHUNK streams, made by
 	 * the main thread as streams are added and never moved, read by whichever thread completes a notice */
 	_Atomic(_Atomic uint64_t *) done_at[WK_DONE_CHUNKS];
-	struct wk_event *events; /* (core) indexed by event id; main thread only (commands_event.c) */
-	size_t nevents;
+	cua_idmap events; /* (core) live event id -> struct wk_event *; main thread only (commands_event.c) */
 };
+_Static_assert(WK_STREAM_ID_MAX < WK_DONE_CHUNK * WK_DONE_CHUNKS, "every stream's busy time is measured");
 
 extern const struct wk_backend backend_emu;
 #ifdef HAVE_CUDA_H

@@ -15,23 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A new stream: pool stream *sid when pool (init), else one with a fresh id of C->streams' range in *sid. */
 static int
-new_stream(struct cu *C, int prio, uint32_t *sid, cua_err *e)
+new_stream(struct cu *C, int prio, bool pool, uint32_t *sid, cua_err *e)
 {
-	uint32_t slot = C->nstreams;
-	for (uint32_t i = C->w->info.pool_streams; i < C->nstreams; i++)
-		if (C->streams[i] == NULL) {
-			slot = i;
-			break;
-		}
-	if (slot == MAX_STREAMS)
-		return cua_err_set(e, CUA_EQUOTA, "more than %u streams on this device", MAX_STREAMS);
-	CUresult r = drv.cuStreamCreateWithPriority(&C->streams[slot], CU_STREAM_NON_BLOCKING, prio);
+	CUstream s;
+	uint64_t id = *sid;
+	CUresult r = drv.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, prio);
 	if (r != CUDA_SUCCESS)
 		return cerr(e, r, "cuStreamCreateWithPriority");
-	if (slot == C->nstreams)
-		C->nstreams++;
-	*sid = slot;
+	pthread_rwlock_wrlock(&C->slock);
+	int rc = pool ? cua_idmap_set(&C->streams, id, s) : cua_idmap_alloc(&C->streams, &id, s);
+	pthread_rwlock_unlock(&C->slock);
+	if (rc != 0) {
+		drv.cuStreamDestroy(s);
+		return rc == CUA_EQUOTA
+			       ? cua_err_set(e, rc, "more than %u streams on this device", WK_STREAM_ID_MAX + 1)
+			       : cua_err_set(e, rc, "out of host memory");
+	}
+	*sid = (uint32_t)id;
 	return 0;
 }
 
@@ -47,6 +49,10 @@ cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_er
 	C->w = w;
 	C->host = host;
 	w->be_state = C;
+	pthread_rwlock_init(&C->slock, NULL);
+	cua_idmap_init(&C->modules, 1, UINT32_MAX);
+	cua_idmap_init(&C->events, 1, UINT32_MAX);
+	wk_idtab_init(&C->graphs, 1, UINT32_MAX);
 	CUresult cr;
 	if ((cr = drv.cuDeviceGet(&C->dev, w->opts.device)) != CUDA_SUCCESS)
 		return cua_err_set(e, CUA_ENO_DEVICE, "device %d: %s", w->opts.device, errname(cr));
@@ -83,9 +89,10 @@ cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_er
 	info->cluster_launch = cluster != 0;
 	info->cooperative_launch = coop != 0;
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
-	for (uint32_t i = 0; i < info->pool_streams; i++) {
-		uint32_t sid;
-		if ((r = new_stream(C, 0, &sid, e)) != 0)
+	cua_idmap_init(&C->streams, info->pool_streams, WK_STREAM_ID_MAX);
+	for (uint32_t sid = 0; sid < info->pool_streams; sid++) {
+		uint32_t id = sid;
+		if ((r = new_stream(C, 0, true, &id, e)) != 0)
 			return r;
 	}
 	if (w->opts.scrub &&
@@ -113,9 +120,9 @@ cu_fini(struct wk *w)
 {
 	struct cu *C = w->be_state;
 	cu_reactor_stop(C);
-	for (uint32_t i = 0; i < C->nstreams; i++)
-		if (C->streams[i])
-			drv.cuStreamSynchronize(C->streams[i]);
+	void *s;
+	for (size_t k = 0; cua_idmap_next(&C->streams, &k, NULL, &s);) /* no other thread is left */
+		drv.cuStreamSynchronize(s);
 	cu_events_fini(C);
 	if (C->staging_registered)
 		drv.cuMemHostUnregister(w->staging);
@@ -161,14 +168,11 @@ cu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t
 		return cua_err_set(e, CUA_EMODULE, "%s: %s%s%s", errname(r), errstr(r), log_err[0] ? "; JIT log: " : "",
 				   log_err);
 	}
-	CUmodule *n = realloc(C->modules, (C->nmodules + 1) * sizeof(*n));
-	if (n == NULL) {
+	int rc = cua_idmap_alloc(&C->modules, id, m);
+	if (rc != 0) {
 		drv.cuModuleUnload(m);
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		return cua_err_set(e, rc, rc == CUA_EQUOTA ? "too many modules" : "out of host memory");
 	}
-	C->modules = n;
-	C->modules[C->nmodules++] = m;
-	*id = C->nmodules;
 	return 0;
 }
 
@@ -176,14 +180,14 @@ static int
 cu_module_unload(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	if (id == 0 || id > C->nmodules || C->modules[id - 1] == NULL)
+	CUmodule m = cua_idmap_find(&C->modules, id);
+	if (m == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
-	if (cu_globals_release(C, id) != 0) { /* kept loaded (and leaked) rather than freed uncleared */
-		C->modules[id - 1] = NULL;
+	int kept = cu_globals_release(C, id) != 0; /* kept loaded (and leaked) rather than freed uncleared */
+	cua_idmap_remove(&C->modules, id);
+	if (kept)
 		return 0;
-	}
-	CUresult r = drv.cuModuleUnload(C->modules[id - 1]);
-	C->modules[id - 1] = NULL;
+	CUresult r = drv.cuModuleUnload(m);
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuModuleUnload");
 }
 
@@ -192,10 +196,11 @@ cu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_
 		cua_err *e)
 {
 	struct cu *C = w->be_state;
-	if (mod == 0 || mod > C->nmodules || C->modules[mod - 1] == NULL)
+	CUmodule m = cua_idmap_find(&C->modules, mod);
+	if (m == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)mod);
 	CUfunction f;
-	CUresult r = drv.cuModuleGetFunction(&f, C->modules[mod - 1], name);
+	CUresult r = drv.cuModuleGetFunction(&f, m, name);
 	if (r == CUDA_ERROR_NOT_FOUND)
 		return cua_err_set(e, CUA_ENOT_FOUND, "CUDA_ERROR_NOT_FOUND: no kernel named '%s' in the module", name);
 	if (r != CUDA_SUCCESS)
@@ -308,17 +313,19 @@ cu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e)
 static int
 cu_stream_create(struct wk *w, int priority, uint32_t *sid, cua_err *e)
 {
-	return new_stream(w->be_state, priority, sid, e);
+	return new_stream(w->be_state, priority, false, sid, e);
 }
 
 static int
 cu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	if (sid < w->info.pool_streams || sid >= C->nstreams || C->streams[sid] == NULL)
+	pthread_rwlock_wrlock(&C->slock);
+	CUstream s = sid < w->info.pool_streams ? NULL : cua_idmap_remove(&C->streams, sid);
+	pthread_rwlock_unlock(&C->slock);
+	if (s == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
-	CUresult r = drv.cuStreamDestroy(C->streams[sid]); /* returns at once; pending work still completes */
-	C->streams[sid] = NULL;
+	CUresult r = drv.cuStreamDestroy(s); /* returns at once; pending work still completes */
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuStreamDestroy");
 }
 

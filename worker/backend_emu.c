@@ -60,10 +60,14 @@ emu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_e
 	info->cluster_launch = w->opts.emu_sm >= 90;     /* as CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH */
 	info->cooperative_launch = w->opts.emu_sm >= 60; /* as CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH */
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
-	for (unsigned i = 0; i < info->pool_streams; i++) {
-		uint32_t sid;
-		r = emu_stream_new(E, 0, &sid, e);
-		if (r != 0)
+	cua_idmap_init(&E->streams, info->pool_streams, WK_STREAM_ID_MAX);
+	cua_idmap_init(&E->allocs, 0, 0); /* keyed by address: set, never allocated */
+	cua_idmap_init(&E->events, 1, UINT32_MAX);
+	wk_idtab_init(&E->graphs, 1, UINT32_MAX);
+	cua_idmap_init(&E->modules, 1, EMU_MODULES_MAX); /* a function id is the module id << 8 | kernel */
+	for (uint32_t sid = 0; sid < info->pool_streams; sid++) {
+		uint32_t id = sid;
+		if ((r = emu_stream_new(E, 0, true, &id, e)) != 0)
 			return r;
 	}
 	return 0;
@@ -77,10 +81,8 @@ emu_fini(struct wk *w)
 	emu_pool_fini(E);
 	emu_graphs_fini(E);
 	emu_events_fini(E);
-	for (size_t i = 0; i < E->nmodules; i++)
-		free(E->modules[i].globals);
-	free(E->modules);
-	free(E->allocs);
+	emu_modules_fini(E);
+	wk_idmap_fini_each(&E->allocs, wk_free_obj, NULL);
 	extent_fini(&E->alloc);
 	munmap(E->mem, E->size);
 	free(E);

@@ -36,6 +36,7 @@
 #define CUAW_CORE_H
 
 #include "backend.h"
+#include "idtab.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -118,6 +119,9 @@ int wk_i_graph_launch(struct wk *w, const struct wk_op *op, cua_err *e);
 
 /* One row per enum wrec_op (commands.c); a row with run == NULL is not a command. */
 extern const struct wk_cmd wk_cmds[WR_OP_MAX];
+/* The worker is finishing: the core's tables of host buffers (commands.c) and events (commands_event.c) go. */
+void wk_hostbufs_fini(struct wk *w);
+void wk_events_fini(struct wk *w);
 
 /* commands_event.c: the event commands' handlers (rows in commands.c). */
 int wk_c_event_create(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e);
@@ -143,14 +147,17 @@ int wk_launch_attr_check(struct wk *w, const struct wk_launch *l, cua_err *e);
 int wk_stream_add(struct wk *w, uint32_t sid);
 /* Whether sid names a live stream. Main thread. */
 bool wk_stream_live(const struct wk *w, uint32_t sid);
+/* Frees the stream table, the touched list and the busy clocks (the worker is finishing). Main thread. */
+void wk_streams_fini(struct wk *w);
 /* Before sid is destroyed: asks now for the notice of what the current request queued on it, and marks it
  * dead. Main thread. (With submit threads the barrier before STREAM_DESTROY has already asked for it.) */
 void wk_stream_retire(struct wk *w, uint32_t sid);
 
 /* Whether the request being issued has already noted live stream sid (since the last flush). Main thread. */
 bool wk_stream_touched(const struct wk *w, uint32_t sid);
-/* Notes that the request being issued queued work on live stream sid (idx is blamed if it faults). 0, or
- * CUA_ENOMEM: then the caller takes the stream's notice at once instead (wk_notify). Main thread. */
+/* Notes that the request being issued queued work on stream sid (idx is blamed if it faults). 0, or CUA_ENOMEM
+ * (or CUA_ENOT_FOUND: sid is not live): then the caller takes the stream's notice at once instead (wk_notify).
+ * Main thread. */
 int wk_touch(struct wk *w, uint32_t sid, uint32_t idx);
 /* Counts one more notice in t and asks the backend for it on sid now (blame_idx is blamed if it faults). The
  * thread that issues on sid. */

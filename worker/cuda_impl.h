@@ -13,6 +13,7 @@
 #define CUAW_CUDA_IMPL_H
 
 #include "backend.h"
+#include "idtab.h"
 
 #include <cuda.h>
 #include <pthread.h>
@@ -20,7 +21,6 @@
 #include <sys/queue.h>
 
 #define CUDA_API_VERSION 12040 /* cuFuncGetParamInfo appeared in 12.4 */
-#define MAX_STREAMS 4096u
 /* Functions live in chunks that never move, so submit threads read them while function_get adds more. */
 #define FN_CHUNK 1024u
 #define FN_CHUNKS 1024u
@@ -78,11 +78,11 @@ struct cu {
 	CUdevice dev;
 	CUcontext ctx;
 	int sm;
-	/* written by the main thread; a slot is read by its stream's owner only while the stream exists (backend.h) */
-	CUstream streams[MAX_STREAMS];
-	uint32_t nstreams; /* main thread */
-	CUmodule *modules;
-	size_t nmodules;
+	/* stream id -> CUstream: changed by the main thread (create, destroy), read by each stream's owner while the
+	 * stream exists (backend.h), all under slock (the map may move as it grows) */
+	pthread_rwlock_t slock;
+	cua_idmap streams;
+	cua_idmap modules;         /* module id -> CUmodule; main thread */
 	struct cu_global *globals; /* main thread */
 	size_t nglobals, globals_cap;
 	CUfunction *fn_chunks[FN_CHUNKS]; /* function id f is fn_chunks[(f-1) / FN_CHUNK][(f-1) % FN_CHUNK] */
@@ -90,8 +90,8 @@ struct cu {
 	int staging_registered;
 	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
 	CUstream scrub;
-	uint64_t leaked_bytes;    /* allocations kept because their clear failed (never handed out again) */
-	struct cu_graphs *graphs; /* backend_cuda_graph.c; NULL until the first graph */
+	uint64_t leaked_bytes;  /* allocations kept because their clear failed (never handed out again) */
+	struct wk_idtab graphs; /* graph id -> struct cu_graph * (backend_cuda_graph.c) */
 	/* reactor */
 	pthread_t reactor;
 	pthread_mutex_t lock;
@@ -99,10 +99,10 @@ struct cu {
 	struct markers pending;      /* under lock: recorded and not yet seen complete */
 	struct markers free_markers; /* under lock: their events are reused */
 	int stop;
-	/* clients' events (backend_cuda_event.c): id - 1; the table and the events' references under evlock */
+	/* clients' events (backend_cuda_event.c): id -> struct cu_event *; the table and the events' references under
+	 * evlock */
 	pthread_mutex_t evlock;
-	struct cu_event **events;
-	size_t nevents;
+	cua_idmap events;
 };
 
 /* cuda_drv.c. Prefixed as the worker library's symbols; short names in the backend's files. */
@@ -121,11 +121,14 @@ int is_sticky(CUresult r);
  * e. */
 int cu_load_driver(cua_err *e);
 
-/* sid's stream, or NULL. Its owner's thread (backend.h); never reads nstreams, which the main thread moves. */
+/* sid's stream, or NULL. Any thread (takes slock to read). */
 static inline CUstream
 cu_stream_of(struct cu *C, uint32_t sid)
 {
-	return sid < MAX_STREAMS ? C->streams[sid] : NULL;
+	pthread_rwlock_rdlock(&C->slock);
+	CUstream s = cua_idmap_find(&C->streams, sid);
+	pthread_rwlock_unlock(&C->slock);
+	return s;
 }
 
 /* Function fn, or NULL. Any thread. */

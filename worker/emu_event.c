@@ -64,7 +64,7 @@ static struct emu_event *
 event_get(struct emu *E, uint64_t id)
 {
 	pthread_mutex_lock(&E->lock);
-	struct emu_event *ev = id != 0 && id <= E->nevents ? E->events[id - 1] : NULL;
+	struct emu_event *ev = cua_idmap_find(&E->events, id);
 	pthread_mutex_unlock(&E->lock);
 	return ev;
 }
@@ -73,24 +73,6 @@ static int
 no_event(uint64_t id, cua_err *e)
 {
 	return cua_err_set(e, CUA_ENOT_FOUND, "emulated device: no event %llu", (unsigned long long)id);
-}
-
-/* A free slot of the table (grown by one when none). Caller holds E->lock. */
-static int
-event_slot(struct emu *E, size_t *slot, cua_err *e)
-{
-	for (size_t i = 0; i < E->nevents; i++)
-		if (E->events[i] == NULL) {
-			*slot = i;
-			return 0;
-		}
-	struct emu_event **n = realloc(E->events, (E->nevents + 1) * sizeof(*n));
-	if (n == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
-	E->events = n;
-	E->events[E->nevents] = NULL;
-	*slot = E->nevents++;
-	return 0;
 }
 
 int
@@ -104,17 +86,15 @@ emu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e)
 	ev->timing = !(flags & CUA_EVENT_DISABLE_TIMING);
 	TAILQ_INIT(&ev->parked);
 	TAILQ_INIT(&ev->watchers);
-	size_t slot = 0;
 	pthread_mutex_lock(&E->lock);
-	int r = event_slot(E, &slot, e);
-	if (r == 0)
-		E->events[slot] = ev; /* transferred */
+	int r = cua_idmap_alloc(&E->events, id, ev); /* transferred */
 	pthread_mutex_unlock(&E->lock);
 	if (r != 0) {
 		free(ev);
-		return r;
+		return cua_err_set(e, r,
+				   r == CUA_EQUOTA ? "emulated device: too many events"
+						   : "emulated device: out of host memory");
 	}
-	*id = slot + 1;
 	return 0;
 }
 
@@ -123,9 +103,7 @@ emu_event_destroy(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	struct emu_event *ev = id != 0 && id <= E->nevents ? E->events[id - 1] : NULL;
-	if (ev != NULL)
-		E->events[id - 1] = NULL;
+	struct emu_event *ev = cua_idmap_remove(&E->events, id);
 	pthread_mutex_unlock(&E->lock);
 	if (ev == NULL)
 		return no_event(id, e);
@@ -320,9 +298,5 @@ event_job_fini(struct emu *E, struct emu_job *j)
 void
 emu_events_fini(struct emu *E)
 {
-	for (size_t i = 0; i < E->nevents; i++)
-		free(E->events[i]);
-	free(E->events);
-	E->events = NULL;
-	E->nevents = 0;
+	wk_idmap_fini_each(&E->events, wk_free_obj, NULL);
 }

@@ -18,12 +18,14 @@
 #include "emu_image.h"
 #include "emu_kernels.h"
 #include "extent.h"
+#include "idtab.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/queue.h>
 
 #define EMU_ALIGN 256u
+#define EMU_MODULES_MAX (1u << 24) /* module ids 1 .. this: a function id is the module id << 8 | kernel + 1 */
 
 struct emu;
 struct emu_event; /* emu_event.c */
@@ -118,8 +120,8 @@ struct emu_fattr {
 };
 #define EMU_DYN_SHARED_DEFAULT (48 << 10)
 
-/* A loaded module: the built-in kernels its image names (bit k: emu_kernels[k]; 0: a free slot), its globals
- * and its kernels' attributes. A function id is (module id << 8) | (kernel index + 1). */
+/* A loaded module: the built-in kernels its image names (bit k: emu_kernels[k]; never 0), its globals and its
+ * kernels' attributes. A function id is (module id << 8) | (kernel index + 1). */
 struct emu_module {
 	uint64_t kernels;
 	struct emu_global *globals;
@@ -135,16 +137,12 @@ struct emu {
 	uint64_t page;        /* the system's page size */
 	pthread_mutex_t lock; /* allocator, modules, streams table */
 	struct extent_alloc alloc;
-	struct emu_alloc *allocs;
-	size_t nallocs, allocs_cap;
-	struct emu_module *modules;
-	size_t nmodules;
-	struct emu_stream **streams;
-	size_t nstreams;
+	cua_idmap allocs;  /* device address -> struct emu_alloc *: the live allocations */
+	cua_idmap modules; /* module id -> struct emu_module * */
+	cua_idmap streams; /* stream id -> struct emu_stream * */
 	struct emu_pool pool;
-	struct emu_graphs *graphs; /* emu_graph.c; NULL until the first graph */
-	struct emu_event **events; /* event id - 1; the table under lock, the events' state under pool.qlock */
-	size_t nevents;
+	struct wk_idtab graphs; /* graph id -> struct emu_graph * (emu_graph.c) */
+	cua_idmap events;       /* event id -> struct emu_event *, under lock; the events' state under pool.qlock */
 };
 
 /* emu_mem.c: memory (backend.h), and clearing [off, off + len) of it (and nothing else; caller holds E->lock or
@@ -154,11 +152,12 @@ int emu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e);
 void emu_clear(struct emu *E, uint64_t off, uint64_t len);
 
 /* emu_stream.c: the pool (init: one thread started, at most opts.emu_threads; fini: stops the threads once the
- * streams drained), streams (stream_new: caller holds E->lock; streams_fini: drains and frees every stream) and
- * the backend's stream calls and notices (backend.h). */
+ * streams drained), streams (stream_new: pool stream *sid when pool (init), else a fresh id of E->streams' range
+ * in *sid; caller holds E->lock; streams_fini: drains and frees every stream) and the backend's stream calls and
+ * notices (backend.h). */
 int emu_pool_init(struct emu *E, cua_err *e);
 void emu_pool_fini(struct emu *E);
-int emu_stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e);
+int emu_stream_new(struct emu *E, int priority, bool pool, uint32_t *sid, cua_err *e);
 void emu_streams_fini(struct emu *E);
 int emu_stream_create(struct wk *w, int priority, uint32_t *sid, cua_err *e);
 int emu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e);
@@ -188,13 +187,14 @@ int emu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t
 int emu_func_get_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_err *e);
 int emu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_err *e);
 int emu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks, cua_err *e);
+/* Frees every module left (the worker is finishing; their memory goes with the device's). */
+void emu_modules_fini(struct emu *E);
 /* Function fn's kernel, its module's attributes for it (attr may be NULL) and the address of the module global
  * the kernel reads (0: none; global may be NULL), or NOT_FOUND with e. Any thread (takes E->lock). */
 int emu_fn_resolve(struct emu *E, uint64_t fn, const struct emu_kernel **K, struct emu_fattr *attr, uint64_t *global,
 		   cua_err *e);
 
 /* emu_graph.c: graphs (backend.h). emu_graphs_fini frees every graph left (the worker is finishing). */
-struct emu_graphs;
 int emu_graph_create(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_t *id, cua_err *e);
 int emu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk_launch *l, cua_err *e);
 int emu_graph_destroy(struct wk *w, uint64_t id, cua_err *e);

@@ -23,19 +23,12 @@ int
 emu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e)
 {
 	struct emu *E = w->be_state;
+	struct emu_alloc *a = malloc(sizeof(*a));
 	uint64_t off;
 	int r = 0;
+	if (a == NULL)
+		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
 	pthread_mutex_lock(&E->lock);
-	if (E->nallocs == E->allocs_cap) {
-		size_t cap = E->allocs_cap ? 2 * E->allocs_cap : 64;
-		struct emu_alloc *n = realloc(E->allocs, cap * sizeof(*n));
-		if (n == NULL) {
-			r = cua_err_set(e, CUA_ENOMEM, "out of host memory");
-			goto out;
-		}
-		E->allocs = n;
-		E->allocs_cap = cap;
-	}
 	if (extent_get(&E->alloc, bytes, &off) != 0) {
 		r = cua_err_set(e, CUA_ENOMEM, "CUDA_ERROR_OUT_OF_MEMORY: %llu bytes requested, %llu of %llu in use",
 				(unsigned long long)bytes, (unsigned long long)E->alloc.used,
@@ -44,10 +37,17 @@ emu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e)
 	}
 	/* Memory never allocated before reads as zero (a fresh mapping); reused memory reads as zero only because
 	 * emu_mem_free cleared it (--scrub on). CUDA promises neither. */
-	E->allocs[E->nallocs++] = (struct emu_alloc){E->base + off, bytes};
-	*addr = E->base + off;
+	*a = (struct emu_alloc){E->base + off, bytes};
+	if (cua_idmap_set(&E->allocs, a->addr, a) != 0) {
+		extent_put(&E->alloc, off, bytes);
+		r = cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		goto out;
+	}
+	*addr = a->addr;
+	a = NULL; /* transferred */
 out:
 	pthread_mutex_unlock(&E->lock);
+	free(a);
 	return r;
 }
 
@@ -79,20 +79,19 @@ emu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	for (size_t i = 0; i < E->nallocs; i++) {
-		if (E->allocs[i].addr == addr) {
-			uint64_t off = addr - E->base, len = E->allocs[i].len;
-			/* the whole extent: its rounding up to EMU_ALIGN is this block's too (the last one may end
-			 * with the memory) */
-			uint64_t ext = (len + EMU_ALIGN - 1) / EMU_ALIGN * EMU_ALIGN;
-			if (w->opts.scrub)
-				emu_clear(E, off, ext < E->size - off ? ext : E->size - off);
-			extent_put(&E->alloc, off, len);
-			E->allocs[i] = E->allocs[--E->nallocs];
-			pthread_mutex_unlock(&E->lock);
-			return 0;
-		}
+	struct emu_alloc *a = cua_idmap_remove(&E->allocs, addr);
+	if (a != NULL) {
+		uint64_t off = addr - E->base, len = a->len;
+		/* the whole extent: its rounding up to EMU_ALIGN is this block's too (the last one may end with the
+		 * memory) */
+		uint64_t ext = (len + EMU_ALIGN - 1) / EMU_ALIGN * EMU_ALIGN;
+		if (w->opts.scrub)
+			emu_clear(E, off, ext < E->size - off ? ext : E->size - off);
+		extent_put(&E->alloc, off, len);
 	}
 	pthread_mutex_unlock(&E->lock);
-	return cua_err_set(e, CUA_ENOT_FOUND, "no allocation at 0x%llx", (unsigned long long)addr);
+	if (a == NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND, "no allocation at 0x%llx", (unsigned long long)addr);
+	free(a);
+	return 0;
 }

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EMU_MAX_STREAMS 4096u
 #define EMU_THREADS_MIN 8u /* the derived pool size: twice the cores, within these bounds */
 #define EMU_THREADS_MAX 32u
 
@@ -138,41 +137,32 @@ stream_drain(struct emu *E, struct emu_stream *s)
 	pthread_mutex_unlock(&P->qlock);
 }
 
-/* Runs what is queued on s, then frees it; s is no longer in the table, so nothing more is queued on it. */
+/* Runs what is queued on stream s, then frees it; s is no longer in the table (or the table is going), so nothing
+ * more is queued on it. ud: the device (struct emu *), as a callback of wk_idmap_fini_each. */
 static void
-stream_stop(struct emu *E, struct emu_stream *s)
+stream_stop(void *ud, void *s)
 {
-	stream_drain(E, s);
+	stream_drain(ud, s);
 	free(s);
 }
 
-/* A stream in a free slot. Caller holds E->lock. */
 int
-emu_stream_new(struct emu *E, int priority, uint32_t *sid, cua_err *e)
+emu_stream_new(struct emu *E, int priority, bool pool, uint32_t *sid, cua_err *e)
 {
-	if (E->nstreams >= EMU_MAX_STREAMS)
-		return cua_err_set(e, CUA_EQUOTA, "emulated device: more than %u streams", EMU_MAX_STREAMS);
-	/* reuse a destroyed slot */
-	size_t slot = E->nstreams;
-	for (size_t i = E->w->info.pool_streams; i < E->nstreams; i++)
-		if (E->streams[i] == NULL) {
-			slot = i;
-			break;
-		}
-	if (slot == E->nstreams) {
-		struct emu_stream **n = realloc(E->streams, (E->nstreams + 1) * sizeof(*n));
-		if (n == NULL)
-			return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
-		E->streams = n;
-		E->streams[E->nstreams++] = NULL;
-	}
 	struct emu_stream *s = calloc(1, sizeof(*s));
+	uint64_t id = *sid;
 	if (s == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
 	TAILQ_INIT(&s->jobs);
 	s->priority = priority;
-	E->streams[slot] = s; /* transferred */
-	*sid = (uint32_t)slot;
+	int r = pool ? cua_idmap_set(&E->streams, id, s) : cua_idmap_alloc(&E->streams, &id, s);
+	if (r != 0) {
+		free(s);
+		return r == CUA_EQUOTA
+			       ? cua_err_set(e, r, "emulated device: more than %u streams", WK_STREAM_ID_MAX + 1)
+			       : cua_err_set(e, r, "emulated device: out of host memory");
+	}
+	*sid = (uint32_t)id; /* transferred */
 	return 0;
 }
 
@@ -181,7 +171,7 @@ emu_stream_create(struct wk *w, int priority, uint32_t *sid, cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	int r = emu_stream_new(E, priority, sid, e);
+	int r = emu_stream_new(E, priority, false, sid, e);
 	pthread_mutex_unlock(&E->lock);
 	return r;
 }
@@ -191,13 +181,10 @@ emu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	if (sid < w->info.pool_streams || sid >= E->nstreams || E->streams[sid] == NULL) {
-		pthread_mutex_unlock(&E->lock);
-		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
-	}
-	struct emu_stream *s = E->streams[sid];
-	E->streams[sid] = NULL;
+	struct emu_stream *s = sid < w->info.pool_streams ? NULL : cua_idmap_remove(&E->streams, sid);
 	pthread_mutex_unlock(&E->lock);
+	if (s == NULL)
+		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
 	stream_stop(E, s); /* runs what is queued first */
 	return 0;
 }
@@ -219,7 +206,7 @@ static struct emu_stream *
 stream_get(struct emu *E, uint32_t sid)
 {
 	pthread_mutex_lock(&E->lock);
-	struct emu_stream *s = sid < E->nstreams ? E->streams[sid] : NULL;
+	struct emu_stream *s = cua_idmap_find(&E->streams, sid);
 	pthread_mutex_unlock(&E->lock);
 	return s;
 }
@@ -292,10 +279,5 @@ emu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
 void
 emu_streams_fini(struct emu *E)
 {
-	for (size_t i = 0; i < E->nstreams; i++)
-		if (E->streams[i])
-			stream_stop(E, E->streams[i]);
-	free(E->streams);
-	E->streams = NULL;
-	E->nstreams = 0;
+	wk_idmap_fini_each(&E->streams, stream_stop, E);
 }

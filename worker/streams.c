@@ -63,21 +63,26 @@ wk_notice_done(struct wk *w, struct wk_tag tag)
 
 /* ------------------------------------------------------------------ the stream table */
 
+/* The core's record of live stream sid, or NULL. Main thread. */
+static struct wk_stream *
+stream_at(const struct wk *w, uint32_t sid)
+{
+	return cua_idmap_find(&w->streams, sid);
+}
+
 int
 wk_stream_add(struct wk *w, uint32_t sid)
 {
-	if (sid >= w->nstreams) {
-		size_t n = w->nstreams ? w->nstreams : 16;
-		while (n <= sid)
-			n *= 2;
-		struct wk_stream *s = realloc(w->streams, n * sizeof(*s));
-		if (s == NULL)
+	struct wk_stream *s = stream_at(w, sid);
+	if (s == NULL) {
+		if ((s = calloc(1, sizeof(*s))) == NULL)
 			return CUA_ENOMEM;
-		memset(s + w->nstreams, 0, (n - w->nstreams) * sizeof(*s));
-		w->streams = s;
-		w->nstreams = n;
+		if (cua_idmap_set(&w->streams, sid, s) != 0) {
+			free(s);
+			return CUA_ENOMEM;
+		}
 	}
-	w->streams[sid] = (struct wk_stream){0, 1};
+	*s = (struct wk_stream){0};
 	if (sid / WK_DONE_CHUNK < WK_DONE_CHUNKS && atomic_load(&w->done_at[sid / WK_DONE_CHUNK]) == NULL) {
 		_Atomic uint64_t *c = calloc(WK_DONE_CHUNK, sizeof(*c));
 		if (c != NULL) /* else its work is timed from its notices */
@@ -92,15 +97,36 @@ wk_stream_add(struct wk *w, uint32_t sid)
 bool
 wk_stream_live(const struct wk *w, uint32_t sid)
 {
-	return sid < w->nstreams && w->streams[sid].live;
+	return stream_at(w, sid) != NULL;
+}
+
+void
+wk_streams_fini(struct wk *w)
+{
+	wk_idmap_fini_each(&w->streams, wk_free_obj, NULL);
+	free(w->touched);
+	w->touched = NULL;
+	w->ntouched = w->touched_cap = 0;
+	for (size_t i = 0; i < WK_DONE_CHUNKS; i++)
+		free(atomic_exchange(&w->done_at[i], NULL));
 }
 
 /* ------------------------------------------------------------------ the streams a request touched */
 
+bool
+wk_stream_touched(const struct wk *w, uint32_t sid)
+{
+	const struct wk_stream *s = stream_at(w, sid);
+	return s != NULL && s->mark == w->serial;
+}
+
 int
 wk_touch(struct wk *w, uint32_t sid, uint32_t idx)
 {
-	if (w->streams[sid].mark == w->serial)
+	struct wk_stream *s = stream_at(w, sid);
+	if (s == NULL)
+		return CUA_ENOT_FOUND; /* not live: nothing to note (its notice, asked at once, finds nothing queued) */
+	if (s->mark == w->serial)
 		return 0;
 	if (w->ntouched == w->touched_cap) {
 		size_t cap = w->touched_cap ? 2 * w->touched_cap : 16;
@@ -111,7 +137,7 @@ wk_touch(struct wk *w, uint32_t sid, uint32_t idx)
 		w->touched_cap = cap;
 	}
 	w->touched[w->ntouched++] = (struct wk_touch){sid, idx};
-	w->streams[sid].mark = w->serial;
+	s->mark = w->serial;
 	return 0;
 }
 
@@ -122,18 +148,12 @@ wk_notify(struct wk *w, struct tracker *t, uint32_t sid, uint32_t blame_idx)
 	wk_notice(w, sid, (struct wk_tag){t, blame_idx, 0, 0}, wk_notice_done);
 }
 
-bool
-wk_stream_touched(const struct wk *w, uint32_t sid)
-{
-	return w->streams[sid].mark == w->serial;
-}
-
 void
 wk_notify_touched(struct wk *w)
 {
 	for (size_t i = 0; i < w->ntouched; i++) {
 		const struct wk_touch *k = &w->touched[i];
-		if (w->streams[k->sid].mark == w->serial)
+		if (wk_stream_touched(w, k->sid))
 			wk_notify(w, w->issuing, k->sid, k->blame);
 	}
 	w->ntouched = 0;
@@ -142,16 +162,13 @@ wk_notify_touched(struct wk *w)
 void
 wk_stream_retire(struct wk *w, uint32_t sid)
 {
-	if (!wk_stream_live(w, sid))
-		return;
-	if (w->streams[sid].mark == w->serial) {
+	if (wk_stream_touched(w, sid))
 		for (size_t i = 0; i < w->ntouched; i++)
 			if (w->touched[i].sid == sid) {
 				wk_notify(w, w->issuing, sid, w->touched[i].blame);
 				break;
 			}
-	}
-	w->streams[sid] = (struct wk_stream){0, 0};
+	free(cua_idmap_remove(&w->streams, sid));
 }
 
 void
@@ -159,7 +176,7 @@ wk_flush(struct wk *w)
 {
 	for (size_t i = 0; i < w->ntouched; i++) {
 		const struct wk_touch *k = &w->touched[i];
-		if (w->streams[k->sid].mark != w->serial)
+		if (!wk_stream_touched(w, k->sid))
 			continue;
 		atomic_fetch_add(&w->issuing->pending, 1);
 		wksub_notice(w->sub, k->sid, (struct wk_tag){w->issuing, k->blame});

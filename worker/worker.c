@@ -334,6 +334,9 @@ worker_main(const struct worker_opts *o)
 	memset(&w, 0, sizeof(w));
 	w.opts = *o;
 	pthread_mutex_init(&w.cpl_lock, NULL);
+	cua_idmap_init(&w.hostbufs, 1, UINT32_MAX);
+	cua_idmap_init(&w.streams, 0, 0); /* ids are the backend's: set, never allocated here */
+	cua_idmap_init(&w.events, 0, 0);
 	if (map_region(&w, o->shm_fd) != 0 || heartbeat_start(&w) != 0)
 		return 1;
 	cua_err e;
@@ -371,10 +374,8 @@ worker_main(const struct worker_opts *o)
 	wksub_stop(w.sub); /* issues what it was handed first */
 	w.sub = NULL;
 	w.be->fini(&w);
-	free(w.streams);
-	free(w.touched);
-	free(w.events);
-	for (size_t i = 0; i < WK_DONE_CHUNKS; i++)
-		free(atomic_load(&w.done_at[i]));
+	wk_streams_fini(&w);
+	wk_events_fini(&w);
+	wk_hostbufs_fini(&w);
 	return 0;
 }
