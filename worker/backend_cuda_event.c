@@ -1,6 +1,6 @@
 /*
  * backend_cuda_event.c — clients' events on the GPU: cuEventCreate/Record/Destroy/Query/ElapsedTime and
- * cuStreamWaitEvent. A synchronize is a marker of the completion reactor (backend_cuda.c) that watches the
+ * cuStreamWaitEvent. A synchronize is a marker of the completion reactor (cuda_reactor.c) that watches the
  * client's event itself instead of one recorded by the backend: the same polling as every completion, no thread
  * and no host callback per event. An event lives while its id or a watch refers to it; cuEventDestroy of an
  * event whose records or waits are still queued is legal (CUDA releases it when they are done).

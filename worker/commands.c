@@ -403,7 +403,7 @@ wk_hostbufs_fini(struct wk *w)
 /* ------------------------------------------------------------------ the table */
 
 #define SYNC(op, name, type, fn) [op] = {name, sizeof(type), false, WK_BARRIER_NONE, fn, NULL, NULL}
-/* A sync command that must not run while a submit thread still has unissued work (worker.c, run_sync). */
+/* A sync command that must not run while a submit thread still has unissued work (worker.c, barrier). */
 #define BARRIER(op, name, type, fn, b) [op] = {name, sizeof(type), false, b, fn, NULL, NULL}
 #define STREAM(op, name, type, prep, issue) [op] = {name, sizeof(type), true, WK_BARRIER_NONE, NULL, prep, issue}
 /* A stream command whose issuer ends a hold instead of a stream notice (core.h, commands_event.c). */

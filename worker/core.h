@@ -11,6 +11,8 @@
  *   streams.c                     the core's stream table, the streams a request touched, notices, busy time
  *   tracker.c  submit.c           outcomes, completion records, fault exits | the submit threads, which call
  *                                 back through the struct wksub_ops worker.c gave them (issue, notice)
+ *   idtab.c                       tables of objects by id (on common/cua_idmap.c), for every file above and
+ *                                 the backends
  *
  * The backends sit below worker.c and beside the rest: the core calls them through struct wk_backend, they
  * report through their struct wk_host (tracker.c's wk_report and wk_fatal_many) and each notice's wk_done_fn

@@ -45,7 +45,7 @@ cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct marker
 	snprintf(d, sizeof(d),
 		 "%s: %s (the GPU does not say which kernel in flight faulted; this request had work on the device)",
 		 errname(r), errstr(r));
-	pthread_mutex_lock(&C->lock); /* kept: wk_fatal_many exits */
+	pthread_mutex_lock(&C->lock); /* kept: the host's fatal_many exits */
 	size_t n = 0, cap = 1;
 	struct marker *m;
 	if (held)

@@ -1,7 +1,7 @@
 /*
  * emu_mem.c — the emulated device's memory: host memory (one mapping made by init) behind fake device addresses,
  * handed out by an extent allocator (link/extent.c), the live allocations, and the view kernels and copies get of
- * it. Below every other emu file but emu_kernels' callers (core.h, "Layers"); under E->lock.
+ * it. The bottom of the emulated device's files (emu_impl.h, "Layers"); under E->lock.
  */
 #include "config.h"
 

@@ -317,7 +317,7 @@ wksub_push(struct wksub *S)
 			pthread_cond_signal(&T->work);
 		pthread_mutex_unlock(&T->lock);
 		T->cur = NULL;
-		T->owed = 0; /* every owed notice was appended before pushing (worker.c, flush) */
+		T->owed = 0; /* every owed notice was appended before pushing (streams.c, wk_flush) */
 	}
 }
 
