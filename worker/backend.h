@@ -10,7 +10,8 @@
  * The core never runs stream_destroy(sid) while sid's owner may still issue on it, nor mem_free,
  * module_unload or host_unregister while any submit thread has unissued work. Stream work is queued and
  * finishes later on threads of the backend's own (emu: a bounded pool serving the streams in turn; cuda: the
- * GPU and the reactor); a backend reports its outcome only through the services below.
+ * GPU and the reactor); a backend reports its outcome only through the struct wk_host it was given at init and
+ * the wk_done_fn of each notice: it never calls the core by name (core.h, "Layers").
  *
  * Completion: the core never waits for stream work. After issuing a request it asks for one notice per stream
  * the request touched (wk_backend.notify); the request's completion is written when the last notice is done.
@@ -19,6 +20,7 @@
 #define CUAW_BACKEND_H
 
 #include "cua_error.h"
+#include "cua_idmap.h"
 #include "cua_proto.h"
 #include "worker.h"
 #include "wrec.h"
@@ -26,6 +28,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 struct wk;
 struct wksub;
@@ -65,6 +68,32 @@ struct wk_gnode {
 /* Called by a backend, from any thread, exactly once per notify. */
 typedef void (*wk_done_fn)(struct wk *w, struct wk_tag tag);
 
+/* What the core offers a backend, given to init (static: it outlives the backend). Any thread. */
+struct wk_host {
+	/* A failure of queued work: tag's command gets status and detail (copied; may be NULL). Distinct commands
+	 * may be reported concurrently. Never blocks on the device. */
+	void (*report)(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail);
+	/* A sticky device fault: each of the n tags' commands gets CUA_EDEVICE with detail (a request may repeat;
+	 * n may be 0 when no work can be named), their requests' completions are written flagged fatal, and the
+	 * process exits so the front-end starts a fresh worker. Never returns (wk_host_fatal_many says so). */
+	void (*fatal_many)(struct wk *w, const struct wk_tag *tags, size_t n, const char *detail);
+};
+
+/* h->fatal_many, declared not to return. */
+_Noreturn static inline void
+wk_host_fatal_many(const struct wk_host *h, struct wk *w, const struct wk_tag *tags, size_t n, const char *detail)
+{
+	h->fatal_many(w, tags, n, detail);
+	abort(); /* a bug: fatal_many exits the process */
+}
+
+/* The sticky fault of tag's command (h->fatal_many of one tag). Never returns. */
+_Noreturn static inline void
+wk_host_fatal(const struct wk_host *h, struct wk *w, struct wk_tag tag, const char *detail)
+{
+	wk_host_fatal_many(h, w, &tag, 1, detail);
+}
+
 /*
  * The backend. Every int-returning call returns 0 or a CUA_E* code with the reason in e. All are called on
  * the main thread. Ids (module, function, stream) are the backend's own, small and non-zero except stream
@@ -72,9 +101,10 @@ typedef void (*wk_done_fn)(struct wk *w, struct wk_tag tag);
  */
 struct wk_backend {
 	const char *name;
-	/* Opens the device and fills *info (pool_streams included; those streams exist on return). On failure
-	 * the worker reports e and exits; fini is not called. */
-	int (*init)(struct wk *w, struct wdev_info *info, cua_err *e);
+	/* Opens the device and fills *info (pool_streams included; those streams exist on return). The backend
+	 * keeps host (it reports through it from then on). On failure the worker reports e and exits; fini is not
+	 * called. */
+	int (*init)(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_err *e);
 	/* Drains every stream and releases the device. */
 	void (*fini)(struct wk *w);
 	/* Optional: called once on each submit thread before its first call (cuda: makes the context current). */
@@ -95,7 +125,7 @@ struct wk_backend {
 	 * the clear is issued after all work on it without waiting for other sessions' streams. A backend never
 	 * touches bytes outside the allocation. When the clear fails without a sticky fault, the memory stays
 	 * allocated (leaked, with a log line) rather than freed uncleared, and the call still returns 0. A sticky
-	 * fault ends the worker through wk_fatal under tag.
+	 * fault ends the worker through the host's fatal_many under tag.
 	 */
 	int (*mem_free)(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e);
 	int (*stream_create)(struct wk *w, int priority, uint32_t *sid, cua_err *e);
@@ -136,7 +166,7 @@ struct wk_backend {
 
 	/*
 	 * Stream work: queue it on stream sid (which the core knows to exist) and return. 0: queued; its failure,
-	 * if any, is reported later with wk_report (or wk_fatal for a sticky fault) under tag. Non-zero: nothing
+	 * if any, is reported later with the host's report (or fatal_many for a sticky fault) under tag. Non-zero: nothing
 	 * was queued and the command fails with e. Host pointers stay valid until the work is done.
 	 */
 	int (*htod)(struct wk *w, uint32_t sid, uint64_t dst, const void *src, uint64_t bytes, struct wk_tag tag,
@@ -152,8 +182,8 @@ struct wk_backend {
 	/*
 	 * Completion notice: calls done(w, tag) exactly once, from any thread and possibly before returning, when
 	 * everything queued on sid so far has finished. Cannot fail: a backend that cannot watch the stream waits
-	 * for it instead. If the device faults first, the backend blames tag.idx with wk_fatal or wk_fatal_many
-	 * (the worker exits) instead of calling done.
+	 * for it instead. If the device faults first, the backend blames tag.idx with the host's fatal_many (the
+	 * worker exits) instead of calling done.
 	 */
 	void (*notify)(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
 
@@ -182,22 +212,24 @@ struct wk_backend {
 
 /* A client's memfd mapped into the worker (WR_HOST_REGISTER). Main thread only. */
 struct hostbuf {
-	unsigned char *p; /* NULL: a free slot */
+	unsigned char *p;
 	size_t len;
 };
 
-/* The core's view of one backend stream id. Main thread only. */
+/* The core's view of one live backend stream id. Main thread only. */
 struct wk_stream {
 	uint64_t mark; /* serial of the last request that queued work on it (and has no notice for it yet) */
-	uint8_t live;
 };
 
-/* The core's view of one backend event id. Main thread only. */
+/* The core's view of one live backend event id. Main thread only. */
 struct wk_event {
-	uint8_t live;
 	uint8_t recorded; /* a record was handed over (or issued) */
 	uint32_t sid;     /* the stream of its last record */
 };
+
+/* The stream ids a backend hands out: 0 .. pool_streams-1 for the pool (init), the rest from pool_streams up to
+ * this (a stream_create past it fails with CUA_EQUOTA), every one of them timed (done_at). */
+#define WK_STREAM_ID_MAX 4095u
 
 /* A stream the request being issued queued work on, and the command blamed if it faults. */
 struct wk_touch {
@@ -218,10 +250,8 @@ struct wk {
 	unsigned char *shm;       /* (core) */
 	struct ring *cmd, *cpl;   /* (core) */
 	pthread_mutex_t cpl_lock; /* (core) serialises producers of the completion ring */
-	struct hostbuf *hostbufs; /* (core) id = index + 1 */
-	size_t nhostbufs;
-	struct wk_stream *streams; /* (core) indexed by stream id */
-	size_t nstreams;
+	cua_idmap hostbufs;       /* (core) host buffer id (1 ..) -> struct hostbuf * (commands.c) */
+	cua_idmap streams;        /* (core) live stream id -> struct wk_stream * (streams.c) */
 	struct wk_touch *touched; /* (core) streams of the request being issued */
 	size_t ntouched, touched_cap;
 	uint64_t serial;         /* (core) of the request being issued */
@@ -230,32 +260,9 @@ struct wk {
 	/* (core) per stream, when its last notice was done (monotonic ns): chunks of WK_DONE_CHUNK streams, made by
 	 * the main thread as streams are added and never moved, read by whichever thread completes a notice */
 	_Atomic(_Atomic uint64_t *) done_at[WK_DONE_CHUNKS];
-	struct wk_event *events; /* (core) indexed by event id; main thread only (commands_event.c) */
-	size_t nevents;
+	cua_idmap events; /* (core) live event id -> struct wk_event *; main thread only (commands_event.c) */
 };
-
-/* launch_attr.c: what the worker checks of a launch's attributes before issuing it, as CUDA would refuse it but
- * with the numbers: a cluster over 8 blocks without the function's NON_PORTABLE_CLUSTER_SIZE_ALLOWED, a cluster
- * other than its REQUIRED_CLUSTER_* dimensions, a cooperative grid that cannot be co-resident (occupancy ×
- * multiprocessors). 0 or BAD_ARGUMENT with e. The issuing thread (a stream's owner). */
-int wk_launch_attr_check(struct wk *w, const struct wk_launch *l, cua_err *e);
-
-/* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;
- * distinct commands may be reported concurrently. Never blocks on the device. */
-void wk_report(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail);
-
-/* Asks the backend for a notice on sid after the work queued there so far, stamping tag with the stream and
- * the time (the request's busy time on sid is measured from it: worker.c). The owner of sid calls it. */
-void wk_notice(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
-
-/* A sticky device fault while running tag's command: writes its request's completion (the command gets
- * CUA_EDEVICE with detail, later unfinished commands CONTEXT_LOST) flagged fatal, and exits the process so the
- * front-end starts a fresh worker. Any thread. Never returns. */
-_Noreturn void wk_fatal(struct wk *w, struct wk_tag tag, const char *detail);
-/* The same when the device cannot say which work faulted (a sticky CUDA error surfaces in whatever is
- * queried next): every one of the n tags gets CUA_EDEVICE with detail; a request may repeat. n may be 0 (then
- * the worker just exits and the front-end fails what was in flight). Never returns. */
-_Noreturn void wk_fatal_many(struct wk *w, const struct wk_tag *tags, size_t n, const char *detail);
+_Static_assert(WK_STREAM_ID_MAX < WK_DONE_CHUNK * WK_DONE_CHUNKS, "every stream's busy time is measured");
 
 extern const struct wk_backend backend_emu;
 #ifdef HAVE_CUDA_H

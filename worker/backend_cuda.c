@@ -1,289 +1,58 @@
 /*
- * backend_cuda.c — the worker's real GPU: the CUDA driver API, loaded at run time (dlopen libcuda.so.1 and
- * cuGetProcAddress for every entry point), so cuasyncd builds and starts on machines without a driver.
- *
- * Completion: the core asks for one notice per stream a request used (cu_notify); each is an event recorded
- * on that stream, which a reactor thread polls (spinning briefly, then sleeping in short steps) and calls back
- * when it has fired. No host callbacks on the hot path (they cost ~8 µs more per completion).
- * A sticky error (illegal address, launch failure, …) is reported with the request it surfaced in, and the
- * worker exits: the context is unusable and only a new process gets a working one.
+ * backend_cuda.c — the worker's real GPU (backend.h) through the CUDA driver API (cuda_drv.c loads it at run
+ * time): the device and its context, modules and functions, memory, streams and the stream work issued on them.
+ * Completions are the reactor's (cuda_reactor.c); events, graphs, globals and function attributes have files of
+ * their own. The top of the CUDA backend's files (cuda_impl.h, "Layers").
  */
 #include "config.h"
 
-#include "backend.h"
 #include "cua_log.h"
-
 #include "cuda_impl.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
-#include <time.h>
 
-struct cuda_drv drv;
-
-const char *
-errname(CUresult r)
-{
-	const char *n = NULL;
-	if (drv.cuGetErrorName == NULL || drv.cuGetErrorName(r, &n) != CUDA_SUCCESS || n == NULL)
-		return "CUDA_ERROR_UNKNOWN";
-	return n;
-}
-
-const char *
-errstr(CUresult r)
-{
-	const char *s = NULL;
-	if (drv.cuGetErrorString == NULL || drv.cuGetErrorString(r, &s) != CUDA_SUCCESS || s == NULL)
-		return "";
-	return s;
-}
-
-/* Errors after which the context is unusable (the process must go). */
-int
-is_sticky(CUresult r)
-{
-	switch ((int)r) {
-	case CUDA_ERROR_ILLEGAL_ADDRESS:
-	case CUDA_ERROR_LAUNCH_TIMEOUT:
-	case CUDA_ERROR_ASSERT:
-	case CUDA_ERROR_HARDWARE_STACK_ERROR:
-	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-	case CUDA_ERROR_MISALIGNED_ADDRESS:
-	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-	case CUDA_ERROR_INVALID_PC:
-	case CUDA_ERROR_LAUNCH_FAILED:
-	case CUDA_ERROR_ECC_UNCORRECTABLE:
-	case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-	case CUDA_ERROR_UNKNOWN: return 1;
-	default: return 0;
-	}
-}
-
-/* Loads the driver and resolves every entry point. 0, or an error with the reason in e. */
+/* A new stream: pool stream *sid when pool (init), else one with a fresh id of C->streams' range in *sid. */
 static int
-load_driver(cua_err *e)
+new_stream(struct cu *C, int prio, bool pool, uint32_t *sid, cua_err *e)
 {
-	static int loaded;
-	if (loaded)
-		return 0;
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL)
-		return cua_err_set(e, CUA_ENO_DEVICE, "no NVIDIA driver: cannot load libcuda.so.1 (%s)", dlerror());
-	__typeof__(cuGetProcAddress) *gpa = (__typeof__(cuGetProcAddress) *)dlsym(h, "cuGetProcAddress_v2");
-	if (gpa == NULL)
-		return cua_err_set(e, CUA_ENO_DEVICE,
-				   "NVIDIA driver too old: no cuGetProcAddress_v2 (need CUDA 12.4+)");
-	CUdriverProcAddressQueryResult q;
-#define CUDA_FN_LOAD(name)                                                                                             \
-	if (gpa(#name, (void **)&drv.name, CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||       \
-	    drv.name == NULL)                                                                                          \
-		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: no %s (need CUDA 12.4+)", #name);
-	CUDA_FNS(CUDA_FN_LOAD)
-	CUDA_GRAPH_FNS(CUDA_FN_LOAD)
-#undef CUDA_FN_LOAD
-	CUresult r = drv.cuInit(0);
-	if (r != CUDA_SUCCESS)
-		return cua_err_set(e, CUA_ENO_DEVICE, "cuInit failed: %s (%s)", errname(r), errstr(r));
-	int ver = 0;
-	drv.cuDriverGetVersion(&ver);
-	if (ver < CUDA_API_VERSION)
-		return cua_err_set(e, CUA_ENO_DEVICE, "NVIDIA driver too old: supports CUDA %d.%d, need 12.4",
-				   ver / 1000, ver % 1000 / 10);
-	loaded = 1;
-	return 0;
-}
-
-int
-cuda_probe(int *count, cua_err *e)
-{
-	int r = load_driver(e);
-	if (r != 0)
-		return r;
-	CUresult cr = drv.cuDeviceGetCount(count);
-	if (cr != CUDA_SUCCESS)
-		return cua_err_set(e, CUA_ENO_DEVICE, "cuDeviceGetCount: %s", errname(cr));
-	if (*count == 0)
-		return cua_err_set(e, CUA_ENO_DEVICE, "the NVIDIA driver sees no GPU");
-	return 0;
-}
-
-/* ------------------------------------------------------------------ worker state */
-
-int
-cerr(cua_err *e, CUresult r, const char *what)
-{
-	return cua_err_set(e, r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM : CUA_EDEVICE, "%s: %s: %s", errname(r), what,
-			   errstr(r));
-}
-
-/* A marker with its event, from the free list or new; NULL without memory or event. Any thread. */
-static struct marker *
-marker_get(struct cu *C)
-{
-	pthread_mutex_lock(&C->lock);
-	struct marker *m = TAILQ_FIRST(&C->free_markers);
-	if (m)
-		TAILQ_REMOVE(&C->free_markers, m, link);
-	pthread_mutex_unlock(&C->lock);
-	if (m)
-		return m;
-	m = calloc(1, sizeof(*m));
-	if (m == NULL)
-		return NULL;
-	CUresult r = drv.cuEventCreate(&m->ev, CU_EVENT_DISABLE_TIMING);
-	if (r != CUDA_SUCCESS) {
-		log_warn("cuEventCreate: %s", errname(r));
-		free(m);
-		return NULL;
-	}
-	return m;
-}
-
-/* A sticky error surfaced (in a marker query or a call): blame every request with work in flight, since
- * the device does not say whose kernel faulted, then exit. tag is the work that saw it, if any; `held`
- * markers (taken off the pending list by the caller) are blamed too. Any thread; never returns. */
-_Noreturn static void
-cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct markers *held)
-{
-	char d[512];
-	snprintf(d, sizeof(d),
-		 "%s: %s (the GPU does not say which kernel in flight faulted; this request had work on the device)",
-		 errname(r), errstr(r));
-	pthread_mutex_lock(&C->lock); /* kept: wk_fatal_many exits */
-	size_t n = 0, cap = 1;
-	struct marker *m;
-	if (held)
-		TAILQ_FOREACH(m, held, link)
-	cap++;
-	TAILQ_FOREACH(m, &C->pending, link)
-	cap++;
-	struct wk_tag *tags = calloc(cap, sizeof(*tags));
-	if (tags == NULL) { /* no memory to name them all: the one at hand (the rest get CONTEXT_LOST) */
-		m = held && !TAILQ_EMPTY(held) ? TAILQ_FIRST(held) : TAILQ_FIRST(&C->pending);
-		if (tag == NULL && m != NULL)
-			tag = &m->tag;
-		wk_fatal_many(C->w, tag, tag ? 1 : 0, d);
-	}
-	if (tag)
-		tags[n++] = *tag;
-	if (held)
-		TAILQ_FOREACH(m, held, link)
-	tags[n++] = m->tag;
-	TAILQ_FOREACH(m, &C->pending, link)
-	tags[n++] = m->tag;
-	wk_fatal_many(C->w, tags, n, d);
-}
-
-/* Queries every marker of work once: the finished ones move to done; a fault ends the worker. */
-static void
-reactor_pass(struct cu *C, struct markers *work, struct markers *done)
-{
-	struct marker *m, *next;
-	for (m = TAILQ_FIRST(work); m; m = next) {
-		next = TAILQ_NEXT(m, link);
-		CUresult r = drv.cuEventQuery(m->ev);
-		if (r == CUDA_ERROR_NOT_READY)
-			continue;
-		TAILQ_REMOVE(work, m, link);
-		if (r == CUDA_SUCCESS) {
-			TAILQ_INSERT_TAIL(done, m, link);
-			continue;
-		}
-		struct marker *k;
-		TAILQ_FOREACH(k, done, link) /* those finished before the fault */
-		k->done(C->w, k->tag);
-		TAILQ_INSERT_HEAD(work, m, link); /* m and the ones still running */
-		cu_fatal(C, r, NULL, work);
-	}
-}
-
-/* The reactor thread: polls pending markers (spinning briefly, then sleeping in short steps) and calls their
- * notices back. */
-static void *
-reactor_main(void *arg)
-{
-	struct cu *C = arg;
-	pthread_setname_np(pthread_self(), "cuaw-reactor");
-	drv.cuCtxSetCurrent(C->ctx);
-	int idle = 0;
-	pthread_mutex_lock(&C->lock);
-	for (;;) {
-		while (TAILQ_EMPTY(&C->pending) && !C->stop) {
-			idle = 0;
-			pthread_cond_wait(&C->cond, &C->lock);
-		}
-		if (TAILQ_EMPTY(&C->pending) && C->stop)
-			break;
-		struct markers work, done;
-		TAILQ_INIT(&work);
-		TAILQ_INIT(&done);
-		TAILQ_CONCAT(&work, &C->pending, link);
-		pthread_mutex_unlock(&C->lock);
-		reactor_pass(C, &work, &done);
-		struct marker *m;
-		TAILQ_FOREACH(m, &done, link)
-		m->done(C->w, m->tag);
-		int progressed = !TAILQ_EMPTY(&done);
-		cu_user_markers_release(C, &done); /* watches of clients' events: not reused */
-		pthread_mutex_lock(&C->lock);
-		TAILQ_CONCAT(&C->free_markers, &done, link);
-		/* put back what is still running, ahead of newer markers */
-		TAILQ_CONCAT(&work, &C->pending, link);
-		TAILQ_CONCAT(&C->pending, &work, link);
-		if (!TAILQ_EMPTY(&C->pending) && !progressed) {
-			/* nothing finished this pass: spin a little, then sleep in short steps */
-			if (++idle > 64) {
-				pthread_mutex_unlock(&C->lock);
-				struct timespec ts = {0, idle > 4096 ? 200000L : 20000L};
-				nanosleep(&ts, NULL);
-				pthread_mutex_lock(&C->lock);
-			}
-		} else {
-			idle = 0;
-		}
-	}
-	pthread_mutex_unlock(&C->lock);
-	return NULL;
-}
-
-static int
-new_stream(struct cu *C, int prio, uint32_t *sid, cua_err *e)
-{
-	uint32_t slot = C->nstreams;
-	for (uint32_t i = C->w->info.pool_streams; i < C->nstreams; i++)
-		if (C->streams[i] == NULL) {
-			slot = i;
-			break;
-		}
-	if (slot == MAX_STREAMS)
-		return cua_err_set(e, CUA_EQUOTA, "more than %u streams on this device", MAX_STREAMS);
-	CUresult r = drv.cuStreamCreateWithPriority(&C->streams[slot], CU_STREAM_NON_BLOCKING, prio);
+	CUstream s;
+	uint64_t id = *sid;
+	CUresult r = drv.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, prio);
 	if (r != CUDA_SUCCESS)
 		return cerr(e, r, "cuStreamCreateWithPriority");
-	if (slot == C->nstreams)
-		C->nstreams++;
-	*sid = slot;
+	pthread_rwlock_wrlock(&C->slock);
+	int rc = pool ? cua_idmap_set(&C->streams, id, s) : cua_idmap_alloc(&C->streams, &id, s);
+	pthread_rwlock_unlock(&C->slock);
+	if (rc != 0) {
+		drv.cuStreamDestroy(s);
+		return rc == CUA_EQUOTA
+			       ? cua_err_set(e, rc, "more than %u streams on this device", WK_STREAM_ID_MAX + 1)
+			       : cua_err_set(e, rc, "out of host memory");
+	}
+	*sid = (uint32_t)id;
 	return 0;
 }
 
 static int
-cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
+cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_err *e)
 {
-	int r = load_driver(e);
+	int r = cu_load_driver(e);
 	if (r != 0)
 		return r;
 	struct cu *C = calloc(1, sizeof(*C));
 	if (C == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
 	C->w = w;
+	C->host = host;
 	w->be_state = C;
+	pthread_rwlock_init(&C->slock, NULL);
+	cua_idmap_init(&C->modules, 1, UINT32_MAX);
+	cua_idmap_init(&C->events, 1, UINT32_MAX);
+	wk_idtab_init(&C->graphs, 1, UINT32_MAX);
 	CUresult cr;
 	if ((cr = drv.cuDeviceGet(&C->dev, w->opts.device)) != CUDA_SUCCESS)
 		return cua_err_set(e, CUA_ENO_DEVICE, "device %d: %s", w->opts.device, errname(cr));
@@ -320,9 +89,10 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	info->cluster_launch = cluster != 0;
 	info->cooperative_launch = coop != 0;
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
-	for (uint32_t i = 0; i < info->pool_streams; i++) {
-		uint32_t sid;
-		if ((r = new_stream(C, 0, &sid, e)) != 0)
+	cua_idmap_init(&C->streams, info->pool_streams, WK_STREAM_ID_MAX);
+	for (uint32_t sid = 0; sid < info->pool_streams; sid++) {
+		uint32_t id = sid;
+		if ((r = new_stream(C, 0, true, &id, e)) != 0)
 			return r;
 	}
 	if (w->opts.scrub &&
@@ -340,7 +110,7 @@ cu_init(struct wk *w, struct wdev_info *info, cua_err *e)
 	pthread_cond_init(&C->cond, NULL);
 	TAILQ_INIT(&C->pending);
 	TAILQ_INIT(&C->free_markers);
-	if (pthread_create(&C->reactor, NULL, reactor_main, C) != 0)
+	if (cu_reactor_start(C) != 0)
 		return cua_err_set(e, CUA_EINTERNAL, "cannot start the completion reactor");
 	return 0;
 }
@@ -349,14 +119,10 @@ static void
 cu_fini(struct wk *w)
 {
 	struct cu *C = w->be_state;
-	pthread_mutex_lock(&C->lock);
-	C->stop = 1;
-	pthread_cond_signal(&C->cond);
-	pthread_mutex_unlock(&C->lock);
-	pthread_join(C->reactor, NULL);
-	for (uint32_t i = 0; i < C->nstreams; i++)
-		if (C->streams[i])
-			drv.cuStreamSynchronize(C->streams[i]);
+	cu_reactor_stop(C);
+	void *s;
+	for (size_t k = 0; cua_idmap_next(&C->streams, &k, NULL, &s);) /* no other thread is left */
+		drv.cuStreamSynchronize(s);
 	cu_events_fini(C);
 	if (C->staging_registered)
 		drv.cuMemHostUnregister(w->staging);
@@ -402,14 +168,11 @@ cu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t
 		return cua_err_set(e, CUA_EMODULE, "%s: %s%s%s", errname(r), errstr(r), log_err[0] ? "; JIT log: " : "",
 				   log_err);
 	}
-	CUmodule *n = realloc(C->modules, (C->nmodules + 1) * sizeof(*n));
-	if (n == NULL) {
+	int rc = cua_idmap_alloc(&C->modules, id, m);
+	if (rc != 0) {
 		drv.cuModuleUnload(m);
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		return cua_err_set(e, rc, rc == CUA_EQUOTA ? "too many modules" : "out of host memory");
 	}
-	C->modules = n;
-	C->modules[C->nmodules++] = m;
-	*id = C->nmodules;
 	return 0;
 }
 
@@ -417,14 +180,14 @@ static int
 cu_module_unload(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	if (id == 0 || id > C->nmodules || C->modules[id - 1] == NULL)
+	CUmodule m = cua_idmap_find(&C->modules, id);
+	if (m == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
-	if (cu_globals_release(C, id) != 0) { /* kept loaded (and leaked) rather than freed uncleared */
-		C->modules[id - 1] = NULL;
+	int kept = cu_globals_release(C, id) != 0; /* kept loaded (and leaked) rather than freed uncleared */
+	cua_idmap_remove(&C->modules, id);
+	if (kept)
 		return 0;
-	}
-	CUresult r = drv.cuModuleUnload(C->modules[id - 1]);
-	C->modules[id - 1] = NULL;
+	CUresult r = drv.cuModuleUnload(m);
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuModuleUnload");
 }
 
@@ -433,10 +196,11 @@ cu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua_
 		cua_err *e)
 {
 	struct cu *C = w->be_state;
-	if (mod == 0 || mod > C->nmodules || C->modules[mod - 1] == NULL)
+	CUmodule m = cua_idmap_find(&C->modules, mod);
+	if (m == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)mod);
 	CUfunction f;
-	CUresult r = drv.cuModuleGetFunction(&f, C->modules[mod - 1], name);
+	CUresult r = drv.cuModuleGetFunction(&f, m, name);
 	if (r == CUDA_ERROR_NOT_FOUND)
 		return cua_err_set(e, CUA_ENOT_FOUND, "CUDA_ERROR_NOT_FOUND: no kernel named '%s' in the module", name);
 	if (r != CUDA_SUCCESS)
@@ -549,17 +313,19 @@ cu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e)
 static int
 cu_stream_create(struct wk *w, int priority, uint32_t *sid, cua_err *e)
 {
-	return new_stream(w->be_state, priority, sid, e);
+	return new_stream(w->be_state, priority, false, sid, e);
 }
 
 static int
 cu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	if (sid < w->info.pool_streams || sid >= C->nstreams || C->streams[sid] == NULL)
+	pthread_rwlock_wrlock(&C->slock);
+	CUstream s = sid < w->info.pool_streams ? NULL : cua_idmap_remove(&C->streams, sid);
+	pthread_rwlock_unlock(&C->slock);
+	if (s == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
-	CUresult r = drv.cuStreamDestroy(C->streams[sid]); /* returns at once; pending work still completes */
-	C->streams[sid] = NULL;
+	CUresult r = drv.cuStreamDestroy(s); /* returns at once; pending work still completes */
 	return r == CUDA_SUCCESS ? 0 : cerr(e, r, "cuStreamDestroy");
 }
 
@@ -575,29 +341,8 @@ cu_thread_init(struct wk *w)
 		cu_fatal(C, r, NULL, NULL); /* the context is unusable: nothing else could issue either */
 }
 
-/* sid's stream, or NULL. Its owner's thread (backend.h); never reads nstreams, which the main thread moves. */
-static CUstream
-stream_of(struct cu *C, uint32_t sid)
-{
-	return sid < MAX_STREAMS ? C->streams[sid] : NULL;
-}
-
-/* The outcome of issuing stream work: a sticky error ends the worker, others fail the command (cuda_impl.h). */
-int
-issued(struct cu *C, CUresult r, struct wk_tag tag, cua_err *e)
-{
-	if (r == CUDA_SUCCESS)
-		return 0;
-	if (is_sticky(r))
-		cu_fatal(C, r, &tag, NULL);
-	int bad = r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ||
-		  r == CUDA_ERROR_INVALID_CLUSTER_SIZE || r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-	int status = r == CUDA_ERROR_OUT_OF_MEMORY ? CUA_ENOMEM : bad ? CUA_EBAD_ARGUMENT : CUA_EDEVICE;
-	return cua_err_set(e, status, "%s: %s", errname(r), errstr(r));
-}
-
 #define NEED_STREAM(C, sid, s, e)                                                                                      \
-	CUstream s = stream_of((C), (sid));                                                                            \
+	CUstream s = cu_stream_of((C), (sid));                                                                         \
 	if (s == NULL)                                                                                                 \
 		return cua_err_set((e), CUA_ENOT_FOUND, "no stream %u", (sid));
 
@@ -700,42 +445,6 @@ cu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag t
 		return cua_err_set(e, CUA_EPDL_UNSUPPORTED,
 				   "programmatic dependent launch requires sm_90 or newer; target sm_%d", C->sm);
 	return issued(C, launch_kernel(f, l, s), tag, e);
-}
-
-/* An event recorded after what is queued on the stream, for the reactor to watch; when that cannot be done,
- * waits for the stream here. */
-static void
-cu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
-{
-	struct cu *C = w->be_state;
-	CUstream s = stream_of(C, sid);
-	if (s == NULL) { /* destroyed: the core took its notice before, nothing is queued on it */
-		done(w, tag);
-		return;
-	}
-	struct marker *m = marker_get(C);
-	CUresult r = m ? drv.cuEventRecord(m->ev, s) : CUDA_ERROR_OUT_OF_MEMORY;
-	if (r == CUDA_SUCCESS) {
-		m->tag = tag;
-		m->done = done;
-		pthread_mutex_lock(&C->lock);
-		TAILQ_INSERT_TAIL(&C->pending, m, link); /* transferred */
-		pthread_cond_signal(&C->cond);
-		pthread_mutex_unlock(&C->lock);
-		return;
-	}
-	if (is_sticky(r))
-		cu_fatal(C, r, &tag, NULL);
-	if (m) {
-		pthread_mutex_lock(&C->lock);
-		TAILQ_INSERT_HEAD(&C->free_markers, m, link);
-		pthread_mutex_unlock(&C->lock);
-	}
-	/* cannot watch this stream: wait for it here instead */
-	r = drv.cuStreamSynchronize(s);
-	if (is_sticky(r))
-		cu_fatal(C, r, &tag, NULL);
-	done(w, tag);
 }
 
 /* Page-locks a client's shared buffer: copies from and to it then run at pinned-memory speed. */

@@ -1,6 +1,6 @@
 /*
  * backend_cuda_event.c — clients' events on the GPU: cuEventCreate/Record/Destroy/Query/ElapsedTime and
- * cuStreamWaitEvent. A synchronize is a marker of the completion reactor (backend_cuda.c) that watches the
+ * cuStreamWaitEvent. A synchronize is a marker of the completion reactor (cuda_reactor.c) that watches the
  * client's event itself instead of one recorded by the backend: the same polling as every completion, no thread
  * and no host callback per event. An event lives while its id or a watch refers to it; cuEventDestroy of an
  * event whose records or waits are still queued is legal (CUDA releases it when they are done).
@@ -34,11 +34,19 @@ static struct cu_event *
 event_ref(struct cu *C, uint64_t id)
 {
 	pthread_mutex_lock(&C->evlock);
-	struct cu_event *x = id != 0 && id <= C->nevents ? C->events[id - 1] : NULL;
+	struct cu_event *x = cua_idmap_find(&C->events, id);
 	if (x != NULL)
 		x->refs++;
 	pthread_mutex_unlock(&C->evlock);
 	return x;
+}
+
+/* event_put_locked as a callback of wk_idmap_fini_each (ud unused; the table is going, no other thread left). */
+static void
+event_drop(void *ud, void *x)
+{
+	(void)ud;
+	event_put_locked(x);
 }
 
 static void
@@ -53,28 +61,6 @@ static int
 no_event(uint64_t id, cua_err *e)
 {
 	return cua_err_set(e, CUA_ENOT_FOUND, "no event %llu", (unsigned long long)id);
-}
-
-/* Puts x in a free slot of the table (grown by one when none): its id in *id. Caller holds evlock. */
-static int
-event_insert(struct cu *C, struct cu_event *x, uint64_t *id)
-{
-	size_t slot = C->nevents;
-	for (size_t i = 0; i < C->nevents; i++)
-		if (C->events[i] == NULL) {
-			slot = i;
-			break;
-		}
-	if (slot == C->nevents) {
-		struct cu_event **n = realloc(C->events, (C->nevents + 1) * sizeof(*n));
-		if (n == NULL)
-			return CUA_ENOMEM;
-		C->events = n;
-		C->events[C->nevents++] = NULL;
-	}
-	C->events[slot] = x;
-	*id = slot + 1;
-	return 0;
 }
 
 int
@@ -92,12 +78,12 @@ cu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e)
 	}
 	x->refs = 1;
 	pthread_mutex_lock(&C->evlock);
-	int rc = event_insert(C, x, id);
+	int rc = cua_idmap_alloc(&C->events, id, x);
 	pthread_mutex_unlock(&C->evlock);
 	if (rc != 0) {
 		drv.cuEventDestroy(x->ev);
 		free(x);
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		return cua_err_set(e, rc, rc == CUA_EQUOTA ? "too many events" : "out of host memory");
 	}
 	return 0;
 }
@@ -107,11 +93,9 @@ cu_event_destroy(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
 	pthread_mutex_lock(&C->evlock);
-	struct cu_event *x = id != 0 && id <= C->nevents ? C->events[id - 1] : NULL;
-	if (x != NULL) {
-		C->events[id - 1] = NULL;
+	struct cu_event *x = cua_idmap_remove(&C->events, id);
+	if (x != NULL)
 		event_put_locked(x); /* a watch still pending keeps it */
-	}
 	pthread_mutex_unlock(&C->evlock);
 	return x != NULL ? 0 : no_event(id, e);
 }
@@ -121,7 +105,7 @@ int
 cu_event_record(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	CUstream s = sid < MAX_STREAMS ? C->streams[sid] : NULL;
+	CUstream s = cu_stream_of(C, sid);
 	struct cu_event *x = event_ref(C, id);
 	if (x == NULL)
 		return no_event(id, e);
@@ -139,7 +123,7 @@ int
 cu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	CUstream s = sid < MAX_STREAMS ? C->streams[sid] : NULL;
+	CUstream s = cu_stream_of(C, sid);
 	struct cu_event *x = event_ref(C, id);
 	if (x == NULL)
 		return no_event(id, e);
@@ -239,10 +223,5 @@ cu_event_query(struct wk *w, uint64_t id, int *ready, cua_err *e)
 void
 cu_events_fini(struct cu *C)
 {
-	for (size_t i = 0; i < C->nevents; i++)
-		if (C->events[i] != NULL)
-			event_put_locked(C->events[i]);
-	free(C->events);
-	C->events = NULL;
-	C->nevents = 0;
+	wk_idmap_fini_each(&C->events, event_drop, NULL);
 }

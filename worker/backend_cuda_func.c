@@ -25,11 +25,12 @@ int
 cu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t *addr, uint64_t *bytes, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	if (mod == 0 || mod > C->nmodules || C->modules[mod - 1] == NULL)
+	CUmodule m = cua_idmap_find(&C->modules, mod);
+	if (m == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)mod);
 	CUdeviceptr p = 0;
 	size_t n = 0;
-	CUresult r = drv.cuModuleGetGlobal(&p, &n, C->modules[mod - 1], name);
+	CUresult r = drv.cuModuleGetGlobal(&p, &n, m, name);
 	if (r == CUDA_ERROR_NOT_FOUND)
 		return cua_err_set(e, CUA_ENOT_FOUND, "CUDA_ERROR_NOT_FOUND: no global named '%s' in the module", name);
 	if (r != CUDA_SUCCESS)

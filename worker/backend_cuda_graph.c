@@ -6,7 +6,7 @@
  *
  * CUDA's graph objects are not thread-safe: a graph's launches (submit threads, several at once) and its
  * argument updates (main thread) take the graph's own lock. cuGraphExecKernelNodeSetParams affects launches
- * issued after it, not those already issued, which is GRAPH_SET_ARGS's contract. A graph id is its slot + 1.
+ * issued after it, not those already issued, which is GRAPH_SET_ARGS's contract. Graph ids come from C->graphs.
  */
 #include "config.h"
 
@@ -24,15 +24,12 @@ struct cu_graph {
 	CUDA_KERNEL_NODE_PARAMS *kp; /* per node: a kernel node's parameters (kernelParams NULL), else zeros */
 };
 
-struct cu_graphs {
-	pthread_mutex_t lock; /* the table; a slot is freed only by destroy, after every launch of it was issued */
-	struct cu_graph **g;
-	size_t n, cap;
-};
-
+/* Frees graph p (a struct cu_graph *; NULL is fine); a callback of wk_idtab_fini (ud unused). */
 static void
-graph_free(struct cu_graph *g)
+graph_free(void *ud, void *p)
 {
+	struct cu_graph *g = p;
+	(void)ud;
 	if (g == NULL)
 		return;
 	if (g->exec)
@@ -128,71 +125,33 @@ graph_build(struct cu *C, const struct wk_gnode *nodes, uint32_t n, struct cu_gr
 	if (rc == 0 && (r = drv.cuGraphInstantiateWithFlags(&g->exec, g->graph, 0)) != CUDA_SUCCESS)
 		rc = graph_err(C, r, "cuGraphInstantiateWithFlags", e);
 	if (rc != 0) {
-		graph_free(g);
+		graph_free(NULL, g);
 		return rc;
 	}
 	*out = g;
 	return 0;
 }
 
-static struct cu_graphs *
-graphs_of(struct cu *C)
-{
-	if (C->graphs == NULL && (C->graphs = calloc(1, sizeof(*C->graphs))) != NULL)
-		pthread_mutex_init(&C->graphs->lock, NULL);
-	return C->graphs;
-}
-
 int
 cu_graph_create(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_t *id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	struct cu_graphs *T = graphs_of(C);
 	struct cu_graph *g = NULL;
-	if (T == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "worker out of memory");
 	int rc = graph_build(C, nodes, n, &g, e);
 	if (rc != 0)
 		return rc;
-	pthread_mutex_lock(&T->lock);
-	size_t slot = T->n;
-	for (size_t i = 0; i < T->n; i++)
-		if (T->g[i] == NULL) {
-			slot = i;
-			break;
-		}
-	if (slot == T->cap) {
-		size_t cap = T->cap ? 2 * T->cap : 16;
-		struct cu_graph **ng = realloc(T->g, cap * sizeof(*ng));
-		if (ng == NULL) {
-			pthread_mutex_unlock(&T->lock);
-			graph_free(g);
-			return cua_err_set(e, CUA_ENOMEM, "worker out of memory");
-		}
-		T->g = ng;
-		T->cap = cap;
+	if ((rc = wk_idtab_add(&C->graphs, g, id)) != 0) {
+		graph_free(NULL, g);
+		return cua_err_set(e, rc, rc == CUA_EQUOTA ? "too many graphs" : "worker out of memory");
 	}
-	if (slot == T->n)
-		T->n++;
-	T->g[slot] = g;
-	pthread_mutex_unlock(&T->lock);
-	*id = slot + 1;
 	return 0;
 }
 
-/* Graph id, or NULL. Takes the table's lock briefly: the graph itself stays until destroy. */
+/* Graph id, or NULL. The graph itself stays until destroy, which comes after every launch of it was issued. */
 static struct cu_graph *
 graph_get(struct cu *C, uint64_t id)
 {
-	struct cu_graphs *T = C->graphs;
-	struct cu_graph *g = NULL;
-	if (T == NULL)
-		return NULL;
-	pthread_mutex_lock(&T->lock);
-	if (id >= 1 && id <= T->n)
-		g = T->g[id - 1];
-	pthread_mutex_unlock(&T->lock);
-	return g;
+	return wk_idtab_get(&C->graphs, id);
 }
 
 int
@@ -217,17 +176,10 @@ int
 cu_graph_destroy(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	struct cu_graphs *T = C->graphs;
-	struct cu_graph *g = NULL;
-	if (T != NULL) {
-		pthread_mutex_lock(&T->lock);
-		if (id >= 1 && id <= T->n && (g = T->g[id - 1]) != NULL)
-			T->g[id - 1] = NULL;
-		pthread_mutex_unlock(&T->lock);
-	}
+	struct cu_graph *g = wk_idtab_take(&C->graphs, id);
 	if (g == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
-	graph_free(g);
+	graph_free(NULL, g);
 	return 0;
 }
 
@@ -235,7 +187,7 @@ int
 cu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e)
 {
 	struct cu *C = w->be_state;
-	CUstream s = sid < MAX_STREAMS ? C->streams[sid] : NULL;
+	CUstream s = cu_stream_of(C, sid);
 	if (s == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no stream %u", sid);
 	struct cu_graph *g = graph_get(C, id);
@@ -250,13 +202,5 @@ cu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_
 void
 cu_graphs_fini(struct cu *C)
 {
-	struct cu_graphs *T = C->graphs;
-	if (T == NULL)
-		return;
-	for (size_t i = 0; i < T->n; i++)
-		graph_free(T->g[i]);
-	free(T->g);
-	pthread_mutex_destroy(&T->lock);
-	free(T);
-	C->graphs = NULL;
+	wk_idtab_fini(&C->graphs, graph_free, NULL);
 }

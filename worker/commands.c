@@ -35,10 +35,8 @@ copy_host(struct wk *w, const struct wrec_copy *c)
 {
 	if (c->hostbuf == 0)
 		return staging_at(w, c->host_off, c->bytes);
-	if (c->hostbuf > w->nhostbufs || w->hostbufs[c->hostbuf - 1].p == NULL)
-		return NULL;
-	struct hostbuf *h = &w->hostbufs[c->hostbuf - 1];
-	if (c->host_off > h->len || c->bytes > h->len - c->host_off)
+	const struct hostbuf *h = cua_idmap_find(&w->hostbufs, c->hostbuf);
+	if (h == NULL || c->host_off > h->len || c->bytes > h->len - c->host_off)
 		return NULL;
 	return h->p + c->host_off;
 }
@@ -347,6 +345,8 @@ c_host_register(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_er
 	char path[64];
 	int r = CUA_EINTERNAL;
 	void *p = MAP_FAILED;
+	struct hostbuf *b = NULL;
+	uint64_t id;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), c->fd);
 	int f = open(path, O_RDWR | O_CLOEXEC);
 	if (f < 0)
@@ -356,28 +356,25 @@ c_host_register(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_er
 	if (p == MAP_FAILED)
 		return cua_err_set(e, CUA_ENOMEM, "cannot map the %llu-byte host buffer: %s",
 				   (unsigned long long)c->bytes, strerror(errno));
-	size_t slot = w->nhostbufs;
-	for (size_t i = 0; i < w->nhostbufs; i++)
-		if (w->hostbufs[i].p == NULL) {
-			slot = i;
-			break;
-		}
-	if (slot == w->nhostbufs) {
-		struct hostbuf *n = realloc(w->hostbufs, (w->nhostbufs + 1) * sizeof(*n));
-		if (n == NULL) {
-			r = cua_err_set(e, CUA_ENOMEM, "out of host memory");
-			goto out;
-		}
-		w->hostbufs = n;
-		w->hostbufs[w->nhostbufs++] = (struct hostbuf){NULL, 0};
-	}
-	if (w->be->host_register && (r = w->be->host_register(w, p, c->bytes, e)) != 0)
+	if ((b = malloc(sizeof(*b))) == NULL) {
+		r = cua_err_set(e, CUA_ENOMEM, "out of host memory");
 		goto out;
-	w->hostbufs[slot] = (struct hostbuf){p, c->bytes};
+	}
+	*b = (struct hostbuf){p, c->bytes};
+	if ((r = cua_idmap_alloc(&w->hostbufs, &id, b)) != 0) {
+		r = cua_err_set(e, r, r == CUA_EQUOTA ? "too many host buffers" : "out of host memory");
+		goto out;
+	}
+	if (w->be->host_register && (r = w->be->host_register(w, p, c->bytes, e)) != 0) {
+		cua_idmap_remove(&w->hostbufs, id);
+		goto out;
+	}
+	b = NULL;       /* transferred */
 	p = MAP_FAILED; /* transferred */
-	x->value = slot + 1;
+	x->value = id;
 	r = 0;
 out:
+	free(b);
 	if (p != MAP_FAILED)
 		munmap(p, c->bytes);
 	return r;
@@ -387,20 +384,26 @@ static int
 c_host_unregister(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e)
 {
 	uint64_t id = ((const struct wrec_host_unregister *)h)->buffer;
-	if (id == 0 || id > w->nhostbufs || w->hostbufs[id - 1].p == NULL)
+	struct hostbuf *b = cua_idmap_remove(&w->hostbufs, id);
+	if (b == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no host buffer %llu", (unsigned long long)id);
-	struct hostbuf *b = &w->hostbufs[id - 1];
 	if (w->be->host_unregister)
 		w->be->host_unregister(w, b->p);
 	munmap(b->p, b->len);
-	b->p = NULL;
+	free(b);
 	return 0;
+}
+
+void
+wk_hostbufs_fini(struct wk *w)
+{
+	wk_idmap_fini_each(&w->hostbufs, wk_free_obj, NULL); /* the mappings go with the process */
 }
 
 /* ------------------------------------------------------------------ the table */
 
 #define SYNC(op, name, type, fn) [op] = {name, sizeof(type), false, WK_BARRIER_NONE, fn, NULL, NULL}
-/* A sync command that must not run while a submit thread still has unissued work (worker.c, run_sync). */
+/* A sync command that must not run while a submit thread still has unissued work (worker.c, barrier). */
 #define BARRIER(op, name, type, fn, b) [op] = {name, sizeof(type), false, b, fn, NULL, NULL}
 #define STREAM(op, name, type, prep, issue) [op] = {name, sizeof(type), true, WK_BARRIER_NONE, NULL, prep, issue}
 /* A stream command whose issuer ends a hold instead of a stream notice (core.h, commands_event.c). */

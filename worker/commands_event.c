@@ -19,7 +19,7 @@
 static struct wk_event *
 event_at(struct wk *w, uint64_t id)
 {
-	return id != 0 && id < w->nevents && w->events[id].live ? &w->events[id] : NULL;
+	return cua_idmap_find(&w->events, id);
 }
 
 static int
@@ -32,19 +32,23 @@ no_event(uint64_t id, cua_err *e)
 static int
 event_add(struct wk *w, uint64_t id)
 {
-	if (id >= w->nevents) {
-		size_t n = w->nevents ? w->nevents : 64;
-		while (n <= id)
-			n *= 2;
-		struct wk_event *t = realloc(w->events, n * sizeof(*t));
-		if (t == NULL)
-			return CUA_ENOMEM;
-		memset(t + w->nevents, 0, (n - w->nevents) * sizeof(*t));
-		w->events = t;
-		w->nevents = n;
+	struct wk_event *ev = event_at(w, id);
+	if (ev != NULL) {
+		*ev = (struct wk_event){0};
+		return 0;
 	}
-	w->events[id] = (struct wk_event){1, 0, 0};
+	ev = calloc(1, sizeof(*ev));
+	if (ev == NULL || cua_idmap_set(&w->events, id, ev) != 0) {
+		free(ev);
+		return CUA_ENOMEM;
+	}
 	return 0;
+}
+
+void
+wk_events_fini(struct wk *w)
+{
+	wk_idmap_fini_each(&w->events, wk_free_obj, NULL);
 }
 
 int
@@ -76,7 +80,7 @@ wk_c_event_destroy(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua
 	struct wk_event *ev = event_at(w, id);
 	if (ev == NULL)
 		return no_event(id, e);
-	ev->live = 0;
+	free(cua_idmap_remove(&w->events, id));
 	return w->be->event_destroy(w, id, e);
 }
 

@@ -1,6 +1,23 @@
 /*
- * core.h — the worker core's private parts, shared by worker.c (the loop, request tracking, completion
- * records) and commands.c (the command table and its handlers). Backends do not include this.
+ * core.h — the worker core's private parts, shared by its files (backends do not include this).
+ *
+ * Layers: a file calls only files of the rows below its own (tools/check-cycles.py checks that no files call
+ * each other in a circle); a lower row reaches a higher one only through a callback it was given.
+ *
+ *   worker.c                      the loop: records decoded, commands run or handed to the submit threads, hello,
+ *                                 heartbeat, setup; names the backends and gives them their struct wk_host
+ *   commands.c commands_event.c   the command table (wk_cmds) and its handlers, which call the backend through
+ *   commands_graph.c launch_attr.c  w->be, and the launch checks
+ *   streams.c                     the core's stream table, the streams a request touched, notices, busy time
+ *   tracker.c  submit.c           outcomes, completion records, fault exits | the submit threads, which call
+ *                                 back through the struct wksub_ops worker.c gave them (issue, notice)
+ *   idtab.c                       tables of objects by id (on common/cua_idmap.c), for every file above and
+ *                                 the backends
+ *
+ * The backends sit below worker.c and beside the rest: the core calls them through struct wk_backend, they
+ * report through their struct wk_host (tracker.c's wk_report and wk_fatal_many) and each notice's wk_done_fn
+ * (streams.c's wk_notice_done, tracker.c's wk_hold_done). Their own files are layered as emu_impl.h and
+ * cuda_impl.h draw.
  *
  * A request's life in the worker: its record is decoded on the main thread command by command through
  * wk_cmds (sizes checked before anything is read); sync commands run at once, stream commands are prepared
@@ -21,6 +38,7 @@
 #define CUAW_CORE_H
 
 #include "backend.h"
+#include "idtab.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -103,22 +121,9 @@ int wk_i_graph_launch(struct wk *w, const struct wk_op *op, cua_err *e);
 
 /* One row per enum wrec_op (commands.c); a row with run == NULL is not a command. */
 extern const struct wk_cmd wk_cmds[WR_OP_MAX];
-
-/* Marks stream sid live (it was created). 0, or CUA_ENOMEM when the table cannot grow. Main thread. */
-int wk_stream_add(struct wk *w, uint32_t sid);
-/* Whether sid names a live stream. Main thread. */
-bool wk_stream_live(const struct wk *w, uint32_t sid);
-/* Before sid is destroyed: asks now for the notice of what the current request queued on it, and marks it
- * dead. Main thread. (With submit threads the barrier before STREAM_DESTROY has already asked for it.) */
-void wk_stream_retire(struct wk *w, uint32_t sid);
-
-/* Ends the hold a held command's issuer was given (the request may complete now); also a wk_done_fn for
- * backends' event callbacks. Any thread. */
-void wk_hold_done(struct wk *w, struct wk_tag tag);
-/* Before work for stream next that must follow what the owner of stream sid was handed (an event's record):
- * when another thread owns next, hands the batches over and waits until sid's owner issued everything. No-op
- * without submit threads. Main thread. */
-void wk_after_owner(struct wk *w, uint32_t sid, uint32_t next);
+/* The worker is finishing: the core's tables of host buffers (commands.c) and events (commands_event.c) go. */
+void wk_hostbufs_fini(struct wk *w);
+void wk_events_fini(struct wk *w);
 
 /* commands_event.c: the event commands' handlers (rows in commands.c). */
 int wk_c_event_create(struct wk *w, const struct wrec_hdr *h, struct wk_run *x, cua_err *e);
@@ -132,16 +137,98 @@ int wk_i_stream_wait_event(struct wk *w, const struct wk_op *op, cua_err *e);
 int wk_p_event_sync(struct wk *w, const struct wrec_hdr *h, struct wk_op *op, cua_err *e);
 int wk_i_event_sync(struct wk *w, const struct wk_op *op, cua_err *e);
 
+/* launch_attr.c: what the worker checks of a launch's attributes before issuing it, as CUDA would refuse it but
+ * with the numbers: a cluster over 8 blocks without the function's NON_PORTABLE_CLUSTER_SIZE_ALLOWED, a cluster
+ * other than its REQUIRED_CLUSTER_* dimensions, a cooperative grid that cannot be co-resident (occupancy ×
+ * multiprocessors). 0 or BAD_ARGUMENT with e. The issuing thread (a stream's owner). */
+int wk_launch_attr_check(struct wk *w, const struct wk_launch *l, cua_err *e);
+
+/* ------------------------------------------------------------------ streams and notices (streams.c) */
+
+/* Marks stream sid live (it was created). 0, or CUA_ENOMEM when the table cannot grow. Main thread. */
+int wk_stream_add(struct wk *w, uint32_t sid);
+/* Whether sid names a live stream. Main thread. */
+bool wk_stream_live(const struct wk *w, uint32_t sid);
+/* Frees the stream table, the touched list and the busy clocks (the worker is finishing). Main thread. */
+void wk_streams_fini(struct wk *w);
+/* Before sid is destroyed: asks now for the notice of what the current request queued on it, and marks it
+ * dead. Main thread. (With submit threads the barrier before STREAM_DESTROY has already asked for it.) */
+void wk_stream_retire(struct wk *w, uint32_t sid);
+
+/* Whether the request being issued has already noted live stream sid (since the last flush). Main thread. */
+bool wk_stream_touched(const struct wk *w, uint32_t sid);
+/* Notes that the request being issued queued work on stream sid (idx is blamed if it faults). 0, or CUA_ENOMEM
+ * (or CUA_ENOT_FOUND: sid is not live): then the caller takes the stream's notice at once instead (wk_notify).
+ * Main thread. */
+int wk_touch(struct wk *w, uint32_t sid, uint32_t idx);
+/* Counts one more notice in t and asks the backend for it on sid now (blame_idx is blamed if it faults). The
+ * thread that issues on sid. */
+void wk_notify(struct wk *w, struct tracker *t, uint32_t sid, uint32_t blame_idx);
+/* Without submit threads, at the end of a record: a notice for each stream the request touched. Main thread. */
+void wk_notify_touched(struct wk *w);
+/* With submit threads: appends the notices of the streams touched since the last flush to their owners'
+ * batches (after the request's work there, counted in the tracker first: it cannot complete before them) and
+ * hands every batch to its thread; the next touch of any stream is noted afresh. Main thread. */
+void wk_flush(struct wk *w);
+/* Before work for stream next that must follow what the owner of stream sid was handed (an event's record):
+ * when another thread owns next, hands the batches over and waits until sid's owner issued everything. No-op
+ * without submit threads. Main thread. */
+void wk_after_owner(struct wk *w, uint32_t sid, uint32_t next);
+
+/* Asks the backend for a notice on sid after the work queued there so far, stamping tag with the stream and
+ * the time (the request's busy time on sid is measured from it). The owner of sid calls it. */
+void wk_notice(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
+/* The wk_done_fn of the core's notices: adds the request's busy time on the stream and drops the notice's hold
+ * on its tracker. Any thread (a backend's). */
+void wk_notice_done(struct wk *w, struct wk_tag tag);
+
+/* ------------------------------------------------------------------ outcomes and completions (tracker.c) */
+
+/* A tracker for request req of ncmds commands, holding the main thread's one hold; NULL without memory. */
+struct tracker *wk_tracker_new(uint64_t req, uint32_t ncmds);
+/* Drops one hold on t; the last writes its completion record and frees it. Any thread. */
+void wk_tracker_put(struct wk *w, struct tracker *t);
+/* Ends the hold a held command's issuer was given (the request may complete now); also a wk_done_fn for
+ * backends' event callbacks. Any thread. */
+void wk_hold_done(struct wk *w, struct wk_tag tag);
+/* Sets command idx's outcome; detail (copied) may be NULL. Thread-safe for distinct idx. Without memory for the
+ * detail the status stands and the completion says cua_strerror(status). */
+void wk_item_set(struct tracker *t, uint32_t idx, uint32_t status, uint64_t value, const char *detail);
+/* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;
+ * distinct commands may be reported concurrently. Never blocks on the device. The backends' wk_host.report. */
+void wk_report(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail);
+/* A completion of ncmds commands that all share one outcome, written without allocating (the hello record,
+ * a request the worker has no memory to track). ncmds is cut to what the ring can carry. Any thread. */
+void wk_emit_uniform(struct wk *w, uint64_t req, uint32_t ncmds, uint32_t status, const char *detail, const void *data,
+		     uint32_t data_len);
+/* A sticky device fault while running tag's command: writes its request's completion (the command gets
+ * CUA_EDEVICE with detail, later unfinished commands CONTEXT_LOST) flagged fatal, and exits the process so the
+ * front-end starts a fresh worker. Any thread. Never returns. */
+_Noreturn void wk_fatal(struct wk *w, struct wk_tag tag, const char *detail);
+/* The same when the device cannot say which work faulted (a sticky CUDA error surfaces in whatever is
+ * queried next): every one of the n tags gets CUA_EDEVICE with detail; a request may repeat. n may be 0 (then
+ * the worker just exits and the front-end fails what was in flight). Never returns. The backends'
+ * wk_host.fatal_many. */
+_Noreturn void wk_fatal_many(struct wk *w, const struct wk_tag *tags, size_t n, const char *detail);
+
 /* ------------------------------------------------------------------ submit threads (submit.c) */
 
 /* N submit threads (opaque). Every wksub_* call but wksub_start's threads is main-thread only. */
 struct wksub;
 
-/* Starts n >= 2 submit threads over w's backend (each calls be->thread_init first). done is called for each
- * notice and report for each command whose issue failed (the core's callbacks: submit.c never calls up).
- * Returns the threads, or NULL (logged) when fewer than 2 could start: then the main thread issues. */
-struct wksub *wksub_start(struct wk *w, unsigned n, wk_done_fn done,
-			  void (*report)(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail));
+/* What the submit threads call, given by worker.c (submit.c calls nothing of the core by name). On a submit
+ * thread. */
+struct wksub_ops {
+	/* Issues prepared command op (its row's issuer); a failure goes to op's command's outcome. */
+	void (*issue)(struct wk *w, const struct wk_op *op);
+	/* Asks for the notice of the request of tag on stream sid (wk_notice with the core's callback). */
+	void (*notice)(struct wk *w, uint32_t sid, struct wk_tag tag);
+};
+
+/* Starts n >= 2 submit threads over w's backend (each calls be->thread_init first) that issue through ops
+ * (kept: it must outlive the threads). Returns the threads, or NULL (logged) when fewer than 2 could start: then
+ * the main thread issues. */
+struct wksub *wksub_start(struct wk *w, unsigned n, const struct wksub_ops *ops);
 /* Issues everything handed over, stops and joins the threads, frees S. NULL is fine. */
 void wksub_stop(struct wksub *S);
 /* The thread that owns stream sid (a fixed mapping: sid % n). */

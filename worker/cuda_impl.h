@@ -1,12 +1,19 @@
 /*
- * cuda_impl.h — the CUDA backend's state and driver table, shared by backend_cuda.c (device, memory, streams,
- * stream work, the completion reactor) and backend_cuda_func.c (module globals, function attributes, occupancy).
- * Backends' internals: nothing else includes this.
+ * cuda_impl.h — the CUDA backend's state and driver table, shared by its files. Backends' internals: nothing else
+ * includes this.
+ *
+ * Layers (calls go down only; core.h draws the worker's whole picture):
+ *   backend_cuda.c                       device, modules, functions, memory, streams, stream work; the table
+ *   backend_cuda_graph.c                 graphs
+ *   cuda_reactor.c  backend_cuda_func.c  completion notices, sticky-fault exits | globals, attributes, occupancy
+ *   backend_cuda_event.c                 clients' events (the reactor releases their watches)
+ *   cuda_drv.c                           the driver's entry points, loaded at run time, and error helpers
  */
 #ifndef CUAW_CUDA_IMPL_H
 #define CUAW_CUDA_IMPL_H
 
 #include "backend.h"
+#include "idtab.h"
 
 #include <cuda.h>
 #include <pthread.h>
@@ -14,7 +21,6 @@
 #include <sys/queue.h>
 
 #define CUDA_API_VERSION 12040 /* cuFuncGetParamInfo appeared in 12.4 */
-#define MAX_STREAMS 4096u
 /* Functions live in chunks that never move, so submit threads read them while function_get adds more. */
 #define FN_CHUNK 1024u
 #define FN_CHUNKS 1024u
@@ -68,14 +74,15 @@ struct cu_global {
 
 struct cu {
 	struct wk *w;
+	const struct wk_host *host; /* what failures and sticky faults are reported through */
 	CUdevice dev;
 	CUcontext ctx;
 	int sm;
-	/* written by the main thread; a slot is read by its stream's owner only while the stream exists (backend.h) */
-	CUstream streams[MAX_STREAMS];
-	uint32_t nstreams; /* main thread */
-	CUmodule *modules;
-	size_t nmodules;
+	/* stream id -> CUstream: changed by the main thread (create, destroy), read by each stream's owner while the
+	 * stream exists (backend.h), all under slock (the map may move as it grows) */
+	pthread_rwlock_t slock;
+	cua_idmap streams;
+	cua_idmap modules;         /* module id -> CUmodule; main thread */
 	struct cu_global *globals; /* main thread */
 	size_t nglobals, globals_cap;
 	CUfunction *fn_chunks[FN_CHUNKS]; /* function id f is fn_chunks[(f-1) / FN_CHUNK][(f-1) % FN_CHUNK] */
@@ -83,8 +90,8 @@ struct cu {
 	int staging_registered;
 	/* --scrub on: freed memory is cleared on this stream (non-blocking, highest priority) before cuMemFree */
 	CUstream scrub;
-	uint64_t leaked_bytes;    /* allocations kept because their clear failed (never handed out again) */
-	struct cu_graphs *graphs; /* backend_cuda_graph.c; NULL until the first graph */
+	uint64_t leaked_bytes;  /* allocations kept because their clear failed (never handed out again) */
+	struct wk_idtab graphs; /* graph id -> struct cu_graph * (backend_cuda_graph.c) */
 	/* reactor */
 	pthread_t reactor;
 	pthread_mutex_t lock;
@@ -92,13 +99,13 @@ struct cu {
 	struct markers pending;      /* under lock: recorded and not yet seen complete */
 	struct markers free_markers; /* under lock: their events are reused */
 	int stop;
-	/* clients' events (backend_cuda_event.c): id - 1; the table and the events' references under evlock */
+	/* clients' events (backend_cuda_event.c): id -> struct cu_event *; the table and the events' references under
+	 * evlock */
 	pthread_mutex_t evlock;
-	struct cu_event **events;
-	size_t nevents;
+	cua_idmap events;
 };
 
-/* Prefixed as the worker library's symbols; short names in the backend's files. */
+/* cuda_drv.c. Prefixed as the worker library's symbols; short names in the backend's files. */
 #define errname cuw_errname
 #define errstr cuw_errstr
 #define cerr cuw_cerr
@@ -110,6 +117,19 @@ const char *errstr(CUresult r);
 int cerr(cua_err *e, CUresult r, const char *what);
 /* Whether r leaves the context unusable (the worker must exit). */
 int is_sticky(CUresult r);
+/* Loads the driver and resolves every entry point (once; later calls return 0). 0, or an error with the reason in
+ * e. */
+int cu_load_driver(cua_err *e);
+
+/* sid's stream, or NULL. Any thread (takes slock to read). */
+static inline CUstream
+cu_stream_of(struct cu *C, uint32_t sid)
+{
+	pthread_rwlock_rdlock(&C->slock);
+	CUstream s = cua_idmap_find(&C->streams, sid);
+	pthread_rwlock_unlock(&C->slock);
+	return s;
+}
 
 /* Function fn, or NULL. Any thread. */
 static inline CUfunction
@@ -120,6 +140,15 @@ function_of(struct cu *C, uint64_t fn)
 	return C->fn_chunks[(fn - 1) / FN_CHUNK][(fn - 1) % FN_CHUNK];
 }
 
+/* cuda_reactor.c: the completion reactor. start: 0 or an errno (pthread_create); stop: after the markers pending
+ * were called back, joins it. notify: backend.h. */
+int cu_reactor_start(struct cu *C);
+void cu_reactor_stop(struct cu *C);
+void cu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
+/* A sticky error surfaced (in a marker query or a call): blame every request with work in flight, since the
+ * device does not say whose kernel faulted, then exit. tag is the work that saw it, if any; `held` markers
+ * (taken off the pending list by the caller) are blamed too. Any thread; never returns. */
+_Noreturn void cu_fatal(struct cu *C, CUresult r, const struct wk_tag *tag, const struct markers *held);
 /* The outcome of issuing stream work: 0; a sticky error ends the worker (blaming tag and the work in flight);
  * others fail the command with e. On the stream's owner. */
 #define issued cuw_issued

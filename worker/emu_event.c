@@ -35,6 +35,14 @@ struct emu_event {
 	struct emu_watchers watchers;
 };
 
+/* The jobs events queue (run, fini, blocks: struct emu_job_ops), below. */
+static void record_run(struct emu *E, struct emu_job *j);
+static void wait_run(struct emu *E, struct emu_job *j);
+static bool wait_blocks(struct emu_stream *s, const struct emu_job *j);
+static void event_job_fini(struct emu *E, struct emu_job *j);
+static const struct emu_job_ops record_ops = {record_run, event_job_fini, NULL},
+				wait_ops = {wait_run, event_job_fini, wait_blocks};
+
 static uint64_t
 now_ns(void)
 {
@@ -56,7 +64,7 @@ static struct emu_event *
 event_get(struct emu *E, uint64_t id)
 {
 	pthread_mutex_lock(&E->lock);
-	struct emu_event *ev = id != 0 && id <= E->nevents ? E->events[id - 1] : NULL;
+	struct emu_event *ev = cua_idmap_find(&E->events, id);
 	pthread_mutex_unlock(&E->lock);
 	return ev;
 }
@@ -65,24 +73,6 @@ static int
 no_event(uint64_t id, cua_err *e)
 {
 	return cua_err_set(e, CUA_ENOT_FOUND, "emulated device: no event %llu", (unsigned long long)id);
-}
-
-/* A free slot of the table (grown by one when none). Caller holds E->lock. */
-static int
-event_slot(struct emu *E, size_t *slot, cua_err *e)
-{
-	for (size_t i = 0; i < E->nevents; i++)
-		if (E->events[i] == NULL) {
-			*slot = i;
-			return 0;
-		}
-	struct emu_event **n = realloc(E->events, (E->nevents + 1) * sizeof(*n));
-	if (n == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
-	E->events = n;
-	E->events[E->nevents] = NULL;
-	*slot = E->nevents++;
-	return 0;
 }
 
 int
@@ -96,17 +86,15 @@ emu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e)
 	ev->timing = !(flags & CUA_EVENT_DISABLE_TIMING);
 	TAILQ_INIT(&ev->parked);
 	TAILQ_INIT(&ev->watchers);
-	size_t slot = 0;
 	pthread_mutex_lock(&E->lock);
-	int r = event_slot(E, &slot, e);
-	if (r == 0)
-		E->events[slot] = ev; /* transferred */
+	int r = cua_idmap_alloc(&E->events, id, ev); /* transferred */
 	pthread_mutex_unlock(&E->lock);
 	if (r != 0) {
 		free(ev);
-		return r;
+		return cua_err_set(e, r,
+				   r == CUA_EQUOTA ? "emulated device: too many events"
+						   : "emulated device: out of host memory");
 	}
-	*id = slot + 1;
 	return 0;
 }
 
@@ -115,9 +103,7 @@ emu_event_destroy(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	struct emu_event *ev = id != 0 && id <= E->nevents ? E->events[id - 1] : NULL;
-	if (ev != NULL)
-		E->events[id - 1] = NULL;
+	struct emu_event *ev = cua_idmap_remove(&E->events, id);
 	pthread_mutex_unlock(&E->lock);
 	if (ev == NULL)
 		return no_event(id, e);
@@ -134,7 +120,7 @@ emu_event_record(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 	struct emu_event *ev = event_get(E, id);
 	if (ev == NULL)
 		return no_event(id, e);
-	struct emu_job *j = emu_job_new(EJ_RECORD, (struct wk_tag){0}, e);
+	struct emu_job *j = emu_job_new(&record_ops, (struct wk_tag){0}, e);
 	if (j == NULL)
 		return e->code;
 	pthread_mutex_lock(&E->pool.qlock);
@@ -159,7 +145,7 @@ emu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e)
 	struct emu_event *ev = event_get(E, id);
 	if (ev == NULL)
 		return no_event(id, e);
-	struct emu_job *j = emu_job_new(EJ_WAIT, (struct wk_tag){0}, e);
+	struct emu_job *j = emu_job_new(&wait_ops, (struct wk_tag){0}, e);
 	if (j == NULL)
 		return e->code;
 	pthread_mutex_lock(&E->pool.qlock);
@@ -239,19 +225,21 @@ emu_event_query(struct wk *w, uint64_t id, int *ready, cua_err *e)
 	return 0;
 }
 
-bool
-emu_event_blocks(struct emu_stream *s, const struct emu_job *j)
+/* A wait job's blocks: whether the record it waits for was not reached yet; if so parks s on the event. Caller
+ * holds qlock. */
+static bool
+wait_blocks(struct emu_stream *s, const struct emu_job *j)
 {
-	if (j->kind != EJ_WAIT || j->u.event.ev->reached >= j->u.event.n)
+	if (j->u.event.ev->reached >= j->u.event.n)
 		return false;
 	TAILQ_INSERT_TAIL(&j->u.event.ev->parked, s, park_link);
 	s->parked = true;
 	return true;
 }
 
-/* Record job j ran: the event is reached up to its number; the parked streams and watchers it satisfies go. */
-void
-emu_event_reached(struct emu *E, struct emu_job *j)
+/* A record job's run: the event is reached up to its number; the parked streams and watchers it satisfies go. */
+static void
+record_run(struct emu *E, struct emu_job *j)
 {
 	struct emu_event *ev = j->u.event.ev;
 	struct emu_watchers fire = TAILQ_HEAD_INITIALIZER(fire);
@@ -287,8 +275,17 @@ emu_event_reached(struct emu *E, struct emu_job *j)
 	}
 }
 
-void
-emu_event_job_free(struct emu *E, struct emu_job *j)
+/* A wait job's run: nothing, it ran because the record it waited for was reached. */
+static void
+wait_run(struct emu *E, struct emu_job *j)
+{
+	(void)E;
+	(void)j;
+}
+
+/* A record or wait job's fini: drops its reference. */
+static void
+event_job_fini(struct emu *E, struct emu_job *j)
 {
 	if (j->u.event.ev == NULL)
 		return;
@@ -301,9 +298,5 @@ emu_event_job_free(struct emu *E, struct emu_job *j)
 void
 emu_events_fini(struct emu *E)
 {
-	for (size_t i = 0; i < E->nevents; i++)
-		free(E->events[i]);
-	free(E->events);
-	E->events = NULL;
-	E->nevents = 0;
+	wk_idmap_fini_each(&E->events, wk_free_obj, NULL);
 }

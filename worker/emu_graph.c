@@ -2,7 +2,7 @@
  * emu_graph.c — graphs on the emulated device: a graph is its stored list of nodes (kernels with a copy of their
  * arguments, memsets, device-to-device copies), queued in order on the stream it is launched on. The arguments
  * are copied into each queued job when the graph is launched, so GRAPH_SET_ARGS changes later launches only,
- * as cuGraphExecKernelNodeSetParams does. A graph id is its slot in the table + 1.
+ * as cuGraphExecKernelNodeSetParams does. Graph ids come from E->graphs (1 and up).
  */
 #include "config.h"
 
@@ -21,14 +21,6 @@ struct emu_gnode {
 struct emu_graph {
 	struct emu_gnode *nodes;
 	uint32_t n;
-};
-
-/* Slots never move while a submit thread reads them: the table is under lock, a graph is freed only by
- * destroy (after every launch of it was issued). */
-struct emu_graphs {
-	pthread_mutex_t lock;
-	struct emu_graph **g;
-	size_t n, cap;
 };
 
 static void
@@ -74,23 +66,18 @@ node_args_set(struct emu_gnode *gn, const struct wk_launch *l)
 	return 0;
 }
 
+/* Frees graph p (a struct emu_graph *; NULL is fine); a callback of wk_idtab_fini (ud unused). */
 static void
-graph_free(struct emu_graph *g)
+graph_free(void *ud, void *p)
 {
+	struct emu_graph *g = p;
+	(void)ud;
 	if (g == NULL)
 		return;
 	for (uint32_t i = 0; i < g->n; i++)
 		node_args_free(&g->nodes[i]);
 	free(g->nodes);
 	free(g);
-}
-
-static struct emu_graphs *
-graphs_of(struct emu *E)
-{
-	if (E->graphs == NULL && (E->graphs = calloc(1, sizeof(*E->graphs))) != NULL)
-		pthread_mutex_init(&E->graphs->lock, NULL);
-	return E->graphs;
 }
 
 /* A kernel node's function must exist and take as many arguments as given (cuGraphAddKernelNode's check). */
@@ -126,7 +113,7 @@ graph_build(struct emu *E, const struct wk_gnode *nodes, uint32_t n, struct emu_
 		if (r == 0 && node_args_set(&g->nodes[i], &nodes[i].launch) != 0)
 			r = cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory for a graph");
 		if (r != 0) {
-			graph_free(g);
+			graph_free(NULL, g);
 			return r;
 		}
 	}
@@ -138,56 +125,34 @@ int
 emu_graph_create(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_t *id, cua_err *e)
 {
 	struct emu *E = w->be_state;
-	struct emu_graphs *T = graphs_of(E);
 	struct emu_graph *g = NULL;
-	if (T == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
 	int r = graph_build(E, nodes, n, &g, e);
 	if (r != 0)
 		return r;
-	pthread_mutex_lock(&T->lock);
-	size_t slot = T->n;
-	for (size_t i = 0; i < T->n; i++)
-		if (T->g[i] == NULL) {
-			slot = i;
-			break;
-		}
-	if (slot == T->cap) {
-		size_t cap = T->cap ? 2 * T->cap : 16;
-		struct emu_graph **ng = realloc(T->g, cap * sizeof(*ng));
-		if (ng == NULL) {
-			pthread_mutex_unlock(&T->lock);
-			graph_free(g);
-			return cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
-		}
-		T->g = ng;
-		T->cap = cap;
+	if ((r = wk_idtab_add(&E->graphs, g, id)) != 0) {
+		graph_free(NULL, g);
+		return cua_err_set(e, r,
+				   r == CUA_EQUOTA ? "emulated device: too many graphs"
+						   : "emulated device: out of host memory");
 	}
-	if (slot == T->n)
-		T->n++;
-	T->g[slot] = g;
-	pthread_mutex_unlock(&T->lock);
-	*id = slot + 1;
 	return 0;
 }
 
-/* Graph id, under T->lock; NULL when none. */
+/* Graph id, or NULL. Caller holds E->graphs.lock, which keeps it from changing while used (set_args) or from
+ * going while its nodes are queued (launch). */
 static struct emu_graph *
-graph_get(struct emu_graphs *T, uint64_t id)
+graph_get(struct emu *E, uint64_t id)
 {
-	return T != NULL && id >= 1 && id <= T->n ? T->g[id - 1] : NULL;
+	return cua_idmap_find(&E->graphs.map, id);
 }
 
 int
 emu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk_launch *l, cua_err *e)
 {
 	struct emu *E = w->be_state;
-	struct emu_graphs *T = E->graphs;
 	int r = 0;
-	if (T == NULL)
-		return cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
-	pthread_mutex_lock(&T->lock);
-	struct emu_graph *g = graph_get(T, id);
+	pthread_mutex_lock(&E->graphs.lock);
+	struct emu_graph *g = graph_get(E, id);
 	if (g == NULL)
 		r = cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
 	else if (node >= g->n || g->nodes[node].n.kind != WR_LAUNCH)
@@ -197,7 +162,7 @@ emu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk_lau
 				l->nparams, g->nodes[node].n.launch.nparams);
 	else if (node_args_set(&g->nodes[node], l) != 0)
 		r = cua_err_set(e, CUA_ENOMEM, "emulated device: out of host memory");
-	pthread_mutex_unlock(&T->lock);
+	pthread_mutex_unlock(&E->graphs.lock);
 	return r;
 }
 
@@ -205,17 +170,10 @@ int
 emu_graph_destroy(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct emu *E = w->be_state;
-	struct emu_graphs *T = E->graphs;
-	if (T == NULL)
-		return cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
-	pthread_mutex_lock(&T->lock);
-	struct emu_graph *g = graph_get(T, id);
-	if (g != NULL)
-		T->g[id - 1] = NULL;
-	pthread_mutex_unlock(&T->lock);
+	struct emu_graph *g = wk_idtab_take(&E->graphs, id);
 	if (g == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
-	graph_free(g); /* its queued jobs hold copies */
+	graph_free(NULL, g); /* its queued jobs hold copies */
 	return 0;
 }
 
@@ -224,9 +182,9 @@ static int
 node_queue(struct wk *w, uint32_t sid, const struct wk_gnode *n, struct wk_tag tag, cua_err *e)
 {
 	switch (n->kind) {
-	case WR_LAUNCH: return backend_emu.launch(w, sid, &n->launch, tag, e);
-	case WR_MEMSET: return backend_emu.memset(w, sid, n->dst, n->value, n->width, n->count, tag, e);
-	default: return backend_emu.dtod(w, sid, n->dst, n->src, n->bytes, tag, e);
+	case WR_LAUNCH: return emu_launch(w, sid, &n->launch, tag, e);
+	case WR_MEMSET: return emu_memset(w, sid, n->dst, n->value, n->width, n->count, tag, e);
+	default: return emu_dtod(w, sid, n->dst, n->src, n->bytes, tag, e);
 	}
 }
 
@@ -234,30 +192,19 @@ int
 emu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e)
 {
 	struct emu *E = w->be_state;
-	struct emu_graphs *T = E->graphs;
 	int r = 0;
-	if (T == NULL)
-		return cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
-	pthread_mutex_lock(&T->lock);
-	struct emu_graph *g = graph_get(T, id);
+	pthread_mutex_lock(&E->graphs.lock);
+	struct emu_graph *g = graph_get(E, id);
 	if (g == NULL)
 		r = cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
 	for (uint32_t i = 0; g != NULL && i < g->n && r == 0; i++)
 		r = node_queue(w, sid, &g->nodes[i].n, tag, e);
-	pthread_mutex_unlock(&T->lock);
+	pthread_mutex_unlock(&E->graphs.lock);
 	return r;
 }
 
 void
 emu_graphs_fini(struct emu *E)
 {
-	struct emu_graphs *T = E->graphs;
-	if (T == NULL)
-		return;
-	for (size_t i = 0; i < T->n; i++)
-		graph_free(T->g[i]);
-	free(T->g);
-	pthread_mutex_destroy(&T->lock);
-	free(T);
-	E->graphs = NULL;
+	wk_idtab_fini(&E->graphs, graph_free, NULL);
 }

@@ -1,7 +1,14 @@
 /*
- * emu_impl.h — the emulated device's state, shared by backend_emu.c (memory, streams, stream work) and
- * emu_module.c (modules, their globals, function attributes and occupancy). Backends' internals: nothing else
- * includes this.
+ * emu_impl.h — the emulated device's state, shared by its files. Backends' internals: nothing else includes this.
+ *
+ * Layers (calls go down only; core.h draws the worker's whole picture):
+ *   backend_emu.c                  opens and closes the device; the backend's table of calls
+ *   emu_graph.c                    graphs: their nodes queued as stream work
+ *   emu_work.c    emu_event.c      copies, memsets, launches | events: jobs queued on streams
+ *   emu_stream.c  emu_module.c     the streams' FIFOs, pool and jobs | modules, globals, attributes
+ *                 emu_image.c      module images
+ *                 emu_kernels.c    the built-in kernels
+ *   emu_mem.c                      device memory, and the view of it kernels and copies get (emu_ptr)
  */
 #ifndef CUAW_EMU_IMPL_H
 #define CUAW_EMU_IMPL_H
@@ -11,20 +18,35 @@
 #include "emu_image.h"
 #include "emu_kernels.h"
 #include "extent.h"
+#include "idtab.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/queue.h>
 
 #define EMU_ALIGN 256u
+#define EMU_MODULES_MAX (1u << 24) /* module ids 1 .. this: a function id is the module id << 8 | kernel + 1 */
 
-enum emu_job_kind { EJ_HTOD, EJ_DTOH, EJ_DTOD, EJ_MEMSET, EJ_LAUNCH, EJ_NOTICE, EJ_RECORD, EJ_WAIT };
+struct emu;
 struct emu_event; /* emu_event.c */
+struct emu_job;
+struct emu_stream;
 
-/* One piece of stream work, queued by the main thread, run and freed by a pool thread. */
+/* What a job does, given by whoever queues it: the FIFO (emu_stream.c) calls these and never a feature file. */
+struct emu_job_ops {
+	/* Runs the job on a pool thread, no lock held; a fault ends the worker (E->host). */
+	void (*run)(struct emu *E, struct emu_job *j);
+	/* Optional: releases what the job holds, before the FIFO frees it (after run, or unrun). No lock held. */
+	void (*fini)(struct emu *E, struct emu_job *j);
+	/* Optional: whether j, first on stream s, cannot run yet; if so it has parked s, which whoever unblocks it
+	 * puts back with emu_stream_ready_locked. Caller holds pool.qlock. */
+	bool (*blocks)(struct emu_stream *s, const struct emu_job *j);
+};
+
+/* One piece of stream work, queued by its stream's owner, run and freed by a pool thread. */
 struct emu_job {
 	TAILQ_ENTRY(emu_job) link;
-	enum emu_job_kind kind;
+	const struct emu_job_ops *ops;
 	struct wk_tag tag;
 	union {
 		struct {
@@ -43,10 +65,10 @@ struct emu_job {
 			struct emu_dims dims;
 			cua_arena args; /* a copy: the core's arguments live only during the launch call */
 		} launch;
-		wk_done_fn done; /* EJ_NOTICE */
+		wk_done_fn done; /* a notice */
 		struct {
 			struct emu_event *ev; /* a reference held by the job */
-			uint64_t n;           /* EJ_RECORD: the record's number; EJ_WAIT: the record waited for */
+			uint64_t n;           /* a record: the record's number; a wait: the record waited for */
 		} event;
 	} u;
 };
@@ -98,8 +120,8 @@ struct emu_fattr {
 };
 #define EMU_DYN_SHARED_DEFAULT (48 << 10)
 
-/* A loaded module: the built-in kernels its image names (bit k: emu_kernels[k]; 0: a free slot), its globals
- * and its kernels' attributes. A function id is (module id << 8) | (kernel index + 1). */
+/* A loaded module: the built-in kernels its image names (bit k: emu_kernels[k]; never 0), its globals and its
+ * kernels' attributes. A function id is (module id << 8) | (kernel index + 1). */
 struct emu_module {
 	uint64_t kernels;
 	struct emu_global *globals;
@@ -109,25 +131,52 @@ struct emu_module {
 
 struct emu {
 	struct wk *w;
-	unsigned char *mem; /* page-aligned (mmap) */
+	const struct wk_host *host; /* what faults and failures of stream work are reported through */
+	unsigned char *mem;         /* page-aligned (mmap) */
 	uint64_t base, size;
 	uint64_t page;        /* the system's page size */
 	pthread_mutex_t lock; /* allocator, modules, streams table */
 	struct extent_alloc alloc;
-	struct emu_alloc *allocs;
-	size_t nallocs, allocs_cap;
-	struct emu_module *modules;
-	size_t nmodules;
-	struct emu_stream **streams;
-	size_t nstreams;
+	cua_idmap allocs;  /* device address -> struct emu_alloc *: the live allocations */
+	cua_idmap modules; /* module id -> struct emu_module * */
+	cua_idmap streams; /* stream id -> struct emu_stream * */
 	struct emu_pool pool;
-	struct emu_graphs *graphs; /* emu_graph.c; NULL until the first graph */
-	struct emu_event **events; /* event id - 1; the table under lock, the events' state under pool.qlock */
-	size_t nevents;
+	struct wk_idtab graphs; /* graph id -> struct emu_graph * (emu_graph.c) */
+	cua_idmap events;       /* event id -> struct emu_event *, under lock; the events' state under pool.qlock */
 };
 
-/* Clears [off, off + len) of the emulated memory (and nothing else). Caller holds E->lock or owns the block. */
+/* emu_mem.c: memory (backend.h), and clearing [off, off + len) of it (and nothing else; caller holds E->lock or
+ * owns the block). */
+int emu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e);
+int emu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e);
 void emu_clear(struct emu *E, uint64_t off, uint64_t len);
+
+/* emu_stream.c: the pool (init: one thread started, at most opts.emu_threads; fini: stops the threads once the
+ * streams drained), streams (stream_new: pool stream *sid when pool (init), else a fresh id of E->streams' range
+ * in *sid; caller holds E->lock; streams_fini: drains and frees every stream) and the backend's stream calls and
+ * notices (backend.h). */
+int emu_pool_init(struct emu *E, cua_err *e);
+void emu_pool_fini(struct emu *E);
+int emu_stream_new(struct emu *E, int priority, bool pool, uint32_t *sid, cua_err *e);
+void emu_streams_fini(struct emu *E);
+int emu_stream_create(struct wk *w, int priority, uint32_t *sid, cua_err *e);
+int emu_stream_destroy(struct wk *w, uint32_t sid, cua_err *e);
+void emu_notify(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done);
+/* A new job doing ops under tag, or NULL with e; emu_job_free releases (ops->fini) and frees one. */
+struct emu_job *emu_job_new(const struct emu_job_ops *ops, struct wk_tag tag, cua_err *e);
+void emu_job_free(struct emu *E, struct emu_job *j);
+/* Queues j on stream sid; takes j in every case (0, or the reason in e). */
+int emu_enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e);
+/* Stream s may run again (it has jobs, or was parked). Caller holds pool.qlock. */
+void emu_stream_ready_locked(struct emu *E, struct emu_stream *s);
+
+/* emu_work.c: stream work (backend.h); graphs queue their nodes through dtod, memset and launch. */
+int emu_htod(struct wk *w, uint32_t sid, uint64_t dst, const void *src, uint64_t bytes, struct wk_tag tag, cua_err *e);
+int emu_dtoh(struct wk *w, uint32_t sid, void *dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e);
+int emu_dtod(struct wk *w, uint32_t sid, uint64_t dst, uint64_t src, uint64_t bytes, struct wk_tag tag, cua_err *e);
+int emu_memset(struct wk *w, uint32_t sid, uint64_t dst, uint32_t value, uint32_t width, uint64_t count,
+	       struct wk_tag tag, cua_err *e);
+int emu_launch(struct wk *w, uint32_t sid, const struct wk_launch *l, struct wk_tag tag, cua_err *e);
 
 /* emu_module.c: the backend calls of modules, functions and their globals and attributes (backend.h). */
 int emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_t *id, cua_err *e);
@@ -138,23 +187,19 @@ int emu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t
 int emu_func_get_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t *value, cua_err *e);
 int emu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_err *e);
 int emu_occupancy(struct wk *w, uint64_t fn, uint32_t block_size, uint32_t shared_mem, uint32_t *blocks, cua_err *e);
+/* Frees every module left (the worker is finishing; their memory goes with the device's). */
+void emu_modules_fini(struct emu *E);
 /* Function fn's kernel, its module's attributes for it (attr may be NULL) and the address of the module global
  * the kernel reads (0: none; global may be NULL), or NOT_FOUND with e. Any thread (takes E->lock). */
 int emu_fn_resolve(struct emu *E, uint64_t fn, const struct emu_kernel **K, struct emu_fattr *attr, uint64_t *global,
 		   cua_err *e);
 
 /* emu_graph.c: graphs (backend.h). emu_graphs_fini frees every graph left (the worker is finishing). */
-struct emu_graphs;
 int emu_graph_create(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_t *id, cua_err *e);
 int emu_graph_set_args(struct wk *w, uint64_t id, uint32_t node, const struct wk_launch *l, cua_err *e);
 int emu_graph_destroy(struct wk *w, uint64_t id, cua_err *e);
 int emu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua_err *e);
 void emu_graphs_fini(struct emu *E);
-/* backend_emu.c, for emu_event.c: a job (takes it in every case; 0 or the reason in e), a new job, and a parked
- * stream that may run again (caller holds pool.qlock). */
-int emu_enqueue(struct emu *E, uint32_t sid, struct emu_job *j, cua_err *e);
-struct emu_job *emu_job_new(enum emu_job_kind kind, struct wk_tag tag, cua_err *e);
-void emu_stream_ready_locked(struct emu *E, struct emu_stream *s);
 
 /* emu_event.c: the backend's event calls (backend.h). */
 int emu_event_create(struct wk *w, uint32_t flags, uint64_t *id, cua_err *e);
@@ -164,12 +209,7 @@ int emu_stream_wait_event(struct wk *w, uint32_t sid, uint64_t id, cua_err *e);
 void emu_event_notify(struct wk *w, uint64_t id, struct wk_tag tag, wk_done_fn done);
 int emu_event_elapsed(struct wk *w, uint64_t start, uint64_t end, float *ms, cua_err *e);
 int emu_event_query(struct wk *w, uint64_t id, int *ready, cua_err *e);
-/* The pool's side: whether stream s's first job j waits for a record not yet reached, and if so parks s on the
- * event (caller holds pool.qlock); a record job's run (no lock held); a record or wait job's reference dropped
- * when it is freed (no lock held); every event freed at the end (emu_fini). */
-bool emu_event_blocks(struct emu_stream *s, const struct emu_job *j);
-void emu_event_reached(struct emu *E, struct emu_job *j);
-void emu_event_job_free(struct emu *E, struct emu_job *j);
+/* Every event freed at the end (emu_fini, after every stream drained). */
 void emu_events_fini(struct emu *E);
 
 #endif

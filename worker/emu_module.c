@@ -52,23 +52,27 @@ globals_alloc(struct emu *E, struct emu_module *m, const struct emu_image_info *
 	return 0;
 }
 
-/* A free module slot (grown by one when none is). Caller holds E->lock. */
-static int
-module_slot(struct emu *E, size_t *slot, cua_err *e)
+/* Module id, or NULL. Caller holds E->lock. */
+static struct emu_module *
+module_at(struct emu *E, uint64_t id)
 {
-	for (size_t i = 0; i < E->nmodules; i++)
-		if (E->modules[i].kernels == 0) {
-			*slot = i;
-			return 0;
-		}
-	if (E->nmodules >= (1u << 24))
-		return cua_err_set(e, CUA_EQUOTA, "emulated device: more than %u modules", 1u << 24);
-	struct emu_module *n = realloc(E->modules, (E->nmodules + 1) * sizeof(*n));
-	if (n == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
-	E->modules = n;
-	*slot = E->nmodules++;
-	return 0;
+	return cua_idmap_find(&E->modules, id);
+}
+
+/* Frees module p (a struct emu_module *) but not its globals' memory, which goes with the device. */
+static void
+module_drop(void *ud, void *p)
+{
+	struct emu_module *m = p;
+	(void)ud;
+	free(m->globals);
+	free(m);
+}
+
+void
+emu_modules_fini(struct emu *E)
+{
+	wk_idmap_fini_each(&E->modules, module_drop, NULL);
 }
 
 /* Checks the image (emu_image.c: anything malformed is CUA_EMODULE), keeps the set of kernels it names and
@@ -78,25 +82,28 @@ emu_module_load(struct wk *w, const void *img, size_t len, uint32_t fmt, uint64_
 {
 	struct emu *E = w->be_state;
 	struct emu_image_info *info = malloc(sizeof(*info));
-	size_t slot = 0;
+	struct emu_module *m = calloc(1, sizeof(*m));
 	int r;
-	if (info == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+	if (info == NULL || m == NULL) {
+		r = cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		goto out;
+	}
 	if ((r = emu_image_parse(img, len, fmt, info, e)) != 0)
 		goto out;
+	for (size_t k = 0; k < 64; k++)
+		m->attr[k] = (struct emu_fattr){EMU_DYN_SHARED_DEFAULT, -1, {0, 0, 0}, 0};
+	m->kernels = info->kernels;
 	pthread_mutex_lock(&E->lock);
-	if ((r = module_slot(E, &slot, e)) == 0) {
-		struct emu_module *m = &E->modules[slot];
-		memset(m, 0, sizeof(*m));
-		for (size_t k = 0; k < 64; k++)
-			m->attr[k] = (struct emu_fattr){EMU_DYN_SHARED_DEFAULT, -1, {0, 0, 0}, 0};
-		if ((r = globals_alloc(E, m, info, e)) == 0)
-			m->kernels = info->kernels;
+	if ((r = globals_alloc(E, m, info, e)) == 0 && (r = cua_idmap_alloc(&E->modules, id, m)) != 0) {
+		globals_free(E, m);
+		r = r == CUA_EQUOTA ? cua_err_set(e, r, "emulated device: more than %u modules", EMU_MODULES_MAX)
+				    : cua_err_set(e, r, "out of host memory");
 	}
 	pthread_mutex_unlock(&E->lock);
 	if (r == 0)
-		*id = slot + 1;
+		m = NULL; /* transferred */
 out:
+	free(m);
 	free(info);
 	return r;
 }
@@ -106,15 +113,12 @@ emu_module_unload(struct wk *w, uint64_t id, cua_err *e)
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	int r = 0;
-	if (id == 0 || id > E->nmodules || E->modules[id - 1].kernels == 0) {
-		r = cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
-	} else {
-		globals_free(E, &E->modules[id - 1]);
-		E->modules[id - 1].kernels = 0;
-	}
+	struct emu_module *m = cua_idmap_remove(&E->modules, id);
+	if (m != NULL)
+		globals_free(E, m);
+	free(m);
 	pthread_mutex_unlock(&E->lock);
-	return r;
+	return m != NULL ? 0 : cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)id);
 }
 
 int
@@ -123,9 +127,10 @@ emu_function_get(struct wk *w, uint64_t mod, const char *name, uint64_t *fn, cua
 {
 	struct emu *E = w->be_state;
 	pthread_mutex_lock(&E->lock);
-	uint64_t kernels = mod >= 1 && mod <= E->nmodules ? E->modules[mod - 1].kernels : 0;
+	const struct emu_module *m = module_at(E, mod);
+	uint64_t kernels = m != NULL ? m->kernels : 0;
 	pthread_mutex_unlock(&E->lock);
-	if (kernels == 0)
+	if (m == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)mod);
 	int k = emu_kernel_find(name, strlen(name));
 	/* The kernel must be named in the image, as it is in a real module. */
@@ -150,7 +155,7 @@ emu_fn_resolve(struct emu *E, uint64_t fn, const struct emu_kernel **K, struct e
 	uint64_t k = (fn & 0xff) - 1, mod = fn >> 8;
 	int r = 0;
 	pthread_mutex_lock(&E->lock);
-	const struct emu_module *m = mod >= 1 && mod <= E->nmodules ? &E->modules[mod - 1] : NULL;
+	const struct emu_module *m = module_at(E, mod);
 	if ((fn & 0xff) == 0 || k >= emu_nkernels || m == NULL || !(m->kernels & (1ull << k))) {
 		r = cua_err_set(e, CUA_ENOT_FOUND, "no function %llu", (unsigned long long)fn);
 		goto out;
@@ -176,8 +181,8 @@ emu_module_get_global(struct wk *w, uint64_t mod, const char *name, uint64_t *ad
 	struct emu *E = w->be_state;
 	int r = 0;
 	pthread_mutex_lock(&E->lock);
-	const struct emu_module *m = mod >= 1 && mod <= E->nmodules ? &E->modules[mod - 1] : NULL;
-	if (m == NULL || m->kernels == 0) {
+	const struct emu_module *m = module_at(E, mod);
+	if (m == NULL) {
 		r = cua_err_set(e, CUA_ENOT_FOUND, "no module %llu", (unsigned long long)mod);
 		goto out;
 	}
@@ -252,7 +257,12 @@ emu_func_set_attr(struct wk *w, uint64_t fn, uint32_t attr, int32_t value, cua_e
 	if (!settable(w, attr, value))
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "CUDA_ERROR_INVALID_VALUE: attribute %u = %d", attr, value);
 	pthread_mutex_lock(&E->lock);
-	struct emu_fattr *a = &E->modules[(fn >> 8) - 1].attr[(fn & 0xff) - 1];
+	struct emu_module *m = module_at(E, fn >> 8);
+	if (m == NULL) { /* unloaded since: unload and this call are both the main thread's, so never */
+		pthread_mutex_unlock(&E->lock);
+		return cua_err_set(e, CUA_ENOT_FOUND, "no function %llu", (unsigned long long)fn);
+	}
+	struct emu_fattr *a = &m->attr[(fn & 0xff) - 1];
 	switch (attr) {
 	case CUA_FATTR_MAX_DYNAMIC_SHARED: a->max_dyn_shared = value; break;
 	case CUA_FATTR_PREFERRED_CARVEOUT: a->carveout = value; break;

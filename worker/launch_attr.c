@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "backend.h"
+#include "core.h"
 
 static int
 attr_of(struct wk *w, uint64_t fn, uint32_t attr, int32_t *v, cua_err *e)

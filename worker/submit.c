@@ -58,24 +58,10 @@ struct sub_thread {
 
 struct wksub {
 	struct wk *w;
-	wk_done_fn done;
-	void (*report)(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail);
+	const struct wksub_ops *ops;
 	unsigned n;
 	struct sub_thread *t;
 };
-
-/* Issues one prepared command; a failure goes to its command's outcome. Submit thread. */
-static void
-issue(struct wksub *S, const struct sub_ent *e)
-{
-	const struct wrec_hdr *c = (const struct wrec_hdr *)(e + 1);
-	struct wk_op op = {e->tag, e->sid, e->host, c};
-	cua_err err;
-	cua_err_clear(&err);
-	int r = wk_cmds[c->op].issue(S->w, &op, &err);
-	if (r != 0)
-		S->report(S->w, e->tag, (uint32_t)r, err.detail[0] ? err.detail : cua_strerror(r));
-}
 
 /* Runs one batch in order. Submit thread. */
 static void
@@ -84,10 +70,12 @@ run_batch(struct wksub *S, const struct sub_batch *b)
 	size_t off = 0;
 	while (off < b->len) {
 		const struct sub_ent *e = (const struct sub_ent *)(b->p + off);
-		if (e->size == 0)
-			wk_notice(S->w, e->sid, e->tag, S->done);
-		else
-			issue(S, e);
+		if (e->size == 0) {
+			S->ops->notice(S->w, e->sid, e->tag);
+		} else {
+			struct wk_op op = {e->tag, e->sid, e->host, (const struct wrec_hdr *)(e + 1)};
+			S->ops->issue(S->w, &op); /* a failure goes to its command's outcome */
+		}
 		off += sizeof(*e) + e->size;
 	}
 }
@@ -184,8 +172,7 @@ batches_free(struct sub_batches *l)
 }
 
 struct wksub *
-wksub_start(struct wk *w, unsigned n, wk_done_fn done,
-	    void (*report)(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail))
+wksub_start(struct wk *w, unsigned n, const struct wksub_ops *ops)
 {
 	struct wksub *S = calloc(1, sizeof(*S));
 	if (S == NULL || (S->t = calloc(n, sizeof(*S->t))) == NULL) {
@@ -193,7 +180,7 @@ wksub_start(struct wk *w, unsigned n, wk_done_fn done,
 		log_warn("no memory for %u submit threads; the command loop issues everything", n);
 		return NULL;
 	}
-	*S = (struct wksub){w, done, report, 0, S->t};
+	*S = (struct wksub){w, ops, 0, S->t};
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay with the main thread */
@@ -330,7 +317,7 @@ wksub_push(struct wksub *S)
 			pthread_cond_signal(&T->work);
 		pthread_mutex_unlock(&T->lock);
 		T->cur = NULL;
-		T->owed = 0; /* every owed notice was appended before pushing (worker.c, flush) */
+		T->owed = 0; /* every owed notice was appended before pushing (streams.c, wk_flush) */
 	}
 }
 
