@@ -5,6 +5,25 @@
 
 #include "cmd.h"
 
+/* The rows, each defined in the file of its family. */
+extern const struct cmd_entry cmd_hello_entry, cmd_ping_entry, cmd_devices_entry, cmd_status_entry;
+extern const struct cmd_entry cmd_sessions_entry, cmd_disconnect_entry, cmd_drain_entry;
+extern const struct cmd_entry cmd_module_load_entry, cmd_module_unload_entry, cmd_function_get_entry;
+extern const struct cmd_entry cmd_mem_alloc_entry, cmd_mem_free_entry;
+extern const struct cmd_entry cmd_memcpy_htod_entry, cmd_memcpy_dtoh_entry, cmd_memcpy_dtod_entry, cmd_memset_entry;
+extern const struct cmd_entry cmd_memcpy_htod_host_entry, cmd_memcpy_dtoh_host_entry;
+extern const struct cmd_entry cmd_stream_create_entry, cmd_stream_destroy_entry, cmd_stream_sync_entry;
+extern const struct cmd_entry cmd_synchronize_entry;
+extern const struct cmd_entry cmd_launch_entry, cmd_batch_entry;
+extern const struct cmd_entry cmd_host_register_entry, cmd_host_unregister_entry;
+extern const struct cmd_entry cmd_module_get_global_entry;
+extern const struct cmd_entry cmd_func_get_attribute_entry, cmd_func_set_attribute_entry, cmd_occupancy_entry;
+extern const struct cmd_entry cmd_graph_create_entry, cmd_graph_launch_entry, cmd_graph_destroy_entry;
+extern const struct cmd_entry cmd_graph_set_args_entry;
+extern const struct cmd_entry cmd_event_create_entry, cmd_event_destroy_entry, cmd_event_record_entry;
+extern const struct cmd_entry cmd_stream_wait_event_entry, cmd_event_sync_entry, cmd_event_elapsed_entry;
+extern const struct cmd_entry cmd_event_query_entry;
+
 #define ROW(name, entry) [CUA_OP_##name] = &entry
 
 static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
