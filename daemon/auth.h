@@ -32,17 +32,17 @@ long auth_socket_gid(const struct fe *fe, bool operator);
 /* A new session: asks the edge who the peer is (s->ident) and decides what it must show before it is served;
  * operator_listener: it came through the operator endpoint (s->operator when its identity is an operator's,
  * else s->denied). fe->lock held. */
-void do_auth_session(struct fe *fe, struct session *s, bool operator_listener);
+void do_auth_session(struct fe *fe, struct session *s, bool operator_listener) CUA_REQUIRES(cuad_fe_lock);
 /* HELLO's credentials. 0 (s->ident.token_name and .authenticated set when a token matched), or
  * UNAUTHENTICATED (a wrong token, or none where one is required) or PERMISSION_DENIED with a message in e
  * that never contains the token. fe->lock held. */
-int do_auth_hello(struct fe *fe, struct session *s, const cua_bytes *token, cua_err *e);
+int do_auth_hello(struct fe *fe, struct session *s, const cua_bytes *token, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* Before any request of s is validated (authenticates: its row says it may carry the token, HELLO): 0, or
  * UNAUTHENTICATED / PERMISSION_DENIED with a
  * message saying what to do. fe->lock held. */
-int do_auth_gate(struct fe *fe, const struct session *s, bool authenticates, cua_err *e);
+int do_auth_gate(struct fe *fe, const struct session *s, bool authenticates, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* "ipc uid 1000 gid 1000 pid 42", "tls+tcp (certificate verified)", "tcp (unauthenticated)", with ", token
  * 'NAME'" and ", operator" when they apply: for log lines. Returns buf. */
-const char *auth_describe(const struct session *s, char *buf, size_t len);
+const char *auth_describe(const struct session *s, char *buf, size_t len) CUA_REQUIRES(cuad_fe_lock);
 
 #endif

@@ -109,37 +109,37 @@ plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_r
 
 /* The rows' item functions (CMD_BATCHED): the request alone, or one item of a BATCH. */
 static int
-i_htod(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+i_htod(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	return plan_htod(fe, r, q, it, e);
 }
 
 static int
-i_dtoh(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+i_dtoh(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	return plan_dtoh(fe, r, q, it, e);
 }
 
 static int
-i_dtod(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+i_dtod(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	return plan_dtod(fe, r, q, it, e);
 }
 
 static int
-i_memset(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+i_memset(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	return plan_memset(fe, r, q, it, e);
 }
 
 static int
-i_htod_host(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+i_htod_host(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	return plan_host_copy(fe, r, CUA_OP_MEMCPY_HTOD_HOST, q, it, e);
 }
 
 static int
-i_dtoh_host(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+i_dtoh_host(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	return plan_host_copy(fe, r, CUA_OP_MEMCPY_DTOH_HOST, q, it, e);
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 static int
-v_event_create(struct fe *fe, struct request *r, cua_err *e)
+v_event_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_event_create *q = &r->w.body.event_create;
 	int rc;
@@ -30,7 +30,7 @@ v_event_create(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_event_create(struct fe *fe, struct request *r)
+c_event_create(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct ritem *it = &r->items[0];
@@ -49,7 +49,7 @@ c_event_create(struct fe *fe, struct request *r)
 
 /* The event of handle h, bound to r's device and generation. */
 static int
-event_get(struct fe *fe, struct request *r, uint64_t h, struct hslot **hs, cua_err *e)
+event_get(struct fe *fe, struct request *r, uint64_t h, struct hslot **hs, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	int rc = do_handle_get(fe, r->s, h, CUA_HK_EVENT, hs, e);
 	if (rc == 0)
@@ -60,7 +60,7 @@ event_get(struct fe *fe, struct request *r, uint64_t h, struct hslot **hs, cua_e
 /* Releases in sequence order, as STREAM_DESTROY does; not a barrier: the worker keeps the event itself alive
  * while records, waits and synchronizes queued before still use it (CUDA's cuEventDestroy semantics). */
 static int
-v_event_destroy(struct fe *fe, struct request *r, cua_err *e)
+v_event_destroy(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t h = r->w.body.event.event;
 	struct hslot *hs;
@@ -80,7 +80,7 @@ v_event_destroy(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_event_destroy(struct fe *fe, struct request *r)
+c_event_destroy(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.event.event, CUA_HK_EVENT);
@@ -96,7 +96,7 @@ c_event_destroy(struct fe *fe, struct request *r)
 
 /* EVENT_DESTROY failed as a whole after validation: the event is the session's again. */
 static void
-a_event_destroy(struct fe *fe, struct request *r)
+a_event_destroy(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.event.event, CUA_HK_EVENT);
@@ -107,6 +107,7 @@ a_event_destroy(struct fe *fe, struct request *r)
 /* The stream of a RECORD or WAIT: one of the session's own or its ordered stream, on the event's device. */
 static int
 event_stream(struct fe *fe, struct request *r, uint64_t stream, const struct hslot *ev, uint32_t *sid, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock)
 {
 	if (stream == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT,
@@ -125,7 +126,7 @@ event_stream(struct fe *fe, struct request *r, uint64_t stream, const struct hsl
 
 /* EVENT_RECORD and STREAM_WAIT_EVENT. A wait for an event never recorded completes at once (CUDA): nothing runs. */
 static int
-v_event_stream(struct fe *fe, struct request *r, cua_err *e)
+v_event_stream(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_event_stream *q = &r->w.body.event_stream;
 	struct hslot *ev;
@@ -147,7 +148,7 @@ v_event_stream(struct fe *fe, struct request *r, cua_err *e)
 
 /* EVENT_SYNC, EVENT_QUERY. An event never recorded has nothing to wait for: answered at once, ready. */
 static int
-v_event_one(struct fe *fe, struct request *r, cua_err *e)
+v_event_one(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct hslot *ev;
 	int rc = event_get(fe, r, r->w.body.event.event, &ev, e);
@@ -186,7 +187,7 @@ elapsed_check(const struct hslot *ev, const char *which, cua_err *e)
 }
 
 static int
-v_event_elapsed(struct fe *fe, struct request *r, cua_err *e)
+v_event_elapsed(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_event_elapsed *q = &r->w.body.event_elapsed;
 	struct hslot *a, *b;

@@ -29,7 +29,7 @@ static const char *const attr_names[CUA_FATTR_LAST + 1] = {
 
 /* The function of handle h, the request bound to its device. 0 or a status with a message in e. */
 static int
-plan_function(struct fe *fe, struct request *r, uint64_t h, struct hslot **fn, cua_err *e)
+plan_function(struct fe *fe, struct request *r, uint64_t h, struct hslot **fn, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	int rc = do_handle_get(fe, r->s, h, CUA_HK_FUNCTION, fn, e);
 	if (rc == 0)
@@ -38,7 +38,7 @@ plan_function(struct fe *fe, struct request *r, uint64_t h, struct hslot **fn, c
 }
 
 static int
-v_func_get_attribute(struct fe *fe, struct request *r, cua_err *e)
+v_func_get_attribute(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_func_attribute *q = &r->w.body.func_attribute;
 	struct hslot *fn;
@@ -95,7 +95,7 @@ check_set(const struct device *d, uint32_t attr, int32_t v, cua_err *e)
 }
 
 static int
-v_func_set_attribute(struct fe *fe, struct request *r, cua_err *e)
+v_func_set_attribute(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_func_attribute *q = &r->w.body.func_attribute;
 	struct hslot *fn;
@@ -108,7 +108,7 @@ v_func_set_attribute(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static int
-v_occupancy(struct fe *fe, struct request *r, cua_err *e)
+v_occupancy(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_occupancy *q = &r->w.body.occupancy;
 	struct hslot *fn;

@@ -23,12 +23,12 @@ struct pool_mark {
 	uint32_t next_pool;
 };
 static struct pool_mark
-pool_save(const struct request *r)
+pool_save(const struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	return (struct pool_mark){r->uses_pool, r->s->next_pool};
 }
 static void
-pool_restore(struct request *r, struct pool_mark m)
+pool_restore(struct request *r, struct pool_mark m) CUA_REQUIRES(cuad_fe_lock)
 {
 	r->uses_pool = m.uses_pool;
 	r->s->next_pool = m.next_pool;
@@ -37,6 +37,7 @@ pool_restore(struct request *r, struct pool_mark m)
 /* Pins the device pointers of a launch's arguments. */
 static int
 pin_args(struct session *s, struct fgraph *g, uint32_t node, const cua_wire_arg *args, uint32_t n, uint64_t req)
+	CUA_REQUIRES(cuad_fe_lock)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (args[i].kind == CUA_ARG_DEVPTR && args[i].devptr != 0 &&
@@ -47,7 +48,7 @@ pin_args(struct session *s, struct fgraph *g, uint32_t node, const cua_wire_arg 
 
 static int
 plan_node_launch(struct fe *fe, struct request *r, struct fgraph *g, uint32_t i, const struct cua_req_launch *q,
-		 cua_err *e)
+		 cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem it = {-1, 0, NULL, 0, NULL, 0, -1};
 	if (q->flags & CUA_FLAG_NO_WAIT)
@@ -89,6 +90,7 @@ item_stream(const cua_batch_item *b)
 /* Validates node i and plans its command; pins what it uses. */
 static int
 plan_node(struct fe *fe, struct request *r, struct fgraph *g, uint32_t i, const cua_batch_item *b, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem it = {-1, 0, NULL, 0, NULL, 0, -1};
 	struct session *s = r->s;
@@ -126,7 +128,7 @@ plan_node(struct fe *fe, struct request *r, struct fgraph *g, uint32_t i, const 
 /* Records of graphs whose GRAPH_CREATE was validated and then failed as a whole (its context was lost before
  * it ran) never complete: they pin nothing (graphtab.c) and are dropped here. */
 static void
-sweep_lost(struct fe *fe, struct session *s)
+sweep_lost(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct fgraph *g, *next;
 	for (g = LIST_FIRST(&s->graphs); g != NULL; g = next) {
@@ -140,7 +142,7 @@ sweep_lost(struct fe *fe, struct session *s)
 }
 
 static int
-graph_quota(struct fe *fe, struct request *r, uint32_t n, cua_err *e)
+graph_quota(struct fe *fe, struct request *r, uint32_t n, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	sweep_lost(fe, s);
@@ -174,7 +176,7 @@ wrap_cmds(struct request *r, void *rec, size_t fixed)
 }
 
 static int
-v_graph_create(struct fe *fe, struct request *r, cua_err *e)
+v_graph_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_graph_create *q = &r->w.body.graph_create;
 	int rc;
@@ -208,7 +210,7 @@ v_graph_create(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_graph_create(struct fe *fe, struct request *r)
+c_graph_create(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct ritem *it = &r->items[0];
@@ -234,7 +236,7 @@ c_graph_create(struct fe *fe, struct request *r)
 
 /* Refused as a whole after its validation (e.g. TOO_LARGE for the worker ring): its record and pins go. */
 static void
-a_graph_create(struct fe *fe, struct request *r)
+a_graph_create(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct fgraph *g = do_graph_by_req(r->s, r->id);
@@ -257,6 +259,7 @@ r_graph_create(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch
 /* The live graph of handle h: its slot and record. */
 static int
 graph_get(struct fe *fe, struct request *r, uint64_t h, struct hslot **hs, struct fgraph **g, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock)
 {
 	int rc = do_handle_get(fe, r->s, h, CUA_HK_GRAPH, hs, e);
 	if (rc != 0)
@@ -268,7 +271,7 @@ graph_get(struct fe *fe, struct request *r, uint64_t h, struct hslot **hs, struc
 }
 
 static int
-v_graph_launch(struct fe *fe, struct request *r, cua_err *e)
+v_graph_launch(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_graph_launch *q = &r->w.body.graph_launch;
 	struct hslot *hs;
@@ -288,7 +291,7 @@ v_graph_launch(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static int
-v_graph_set_args(struct fe *fe, struct request *r, cua_err *e)
+v_graph_set_args(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_graph_set_args *q = &r->w.body.graph_set_args;
 	struct ritem it = {-1, 0, NULL, 0, NULL, 0, -1};
@@ -341,7 +344,7 @@ v_graph_set_args(struct fe *fe, struct request *r, cua_err *e)
 
 /* GRAPH_SET_ARGS r is done: its pending pins take effect (ok) or go. */
 static void
-set_args_settle(struct request *r, bool ok)
+set_args_settle(struct request *r, bool ok) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_graph_set_args *q = &r->w.body.graph_set_args;
 	if (do_handle_slot(r->s, q->graph, CUA_HK_GRAPH) == NULL)
@@ -352,14 +355,14 @@ set_args_settle(struct request *r, bool ok)
 }
 
 static void
-c_graph_set_args(struct fe *fe, struct request *r)
+c_graph_set_args(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	set_args_settle(r, r->items[0].status == CUA_OK);
 }
 
 static void
-a_graph_set_args(struct fe *fe, struct request *r)
+a_graph_set_args(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	set_args_settle(r, false);
@@ -367,7 +370,7 @@ a_graph_set_args(struct fe *fe, struct request *r)
 
 /* Forgets graph slot hs and its record (destroyed, or of a lost context). */
 static void
-graph_forget(struct session *s, struct hslot *hs)
+graph_forget(struct session *s, struct hslot *hs) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct fgraph *g = do_graph_by_slot(s, (uint32_t)(hs - s->slots));
 	if (g != NULL) {
@@ -378,7 +381,7 @@ graph_forget(struct session *s, struct hslot *hs)
 }
 
 static int
-v_graph_destroy(struct fe *fe, struct request *r, cua_err *e)
+v_graph_destroy(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t h = r->w.body.graph_destroy.graph;
 	struct hslot *hs;
@@ -402,7 +405,7 @@ v_graph_destroy(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_graph_destroy(struct fe *fe, struct request *r)
+c_graph_destroy(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.graph_destroy.graph, CUA_HK_GRAPH);

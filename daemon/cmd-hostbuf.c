@@ -50,7 +50,7 @@ open_memfd(int64_t pid, uint32_t cfd, uint64_t bytes, int *out, cua_err *e)
 }
 
 static int
-v_host_register(struct fe *fe, struct request *r, cua_err *e)
+v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_host_register *q = &r->w.body.host_register;
 	int rc;
@@ -79,7 +79,7 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_host_register(struct fe *fe, struct request *r)
+c_host_register(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem *it = &r->items[0];
 	uint64_t h;
@@ -96,7 +96,7 @@ c_host_register(struct fe *fe, struct request *r)
 }
 
 static int
-v_host_unregister(struct fe *fe, struct request *r, cua_err *e)
+v_host_unregister(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t h = r->w.body.host_unregister.buffer;
 	struct hslot *hb;
@@ -118,7 +118,7 @@ v_host_unregister(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_host_unregister(struct fe *fe, struct request *r)
+c_host_unregister(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *hb = do_handle_slot(r->s, r->w.body.host_unregister.buffer, CUA_HK_HOSTBUF);
@@ -136,7 +136,7 @@ c_host_unregister(struct fe *fe, struct request *r)
 
 /* HOST_UNREGISTER failed as a whole after validation: the buffer is the session's again. */
 static void
-a_host_unregister(struct fe *fe, struct request *r)
+a_host_unregister(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *hb = do_handle_slot(r->s, r->w.body.host_unregister.buffer, CUA_HK_HOSTBUF);

@@ -16,7 +16,7 @@
  * tenant takes this identity, or QUOTA when its tenant has all the sessions it may have. Sessions of the operator
  * endpoint belong to no tenant: no tenant's limit applies to them, and they count for none. */
 static int
-assign_tenant(struct fe *fe, struct request *r, cua_err *e)
+assign_tenant(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct identity *in = &r->s->ident;
 	struct peer_identity id = {in->has_cred, in->uid, in->gid, in->subject[0] ? in->subject : NULL,
@@ -43,7 +43,7 @@ assign_tenant(struct fe *fe, struct request *r, cua_err *e)
 /* HELLO: the version, then the credentials (auth.c). The log line says who the peer is as the transport and
  * the token vouch for it (never the token itself); the pid the client states is only its word. */
 static int
-v_hello(struct fe *fe, struct request *r, cua_err *e)
+v_hello(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_hello *q = &r->w.body.hello;
 	char who[256];
@@ -112,7 +112,7 @@ text(const char *s, size_t max)
 }
 
 static int
-r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)r;
 	cua_wire_device *infos = calloc(CUA_MAX_DEVICES, sizeof(*infos));
@@ -145,7 +145,7 @@ r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 
 /* The daemon-wide view, for sessions of the operator endpoint: every device's and every session's usage. */
 static void
-status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds)
+status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct session *s;
 	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++) {
@@ -174,6 +174,7 @@ status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds)
  * generations and restarts are not usage and stay visible. */
 static void
 status_own(struct fe *fe, const struct session *s, struct cua_rep_status *b, cua_wire_dev_status *ds)
+	CUA_REQUIRES(cuad_fe_lock)
 {
 	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
 		ds[i] = (cua_wire_dev_status){(uint32_t)i,
@@ -196,7 +197,7 @@ status_own(struct fe *fe, const struct session *s, struct cua_rep_status *b, cua
 }
 
 static int
-r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint32_t n = fe->ndevs < (int)CUA_MAX_DEVICES ? (uint32_t)fe->ndevs : CUA_MAX_DEVICES;
 	cua_wire_dev_status *ds = calloc(n ? n : 1, sizeof(*ds));

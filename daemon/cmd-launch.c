@@ -53,7 +53,7 @@ check_param_bytes(const struct device *d, const struct cua_req_launch *q, cua_er
 /* Arguments against the layout; *plen: bytes of the command's payload. */
 static int
 check_args(struct fe *fe, struct request *r, const struct hslot *fn, const struct cua_req_launch *q, int dev,
-	   uint32_t *plen, cua_err *e)
+	   uint32_t *plen, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (q->nargs != fn->nparams)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the kernel takes %u arguments, the launch has %u",
@@ -135,7 +135,7 @@ plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, st
 }
 
 static int
-i_launch(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e)
+i_launch(struct fe *fe, struct request *r, const void *q, struct ritem *it, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	return plan_launch(fe, r, q, it, e);
 }
@@ -148,7 +148,7 @@ n_launch(struct stats *st, const void *q)
 }
 
 static int
-v_launch(struct fe *fe, struct request *r, cua_err *e)
+v_launch(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	r->no_wait = (r->w.body.launch.flags & CUA_FLAG_NO_WAIT) != 0;
 	return plan_launch(fe, r, &r->w.body.launch, &r->items[0], e);

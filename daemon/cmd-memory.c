@@ -18,7 +18,7 @@ session_mem_limit(const struct fe *fe, uint32_t dev)
 }
 
 static int
-v_mem_alloc(struct fe *fe, struct request *r, cua_err *e)
+v_mem_alloc(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_mem_alloc *q = &r->w.body.mem_alloc;
 	uint64_t quota, used;
@@ -45,7 +45,7 @@ v_mem_alloc(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_mem_alloc(struct fe *fe, struct request *r)
+c_mem_alloc(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem *it = &r->items[0];
 	if (it->status != CUA_OK)
@@ -64,7 +64,7 @@ c_mem_alloc(struct fe *fe, struct request *r)
 
 /* A pointer into a lost context: forget its record, and say so. */
 static void
-forget_stale(struct session *s, uint64_t p)
+forget_stale(struct session *s, uint64_t p) CUA_REQUIRES(cuad_fe_lock)
 {
 	for (uint32_t i = 0; i < s->nallocs; i++)
 		if (s->allocs[i].addr == p && s->allocs[i].stale) {
@@ -74,7 +74,7 @@ forget_stale(struct session *s, uint64_t p)
 }
 
 static int
-v_mem_free(struct fe *fe, struct request *r, cua_err *e)
+v_mem_free(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t p = r->w.body.mem_free.ptr;
 	int dev;
@@ -115,7 +115,7 @@ v_mem_free(struct fe *fe, struct request *r, cua_err *e)
 /* A MEM_FREE that failed as a whole after validation marked the allocation released: it was not freed, so it is
  * the session's again (a client may use it or free it once more; a stale one then answers CONTEXT_LOST). */
 static void
-a_mem_free(struct fe *fe, struct request *r)
+a_mem_free(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct alloc_rec *a = do_alloc_released(r->s, r->w.body.mem_free.ptr, r->id);
@@ -124,7 +124,7 @@ a_mem_free(struct fe *fe, struct request *r)
 }
 
 static void
-c_mem_free(struct fe *fe, struct request *r)
+c_mem_free(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct alloc_rec *a = do_alloc_released(r->s, r->w.body.mem_free.ptr, r->id);
 	if (a == NULL)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 static int
-v_module_load(struct fe *fe, struct request *r, cua_err *e)
+v_module_load(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_module_load *q = &r->w.body.module_load;
 	int rc;
@@ -44,7 +44,7 @@ v_module_load(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_module_load(struct fe *fe, struct request *r)
+c_module_load(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem *it = &r->items[0];
 	uint64_t h;
@@ -63,7 +63,7 @@ c_module_load(struct fe *fe, struct request *r)
 
 /* Drops module m and its functions from the session's tables (counted unless already stale). */
 static void
-forget_module(struct session *s, struct hslot *m)
+forget_module(struct session *s, struct hslot *m) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint32_t slot = (uint32_t)(m - s->slots);
 	for (uint32_t i = 0; i < s->nslots; i++) {
@@ -84,7 +84,7 @@ forget_module(struct session *s, struct hslot *m)
 
 /* Marks m and its functions released by rel: later requests naming them are refused (session.h). */
 static void
-release_module(struct session *s, struct hslot *m, struct release rel)
+release_module(struct session *s, struct hslot *m, struct release rel) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint32_t slot = (uint32_t)(m - s->slots);
 	for (uint32_t i = 0; i < s->nslots; i++)
@@ -94,7 +94,7 @@ release_module(struct session *s, struct hslot *m, struct release rel)
 }
 
 static int
-v_module_unload(struct fe *fe, struct request *r, cua_err *e)
+v_module_unload(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct hslot *m;
 	uint64_t h = r->w.body.module_unload.module;
@@ -116,7 +116,7 @@ v_module_unload(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_module_unload(struct fe *fe, struct request *r)
+c_module_unload(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *m = do_handle_slot(r->s, r->w.body.module_unload.module, CUA_HK_MODULE);
@@ -130,7 +130,7 @@ c_module_unload(struct fe *fe, struct request *r)
 
 /* MODULE_UNLOAD failed as a whole after validation: the module and its functions are the session's again. */
 static void
-a_module_unload(struct fe *fe, struct request *r)
+a_module_unload(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *m = do_handle_slot(r->s, r->w.body.module_unload.module, CUA_HK_MODULE);
@@ -139,7 +139,7 @@ a_module_unload(struct fe *fe, struct request *r)
 }
 
 static int
-v_function_get(struct fe *fe, struct request *r, cua_err *e)
+v_function_get(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_function_get *q = &r->w.body.function_get;
 	struct hslot *m;
@@ -159,7 +159,7 @@ v_function_get(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_function_get(struct fe *fe, struct request *r)
+c_function_get(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem *it = &r->items[0];
 	uint64_t h;
@@ -184,7 +184,7 @@ c_function_get(struct fe *fe, struct request *r)
 }
 
 static int
-r_function_get(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+r_function_get(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	(void)scratch;
@@ -206,7 +206,7 @@ plan_name(cua_bytes b, const char *what, char *name, cua_err *e)
 }
 
 static int
-v_module_get_global(struct fe *fe, struct request *r, cua_err *e)
+v_module_get_global(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_module_get_global *q = &r->w.body.module_get_global;
 	struct hslot *m;
@@ -222,7 +222,7 @@ v_module_get_global(struct fe *fe, struct request *r, cua_err *e)
 
 /* The global joins the session's pointer table, tied to its module (session.h, struct global_rec). */
 static void
-c_module_get_global(struct fe *fe, struct request *r)
+c_module_get_global(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem *it = &r->items[0];
 	uint64_t bytes;

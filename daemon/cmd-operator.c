@@ -14,7 +14,7 @@
 
 /* One session's row of a SESSIONS reply. */
 static cua_wire_session
-session_row(struct fe *fe, const struct session *s, uint64_t now)
+session_row(struct fe *fe, const struct session *s, uint64_t now) CUA_REQUIRES(cuad_fe_lock)
 {
 	int64_t peer = fe->edge->peer_pid(s->pipe);
 	uint64_t bytes = 0;
@@ -37,7 +37,7 @@ session_row(struct fe *fe, const struct session *s, uint64_t now)
 }
 
 static bool
-listed(const struct session *s)
+listed(const struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	return s->hello && !s->closing && !s->pipe_gone;
 }
@@ -54,7 +54,7 @@ v_none(struct fe *fe, struct request *r, cua_err *e)
 /* SESSIONS: on the operator endpoint every live session that said HELLO, oldest first (at most
  * CUA_MAX_SESSIONS_LIST); elsewhere the asking session alone (a tenant's usage is not another's business). */
 static int
-r_sessions(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+r_sessions(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct session *s;
 	uint32_t n = 0, cap = r->s->operator? CUA_MAX_SESSIONS_LIST : 1;
@@ -80,7 +80,7 @@ r_sessions(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
 /* DISCONNECT: the edge closes the session's connection within a second (its watchdog asks
  * request_hello_overdue), and the session is then closed as if its client had gone. */
 static int
-v_disconnect(struct fe *fe, struct request *r, cua_err *e)
+v_disconnect(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t id = r->w.body.disconnect.session;
 	struct session *s;
@@ -100,7 +100,7 @@ v_disconnect(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static int
-v_drain(struct fe *fe, struct request *r, cua_err *e)
+v_drain(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_drain *q = &r->w.body.drain;
 	if (q->device >= (uint32_t)fe->ndevs)
@@ -116,7 +116,7 @@ v_drain(struct fe *fe, struct request *r, cua_err *e)
 
 /* Whether s holds anything on device dev: memory, handles (pool streams included) or work. */
 static bool
-holds(const struct session *s, int dev)
+holds(const struct session *s, int dev) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (s->dev_bytes[dev] != 0 || s->spool[dev].n != 0 || s->dev_in_flight[dev] != 0)
 		return true;
@@ -128,7 +128,7 @@ holds(const struct session *s, int dev)
 
 /* DRAIN's reply: what still keeps the device busy (the operator polls until both are 0, or DISCONNECTs). */
 static int
-r_drain(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+r_drain(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)scratch;
 	int dev = (int)r->w.body.drain.device;

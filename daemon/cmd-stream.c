@@ -9,7 +9,7 @@
 #include "tenant.h"
 
 static int
-v_stream_create(struct fe *fe, struct request *r, cua_err *e)
+v_stream_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_stream_create *q = &r->w.body.stream_create;
 	int rc;
@@ -37,7 +37,7 @@ v_stream_create(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_stream_create(struct fe *fe, struct request *r)
+c_stream_create(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct ritem *it = &r->items[0];
 	uint64_t h;
@@ -54,7 +54,7 @@ c_stream_create(struct fe *fe, struct request *r)
 
 /* STREAM_SYNC of the ordered stream (on device 0, the only one a stream field without a handle can name). */
 static int
-sync_ordered(struct fe *fe, struct request *r, cua_err *e)
+sync_ordered(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	int rc;
 	uint32_t sid;
@@ -68,7 +68,7 @@ sync_ordered(struct fe *fe, struct request *r, cua_err *e)
 
 /* STREAM_DESTROY and STREAM_SYNC */
 static int
-v_stream(struct fe *fe, struct request *r, cua_err *e)
+v_stream(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t h = r->w.body.stream.stream;
 	struct hslot *hs;
@@ -98,7 +98,7 @@ v_stream(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_stream_destroy(struct fe *fe, struct request *r)
+c_stream_destroy(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.stream.stream, CUA_HK_STREAM);
@@ -114,7 +114,7 @@ c_stream_destroy(struct fe *fe, struct request *r)
 
 /* STREAM_DESTROY failed as a whole after validation: the stream is the session's again. */
 static void
-a_stream_destroy(struct fe *fe, struct request *r)
+a_stream_destroy(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct hslot *hs = do_handle_slot(r->s, r->w.body.stream.stream, CUA_HK_STREAM);
@@ -132,7 +132,7 @@ v_synchronize(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static void
-c_synchronize(struct fe *fe, struct request *r)
+c_synchronize(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)fe;
 	struct session *s = r->s;

@@ -76,13 +76,18 @@ const struct cmd_entry *cmd_find(uint32_t op);
 
 /* Stream work, shared by the single requests and BATCH items (cmd-copy.c, cmd-launch.c). Each validates one
  * item and plans its command into it->cmd. 0 or a status with a message in e. */
-int plan_htod(struct fe *fe, struct request *r, const struct cua_req_memcpy_htod *q, struct ritem *it, cua_err *e);
-int plan_dtoh(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtoh *q, struct ritem *it, cua_err *e);
-int plan_dtod(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtod *q, struct ritem *it, cua_err *e);
-int plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q, struct ritem *it, cua_err *e);
+int plan_htod(struct fe *fe, struct request *r, const struct cua_req_memcpy_htod *q, struct ritem *it, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
+int plan_dtoh(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtoh *q, struct ritem *it, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
+int plan_dtod(struct fe *fe, struct request *r, const struct cua_req_memcpy_dtod *q, struct ritem *it, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
+int plan_memset(struct fe *fe, struct request *r, const struct cua_req_memset *q, struct ritem *it, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 int plan_host_copy(struct fe *fe, struct request *r, uint32_t op, const struct cua_req_memcpy_host *q, struct ritem *it,
-		   cua_err *e);
-int plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, struct ritem *it, cua_err *e);
+		   cua_err *e) CUA_REQUIRES(cuad_fe_lock);
+int plan_launch(struct fe *fe, struct request *r, const struct cua_req_launch *q, struct ritem *it, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 /* launch-attr.c: LAUNCH's cluster, cooperative flag and priority against device d (what the front-end can know;
  * the worker checks what depends on the function's attributes and occupancy), and the record's flags. */
 int check_launch_attrs(const struct device *d, const struct cua_req_launch *q, cua_err *e);
@@ -92,18 +97,20 @@ uint32_t launch_wrec_flags(const struct cua_req_launch *q);
 
 /* For requests that create objects on device dev (memory, modules, streams, host buffers): 0 when it exists, is
  * usable and is not drained by the operator (DRAIN), else BAD_ARGUMENT / NO_DEVICE with a message in e. */
-int plan_need_device(struct fe *fe, uint32_t dev, cua_err *e);
+int plan_need_device(struct fe *fe, uint32_t dev, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* The request's device: the first one named fixes it (and the generation its objects belong to); later
  * items must agree. 0 or BAD_ARGUMENT. */
-int plan_bind_device(struct fe *fe, struct request *r, int dev, uint32_t gen, cua_err *e);
+int plan_bind_device(struct fe *fe, struct request *r, int dev, uint32_t gen, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* [p, p+len) must lie in one live allocation of the session; binds the request to its device. */
-int plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *dev, cua_err *e);
+int plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *dev, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 /* Resolves a stream handle (0: the next pool stream of dev) to the worker's stream id. */
-int plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e);
+int plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 /* 0 when the session may hold one more handle, else QUOTA. */
-int plan_handle_quota(struct fe *fe, struct request *r, cua_err *e);
+int plan_handle_quota(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* A reply row for ops whose body is the one u64 the worker produced (a handle or a device pointer). */
-int reply_value(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch);
+int reply_value(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock);
 /* Room kept in every reply for its envelope ([version, op, status, name, message, body] with the message's
  * text and the body's headers) beside the bytes of data it carries. */
 #define CUA_REPLY_ENVELOPE 4096u

@@ -13,6 +13,10 @@
  *
  * Locking: one mutex, fe->lock, guards sessions, handle tables, request queues, device state and the
  * staging allocators. Functions named do_* expect the caller to hold it; the others take it themselves.
+ * The compiler checks this under ./configure CC=clang --enable-thread-safety (common/cua_tsa.h): each field that
+ * fe->lock guards says CUA_GUARDED_BY(cuad_fe_lock), each do_* function CUA_REQUIRES(cuad_fe_lock), each that
+ * takes it CUA_EXCLUDES(cuad_fe_lock); fe_lock and fe_unlock below take and give it. cuad_fe_lock is the name
+ * the analysis knows fe->lock by (cuad-lock.h says why it cannot name fe->lock itself).
  */
 #ifndef CUAD_DAEMON_H
 #define CUAD_DAEMON_H
@@ -21,6 +25,7 @@
 #include "cua_error.h"
 #include "cua_proto.h"
 #include "cuad-limits.h"
+#include "cuad-lock.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -137,47 +142,78 @@ struct edge_ops {
 
 TAILQ_HEAD(session_list, session);
 
+/* Each field says what guards it: CUA_GUARDED_BY(cuad_fe_lock) is fe->lock, checked by clang; "startup" fields are
+ * set before any thread starts and only read afterwards. */
 struct fe {
+	/* startup, except the reloadable limits: a reload (options.c) writes them under fe->lock and they are read
+	 * under it (not annotated: most of cfg is read anywhere) */
 	struct config cfg;
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* the dispatcher: work may be ready */
-	const struct edge_ops *edge;
+	cua_mutex lock;              /* the big lock ("Locking" above); the analysis calls it cuad_fe_lock */
+	pthread_cond_t cond;         /* the dispatcher: work may be ready (waited on with fe->lock) */
+	const struct edge_ops *edge; /* startup */
 
-	struct device *devs;
-	int ndevs;
-	const char *backend; /* the chosen backend: "cuda" or "emu" */
+	struct device *devs; /* startup (the array); each device's fields say what guards them (devlink.h) */
+	int ndevs;           /* startup */
+	const char *backend; /* startup: the chosen backend: "cuda" or "emu" */
 
 	/* sessions (session.c) */
-	struct session_list sessions;
-	struct session *by_pipe;                     /* uthash on pipe id */
-	struct pipe_tomb *tombs;                     /* uthash on pipe id: pipes that left (the newest CUAD_TOMBS) */
-	STAILQ_HEAD(tomb_fifo, pipe_tomb) tomb_fifo; /* oldest first */
-	uint32_t ntombs;
-	uint32_t nsessions;
-	uint64_t next_session;
+	struct session_list sessions CUA_GUARDED_BY(cuad_fe_lock);
+	struct session *by_pipe CUA_GUARDED_BY(cuad_fe_lock); /* uthash on pipe id */
+	struct pipe_tomb *tombs CUA_GUARDED_BY(cuad_fe_lock); /* uthash on pipe id: pipes that left (the newest
+								 * CUAD_TOMBS) */
+	STAILQ_HEAD(tomb_fifo, pipe_tomb) tomb_fifo CUA_GUARDED_BY(cuad_fe_lock); /* oldest first */
+	uint32_t ntombs CUA_GUARDED_BY(cuad_fe_lock);
+	uint32_t nsessions CUA_GUARDED_BY(cuad_fe_lock);
+	uint64_t next_session CUA_GUARDED_BY(cuad_fe_lock);
 
 	/* scheduler (scheduler.c) */
-	struct session_list ready; /* sessions with queued requests, served round-robin */
-	uint32_t pending_closes;   /* sessions whose pipe left, not yet closed */
-	bool dispatching;          /* the dispatcher walks the ready list: sessions are freed after its pass */
-	struct session_list zombies;
-	struct session_list gaps; /* sessions with ordered requests waiting for a missing seq (scheduler.c) */
-	pthread_t dispatcher;
-	bool dispatcher_started;
+	struct session_list ready CUA_GUARDED_BY(cuad_fe_lock); /* sessions with queued requests, served round-robin */
+	uint32_t pending_closes CUA_GUARDED_BY(cuad_fe_lock);   /* sessions whose pipe left, not yet closed */
+	bool dispatching CUA_GUARDED_BY(cuad_fe_lock); /* the dispatcher walks the ready list: sessions are freed
+							* after its pass */
+	struct session_list zombies CUA_GUARDED_BY(cuad_fe_lock);
+	struct session_list gaps CUA_GUARDED_BY(cuad_fe_lock); /* sessions with ordered requests waiting for a
+								 * missing seq (scheduler.c) */
+	pthread_t dispatcher;                                  /* main thread (sched_start, sched_stop) */
+	bool dispatcher_started;                               /* main thread */
 
-	uint64_t next_req;
-	uint64_t requests, errors;
-	uint64_t start_ms;
-	uint64_t listener_restarts;
-	atomic_int stopping;
-	bool tearing_down; /* request_stop runs: completions no longer free sessions (it frees them at the end) */
-	bool draining;     /* SIGTERM: every new request is answered SHUTTING_DOWN (request_drain_begin) */
-	uint32_t client_in_flight;   /* client requests (not cleanups) inside the workers */
-	struct auth *auth;           /* tokens and operators (auth.c); NULL: auth_start not called, nothing required */
-	uint32_t insecure_listeners; /* plain tcp:// listeners, for STATUS */
-	struct stats stats;          /* monitoring counters (stats.h), bumped where requests finish */
-	cuad_devmask drained;        /* bit i: the operator drained device i (DRAIN): it takes no new objects */
+	uint64_t next_req CUA_GUARDED_BY(cuad_fe_lock);
+	uint64_t requests CUA_GUARDED_BY(cuad_fe_lock), errors CUA_GUARDED_BY(cuad_fe_lock);
+	uint64_t start_ms;                              /* startup */
+	uint64_t listener_restarts;                     /* unused here: the edge counts its own (struct edge) */
+	atomic_int stopping;                            /* atomic: read anywhere without the lock */
+	bool tearing_down CUA_GUARDED_BY(cuad_fe_lock); /* request_stop runs: completions no longer free sessions (it
+							 * frees them at the end) */
+	bool draining CUA_GUARDED_BY(cuad_fe_lock);     /* SIGTERM: every new request is answered SHUTTING_DOWN
+						     * (request_drain_begin) */
+	uint32_t client_in_flight CUA_GUARDED_BY(cuad_fe_lock); /* client requests (not cleanups) inside the workers */
+	struct auth *auth; /* startup: tokens and operators (auth.c); NULL: auth_start not called, nothing required */
+	uint32_t insecure_listeners;                       /* startup (auth_start counts them), for STATUS */
+	struct stats stats CUA_GUARDED_BY(cuad_fe_lock);   /* monitoring counters (stats.h), bumped where requests
+							  * finish */
+	cuad_devmask drained CUA_GUARDED_BY(cuad_fe_lock); /* bit i: the operator drained device i (DRAIN): it takes
+							    * no new objects */
 };
+
+/* fe->lock: take and give it (the analysis sees cuad_fe_lock taken and given). */
+static inline void
+fe_lock(struct fe *fe) CUA_ACQUIRE(cuad_fe_lock) CUA_NO_TSA
+{
+	pthread_mutex_lock(&fe->lock);
+}
+
+static inline void
+fe_unlock(struct fe *fe) CUA_RELEASE(cuad_fe_lock) CUA_NO_TSA
+{
+	pthread_mutex_unlock(&fe->lock);
+}
+
+/* Waits on cv with fe->lock held before and after (released meanwhile). until: NULL waits without a limit. */
+static inline int
+fe_cond_wait(struct fe *fe, pthread_cond_t *cv, const struct timespec *until) CUA_REQUIRES(cuad_fe_lock) CUA_NO_TSA
+{
+	return until != NULL ? pthread_cond_timedwait(cv, &fe->lock, until) : pthread_cond_wait(cv, &fe->lock);
+}
 
 /* Zeroes fe, sets the defaults and initialises its lock and lists. */
 void fe_init(struct fe *fe);

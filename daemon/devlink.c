@@ -82,13 +82,21 @@ shm_destroy(struct device *d)
 	extent_fini(&d->staging_alloc);
 }
 
+/* d->gen for the thread that starts d's worker, without fe->lock (CUA_NO_TSA): gen is written only by that thread
+ * (restart, under fe->lock) or before d is shared (dev_start), so that thread's read races with no write. */
+static uint32_t
+own_gen(const struct device *d) CUA_NO_TSA
+{
+	return d->gen;
+}
+
 static pid_t
 spawn(struct fe *fe, struct device *d)
 {
 	char fd_s[16], dev_s[16], gen_s[16], sm_s[16], mem_s[32], pool_s[16], lvl_s[16], thr_s[16], sub_s[16];
 	snprintf(fd_s, sizeof(fd_s), "%d", d->shm_fd);
 	snprintf(dev_s, sizeof(dev_s), "%d", d->ordinal);
-	snprintf(gen_s, sizeof(gen_s), "%u", d->gen);
+	snprintf(gen_s, sizeof(gen_s), "%u", own_gen(d));
 	snprintf(sm_s, sizeof(sm_s), "%d", fe->cfg.emu_sm);
 	snprintf(mem_s, sizeof(mem_s), "%llu", (unsigned long long)fe->cfg.emu_mem);
 	snprintf(pool_s, sizeof(pool_s), "%u", fe->cfg.pool_streams);
@@ -214,8 +222,11 @@ dev_launch(struct fe *fe, struct device *d)
 
 static void *completion_main(void *arg);
 
+/* Not analysed (CUA_NO_TSA): it sets d's guarded fields (gen, state) without fe->lock, which is safe because d is
+ * nobody else's yet: main starts the shared devices before the edge and the dispatcher run, and dev_spawn a device
+ * it has just allocated. */
 int
-dev_start(struct fe *fe, struct device *d, dev_done_fn done)
+dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_NO_TSA
 {
 	d->fe = fe;
 	d->done = done;
@@ -246,8 +257,10 @@ dev_start(struct fe *fe, struct device *d, dev_done_fn done)
  * its own can hang it (a leak check's ptrace stop). Without fe->lock.
  */
 #define STOP_GRACE_MS 5000
+/* Not analysed (CUA_NO_TSA): it reads d->in_flight without fe->lock, safe because it runs only from dev_stop, after
+ * d's completion thread was joined and with nothing dispatching to d (see dev_stop). */
 static void
-reap(struct device *d)
+reap(struct device *d) CUA_NO_TSA
 {
 	if (d->in_flight > 0) {
 		kill(d->pid, SIGKILL);
@@ -279,8 +292,10 @@ reap(struct device *d)
 	waitpid(d->pid, NULL, 0);
 }
 
+/* Not analysed (CUA_NO_TSA): it empties d's in-flight table without fe->lock, safe because by then d's completion
+ * thread was joined and nothing dispatches to d (the dispatcher stopped, or d was a pool worker nobody owns). */
 void
-dev_stop(struct device *d, struct request_queue *left)
+dev_stop(struct device *d, struct request_queue *left) CUA_NO_TSA
 {
 	struct request *r, *tmp;
 	TAILQ_INIT(left);
@@ -340,7 +355,7 @@ dev_destroy(struct device *d)
 /* ------------------------------------------------------------------ dispatch */
 
 static void
-do_unplace(struct device *d, struct request *r, uint32_t n)
+do_unplace(struct device *d, struct request *r, uint32_t n) CUA_REQUIRES(cuad_fe_lock)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (r->stages[i].placed) {
@@ -351,7 +366,7 @@ do_unplace(struct device *d, struct request *r, uint32_t n)
 
 /* Every stage of r gets staging space, or none does. 0 or -1. */
 static int
-do_place(struct device *d, struct request *r)
+do_place(struct device *d, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	for (uint32_t i = 0; i < r->nstages; i++) {
 		struct stage *st = &r->stages[i];
@@ -368,7 +383,7 @@ do_place(struct device *d, struct request *r)
 
 /* Writes each stage's staging offset into its command and copies the bytes in. */
 static void
-do_fill_stages(struct device *d, struct request *r)
+do_fill_stages(struct device *d, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	for (uint32_t i = 0; i < r->nstages; i++) {
 		struct stage *st = &r->stages[i];
@@ -427,7 +442,7 @@ dev_stage_bytes(const struct device *d, const struct request *r, uint32_t i)
 /* ------------------------------------------------------------------ completions */
 
 static struct request *
-do_inflight_take(struct device *d, uint64_t id)
+do_inflight_take(struct device *d, uint64_t id) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct request *r;
 	HASH_FIND(hh, d->inflight, &id, sizeof(id), r);
@@ -461,7 +476,7 @@ item_apply(struct ritem *it, const struct wcpl *c, const unsigned char *detail)
 /* The request one completion record is for, taken out of d's in-flight table (NULL: a bad record, logged).
  * Caller holds fe->lock. */
 static struct request *
-do_completed(struct device *d, const unsigned char *rec, size_t len)
+do_completed(struct device *d, const unsigned char *rec, size_t len) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct wcpl_req h;
 	if (len < sizeof(h)) {
@@ -517,7 +532,7 @@ apply(struct request *r, const unsigned char *rec, size_t len)
  * DEVICE_HUNG when the watchdog killed it (d->hung_s), else CONTEXT_LOST; the caller hands them back without
  * fe->lock. Caller holds fe->lock. */
 static void
-do_fail_inflight(struct device *d, struct request_queue *q)
+do_fail_inflight(struct device *d, struct request_queue *q) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct request *r, *tmp;
 	char hung[256];
@@ -594,9 +609,9 @@ watchdog_check(struct fe *fe, struct device *d)
 	uint64_t still = now - d->wd_seen_ms;
 	if (still < (uint64_t)fe->cfg.watchdog_s * 1000)
 		return;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	uint32_t inflight = d->in_flight;
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	if (inflight == 0)
 		return;
 	uint64_t busy = atomic_load_explicit(&h->busy_since_ms, memory_order_relaxed);
@@ -621,26 +636,26 @@ restart(struct fe *fe, struct device *d, int st)
 		log_error("device %d: worker %d killed by signal %d; restarting", d->index, d->pid, WTERMSIG(st));
 	struct request_queue lost;
 	struct request *r;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	uint32_t old = d->gen;
 	d->pid = 0;
 	d->state = DEV_RESTARTING; /* nothing new is sent to it from here */
 	do_fail_inflight(d, &lost);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	while ((r = TAILQ_FIRST(&lost)) != NULL) { /* answered before their objects go stale, as they ran before */
 		TAILQ_REMOVE(&lost, r, qlink);
 		d->done(fe, r);
 	}
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	d->gen++;
 	d->restarts++;
 	do_sessions_mark_stale(fe, d, old);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	d->hung_s = 0;
 
 	shm_destroy(d);
 	int rc = dev_launch(fe, d);
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	if (rc == 0) {
 		d->state = DEV_READY;
 		log_info("device %d: worker generation %u ready", d->index, d->gen);
@@ -649,7 +664,7 @@ restart(struct fe *fe, struct device *d, int st)
 		log_error("device %d: restart failed: %s", d->index, d->why);
 	}
 	pthread_cond_signal(&fe->cond); /* the dispatcher: waiting work can go (or be refused) now */
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return rc;
 }
 
@@ -666,9 +681,9 @@ completion_main(void *arg)
 		size_t len;
 		const unsigned char *rec = ring_peek(d->cpl, &len);
 		if (rec != NULL) {
-			pthread_mutex_lock(&fe->lock);
+			fe_lock(fe);
 			struct request *r = do_completed(d, rec, len);
-			pthread_mutex_unlock(&fe->lock);
+			fe_unlock(fe);
 			if (r != NULL) { /* no lock held over the copy or the callback */
 				apply(r, rec, len);
 				d->done(fe, r);

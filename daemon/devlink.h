@@ -26,32 +26,39 @@ enum dev_state { DEV_STARTING, DEV_READY, DEV_RESTARTING, DEV_FAILED };
  * owns r. */
 typedef void (*dev_done_fn)(struct fe *fe, struct request *r);
 
+/* What guards each field: CUA_GUARDED_BY(cuad_fe_lock) is fe->lock (daemon.h); "fixed" fields are set before the
+ * device serves and never change; the completion thread's own are touched by it alone, or while it does not run. */
 struct device {
-	struct fe *fe;
-	int index;   /* daemon-visible index */
-	int ordinal; /* backend device ordinal */
-	enum dev_state state;
-	uint32_t gen; /* worker generation, 1.. */
-	uint32_t restarts;
+	struct fe *fe; /* fixed */
+	int index;     /* fixed: daemon-visible index */
+	int ordinal;   /* fixed: backend device ordinal */
+	enum dev_state state CUA_GUARDED_BY(cuad_fe_lock);
+	uint32_t gen CUA_GUARDED_BY(cuad_fe_lock); /* worker generation, 1.. */
+	uint32_t restarts CUA_GUARDED_BY(cuad_fe_lock);
+	/* The worker's process and what it reported: written by the completion thread while it (re)starts the worker
+	 * (state not DEV_READY: nothing is dispatched to it, fe->lock not needed for that), read by it alone otherwise
+	 * and by others only once the state they read under fe->lock is DEV_READY or DEV_FAILED. */
 	pid_t pid;
 	struct wdev_info info;
-	char why[CUA_ERR_DETAIL_MAX]; /* why the device is unusable (DEV_FAILED) */
-	dev_done_fn done;
-	struct session *owner;         /* --isolation session: the session this worker serves alone (NULL: shared) */
-	TAILQ_ENTRY(device) pool_link; /* workerpool.c: idle or retired */
+	char why[CUA_ERR_DETAIL_MAX];                       /* why the device is unusable (DEV_FAILED) */
+	dev_done_fn done;                                   /* fixed */
+	struct session *owner CUA_GUARDED_BY(cuad_fe_lock); /* --isolation session: the session this worker serves
+							      * alone (NULL: shared) */
+	TAILQ_ENTRY(device) pool_link;                      /* workerpool.c: idle or retired (fe->lock) */
+	/* the shared-memory link: made and unmade with the worker, as pid above */
 	int shm_fd;
 	unsigned char *shm;
 	size_t shm_len;
 	struct ring *cmd, *cpl;
 	unsigned char *staging;
-	struct extent_alloc staging_alloc;
-	pthread_t cpl_thread;
-	bool cpl_thread_started;
-	atomic_int stop;
-	uint32_t next_pool;
-	uint32_t in_flight;
-	struct request *inflight; /* uthash on request id */
-	uint64_t allocations, alloc_bytes;
+	struct extent_alloc staging_alloc CUA_GUARDED_BY(cuad_fe_lock);
+	pthread_t cpl_thread;    /* the thread that starts and stops the device (main, or the pool thread) */
+	bool cpl_thread_started; /* as cpl_thread */
+	atomic_int stop;         /* atomic */
+	uint32_t next_pool CUA_GUARDED_BY(cuad_fe_lock);
+	uint32_t in_flight CUA_GUARDED_BY(cuad_fe_lock);
+	struct request *inflight CUA_GUARDED_BY(cuad_fe_lock); /* uthash on request id */
+	uint64_t CUA_GUARDED_BY(cuad_fe_lock) allocations, alloc_bytes;
 	/* the watchdog (devlink.c), the completion thread's alone */
 	uint64_t wd_beat;    /* the worker's heartbeat as last seen */
 	uint64_t wd_seen_ms; /* when it last moved (or the watch began afresh) */
@@ -61,23 +68,24 @@ struct device {
 
 /* Starts d's worker and waits for it to report its device (up to a minute). 0, or an error code with
  * d->why said and d->state DEV_FAILED. Called from main before the edge starts, without fe->lock. */
-int dev_start(struct fe *fe, struct device *d, dev_done_fn done);
+int dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_EXCLUDES(cuad_fe_lock);
 /* Stops the worker and its completion thread; the requests still in flight on d are moved to *left
  * (initialised here), unanswered, for the caller to free. Without fe->lock. */
-void dev_stop(struct device *d, struct request_queue *left);
+void dev_stop(struct device *d, struct request_queue *left) CUA_EXCLUDES(cuad_fe_lock);
 
 /* A new worker for the same device as tmpl (index, ordinal, info), started and ready, in *out (malloc'd).
  * Blocks until it reported (up to a minute); without fe->lock. 0 or an error code (logged). */
-int dev_spawn(struct fe *fe, const struct device *tmpl, dev_done_fn done, struct device **out);
+int dev_spawn(struct fe *fe, const struct device *tmpl, dev_done_fn done, struct device **out)
+	CUA_EXCLUDES(cuad_fe_lock);
 /* Stops a worker made by dev_spawn and frees it; nothing may be in flight on it. Without fe->lock. */
-void dev_destroy(struct device *d);
+void dev_destroy(struct device *d) CUA_EXCLUDES(cuad_fe_lock);
 
 /* Places r's staging and writes its commands into d's ring. 0: in flight (r now belongs to d until the done
  * callback); -1: no room now (staging or ring full), retry later; CUA_ETOO_LARGE: can never fit (r->status
  * set). Caller holds fe->lock. */
-int do_dev_dispatch(struct fe *fe, struct device *d, struct request *r);
+int do_dev_dispatch(struct fe *fe, struct device *d, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 /* Gives back r's staging extents (after its reply was built). Caller holds fe->lock. */
-void do_dev_release_staging(struct device *d, struct request *r);
+void do_dev_release_staging(struct device *d, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 /* The staging bytes of stage i of r, placed by do_dev_dispatch. */
 const void *dev_stage_bytes(const struct device *d, const struct request *r, uint32_t i);
 

@@ -69,7 +69,7 @@ do_graph_by_slot(struct session *s, uint32_t slot)
 
 /* The module whose global holds addr, or -1. */
 static int32_t
-global_module(const struct session *s, uint64_t addr)
+global_module(const struct session *s, uint64_t addr) CUA_REQUIRES(cuad_fe_lock)
 {
 	for (uint32_t i = 0; i < s->nglobals; i++)
 		if (addr >= s->globals[i].addr && addr - s->globals[i].addr < s->globals[i].len)
@@ -110,7 +110,7 @@ do_graph_pins_commit(struct fgraph *g, uint32_t node, uint64_t req, bool ok)
 
 /* Whether g still pins: it is being made, or live in the current context (not of a lost one). */
 static bool
-graph_pins(struct fe *fe, const struct session *s, const struct fgraph *g)
+graph_pins(struct fe *fe, const struct session *s, const struct fgraph *g) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (g->slot != UINT32_MAX && s->slots[g->slot].stale)
 		return false;
@@ -119,7 +119,7 @@ graph_pins(struct fe *fe, const struct session *s, const struct fgraph *g)
 
 /* "graph 0x…" or "the graph being created by request seq N" into buf. */
 static const char *
-graph_name(const struct session *s, const struct fgraph *g, char *buf, size_t len)
+graph_name(const struct session *s, const struct fgraph *g, char *buf, size_t len) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (g->slot == UINT32_MAX) {
 		snprintf(buf, len, "the graph being created by request %llu", (unsigned long long)g->req);

@@ -43,23 +43,27 @@ struct fgraph {
 };
 
 /* A new graph record of s for request req, with room for nnodes nodes (zeroed), or NULL (out of memory). */
-struct fgraph *do_graph_new(struct session *s, int dev, uint32_t gen, uint32_t nnodes, uint64_t req);
+struct fgraph *do_graph_new(struct session *s, int dev, uint32_t gen, uint32_t nnodes, uint64_t req)
+	CUA_REQUIRES(cuad_fe_lock);
 /* Frees g and takes it off s's list. */
-void do_graph_free(struct session *s, struct fgraph *g);
+void do_graph_free(struct session *s, struct fgraph *g) CUA_REQUIRES(cuad_fe_lock);
 /* Frees every graph record of s (the session is being freed). */
-void do_graphs_free(struct session *s);
+void do_graphs_free(struct session *s) CUA_REQUIRES(cuad_fe_lock);
 /* The graph being made by request req, or the one in handle slot slot; NULL when none. */
-struct fgraph *do_graph_by_req(struct session *s, uint64_t req);
-struct fgraph *do_graph_by_slot(struct session *s, uint32_t slot);
+struct fgraph *do_graph_by_req(struct session *s, uint64_t req) CUA_REQUIRES(cuad_fe_lock);
+struct fgraph *do_graph_by_slot(struct session *s, uint32_t slot) CUA_REQUIRES(cuad_fe_lock);
 /* Pins [addr, addr+len) for node (a range do_alloc_find accepted). req: 0 for a GRAPH_CREATE, else the
  * GRAPH_SET_ARGS request (the pin is pending until do_graph_pins_commit). 0 or CUA_ENOMEM. */
-int do_graph_pin(struct session *s, struct fgraph *g, uint32_t node, uint64_t addr, uint64_t len, uint64_t req);
+int do_graph_pin(struct session *s, struct fgraph *g, uint32_t node, uint64_t addr, uint64_t len, uint64_t req)
+	CUA_REQUIRES(cuad_fe_lock);
 /* GRAPH_SET_ARGS req on node completed: on success the node's older pins go and req's stay, else req's go. */
-void do_graph_pins_commit(struct fgraph *g, uint32_t node, uint64_t req, bool ok);
+void do_graph_pins_commit(struct fgraph *g, uint32_t node, uint64_t req, bool ok) CUA_REQUIRES(cuad_fe_lock);
 /* MEM_FREE of the allocation [addr, addr+len): BUSY (naming the graph) when a graph of s uses it, else 0. */
-int do_graph_check_free(struct fe *fe, struct session *s, uint64_t addr, uint64_t len, cua_err *e);
+int do_graph_check_free(struct fe *fe, struct session *s, uint64_t addr, uint64_t len, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 /* MODULE_UNLOAD of the module in handle slot module_slot: BUSY when a graph of s launches one of its kernels
  * or uses one of its globals, else 0. */
-int do_graph_check_unload(struct fe *fe, struct session *s, uint32_t module_slot, cua_err *e);
+int do_graph_check_unload(struct fe *fe, struct session *s, uint32_t module_slot, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 
 #endif

@@ -334,7 +334,7 @@ options_reload(struct fe *fe, char *status, size_t len)
 		snprintf(status, len, "configuration not reloaded: %s", err);
 		goto out;
 	}
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	list_changed(true, &fe->cfg, &next, changed, sizeof(changed));
 	list_changed(false, &fe->cfg, &next, later, sizeof(later));
 	for (size_t i = 0; i < options_count; i++) /* the limits: plain numbers, read under fe->lock */
@@ -348,7 +348,7 @@ options_reload(struct fe *fe, char *status, size_t len)
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	if (s->tenant != NULL)
 		s->tenant = tenant_by_name(next.tenants, s->tenant->name);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	tenant_table_free(old);
 	list_add(changed, sizeof(changed), "tenants");
 	log_info("SIGHUP: %s reloaded; changed now: %s", conf.path, changed[0] ? changed : "nothing");

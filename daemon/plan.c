@@ -14,7 +14,7 @@
 
 /* 0 when device dev exists and is usable, else BAD_ARGUMENT / NO_DEVICE with a message in e. */
 static int
-device_usable(struct fe *fe, uint32_t dev, cua_err *e)
+device_usable(struct fe *fe, uint32_t dev, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (dev >= (uint32_t)fe->ndevs)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "device %u does not exist (%d devices)", dev, fe->ndevs);

@@ -22,7 +22,7 @@
 void
 request_pipe_added(struct fe *fe, uint32_t pipe, bool operator)
 {
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	if (!do_pipe_gone(fe, pipe)) {
 		struct session *s = do_session_by_pipe(fe, pipe);
 		if (s == NULL && (s = do_session_new(fe, pipe)) != NULL)
@@ -32,13 +32,13 @@ request_pipe_added(struct fe *fe, uint32_t pipe, bool operator)
 		else
 			log_debug("pipe %u: session %llu", pipe, (unsigned long long)s->id);
 	}
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 }
 
 void
 request_reply_sent(struct fe *fe, uint32_t pipe, size_t bytes)
 {
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	struct session *s = do_session_by_pipe(fe, pipe); /* a closing session's counts no longer matter */
 	if (s != NULL && s->held > 0) {
 		bool stalled = s->reply_bytes >= fe->cfg.session_reply_bytes;
@@ -47,13 +47,13 @@ request_reply_sent(struct fe *fe, uint32_t pipe, size_t bytes)
 		if (stalled)
 			do_sched_wake(fe); /* its queue may move again (scheduler.c's dispatch_one) */
 	}
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 }
 
 void
 request_pipe_removed(struct fe *fe, uint32_t pipe)
 {
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	struct session *s = do_session_by_pipe(fe, pipe);
 	if (s != NULL && !s->pipe_gone) {
 		s->pipe_gone = true;
@@ -61,7 +61,7 @@ request_pipe_removed(struct fe *fe, uint32_t pipe)
 		do_sched_wake(fe);
 	}
 	do_pipe_tomb_add(fe, pipe);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 }
 
 /* A cleanup request for session s on device dev (planned when dispatched), or NULL (out of memory). */
@@ -82,7 +82,7 @@ cleanup_request(struct fe *fe, struct session *s, int dev)
 
 /* Answers every request of q with status (refused ones were answered already). */
 static void
-do_answer_all(struct fe *fe, struct request_queue *q, int status, const char *why)
+do_answer_all(struct fe *fe, struct request_queue *q, int status, const char *why) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct request *r;
 	while ((r = TAILQ_FIRST(q)) != NULL) {
@@ -140,7 +140,7 @@ request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max)
 {
 	unsigned n = 0;
 	struct session *s;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	uint64_t limit = (uint64_t)fe->cfg.hello_timeout * 1000u, now = cua_now_ms();
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
@@ -152,7 +152,7 @@ request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max)
 		s->hello_overdue = true;
 		pipes[n++] = s->pipe;
 	}
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return n;
 }
 
@@ -161,7 +161,7 @@ request_drain_begin(struct fe *fe)
 {
 	struct request_queue q;
 	struct session *s, *next;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	fe->draining = true;
 	for (s = TAILQ_FIRST(&fe->sessions); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, link);
@@ -175,16 +175,16 @@ request_drain_begin(struct fe *fe)
 			      "cuasyncd is shutting down: this request was waiting for a worker and did not run");
 	}
 	uint32_t n = fe->client_in_flight;
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return n;
 }
 
 uint32_t
 request_in_flight(struct fe *fe)
 {
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	uint32_t n = fe->client_in_flight;
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return n;
 }
 
@@ -192,7 +192,7 @@ request_in_flight(struct fe *fe)
 
 /* The scheduler's callback just before s is freed: its own workers (session isolation) are stopped. */
 static void
-do_request_session_gone(struct fe *fe, struct session *s)
+do_request_session_gone(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	do_graphs_free(s);
 	for (int i = 0; i < fe->ndevs; i++)
@@ -206,7 +206,7 @@ do_request_session_gone(struct fe *fe, struct session *s)
  * is answered PROTOCOL, and every number up to the last of them counts as used (a late arrival answers
  * "already used"). Running them would break the order the client asked for. */
 static void
-do_request_gap_expired(struct fe *fe, struct session *s)
+do_request_gap_expired(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct request_queue q;
 	struct request *r;
@@ -265,7 +265,7 @@ stop_worker(struct fe *fe, struct device *d)
 /* Takes every session's own workers (session isolation) out of their sessions, under fe->lock, into a malloc'd
  * array of *n: they are stopped without the lock, while their completion threads may still finish requests. */
 static struct device **
-take_session_workers(struct fe *fe, size_t *n)
+take_session_workers(struct fe *fe, size_t *n) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s;
 	struct device **w = NULL;
@@ -299,10 +299,10 @@ request_stop(struct fe *fe)
 	sched_stop(fe);
 	/* From here completions (workers' threads still run) answer and free requests but never free a session:
 	 * this thread walks the sessions and frees them last. */
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	fe->tearing_down = true;
 	struct device **w = take_session_workers(fe, &n);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	/* sessions' workers before the pool: a worker dies with the thread that started it (PR_SET_PDEATHSIG), and
 	 * the pool thread started them */
 	for (size_t i = 0; i < n; i++) {
@@ -313,8 +313,10 @@ request_stop(struct fe *fe)
 	pool_stop(fe);
 	for (int i = 0; i < fe->ndevs; i++)
 		stop_worker(fe, &fe->devs[i]);
-	/* requests still queued or parked are freed with their sessions */
+	/* requests still queued or parked are freed with their sessions; every other thread has stopped, so fe->lock
+	 * is taken only for the analysis's sake (no one waits for it) */
 	TAILQ_INIT(&q);
+	fe_lock(fe);
 	while ((s = TAILQ_FIRST(&fe->sessions)) != NULL) {
 		TAILQ_CONCAT(&q, &s->queue, qlink);
 		TAILQ_CONCAT(&q, &s->parked, qlink);
@@ -326,4 +328,5 @@ request_stop(struct fe *fe)
 		do_session_free(fe, s);
 	}
 	do_pipe_tombs_free(fe);
+	fe_unlock(fe);
 }

@@ -33,7 +33,7 @@ op_family(uint32_t op)
 
 /* Counts what r did (stats.h: launches, bytes copied), item by item through the rows of their kinds. */
 static void
-do_count_work(struct fe *fe, const struct request *r)
+do_count_work(struct fe *fe, const struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cmd_entry *row = cmd_find(r->op);
 	if (r->undecodable || r->status != CUA_OK || r->nitems == 0 || row == NULL)
@@ -81,7 +81,7 @@ build_reply(struct fe *fe, struct request *r, struct reply *rep, cua_rep_body *b
 /* r's reply of `bytes` was handed to the edge: a counted request stays counted in its session until the
  * connection took the reply (request_reply_sent). */
 static void
-do_replied(struct request *r, size_t bytes)
+do_replied(struct request *r, size_t bytes) CUA_REQUIRES(cuad_fe_lock)
 {
 	r->reply_ctx = NULL;
 	if (r->held) {
@@ -95,7 +95,7 @@ do_replied(struct request *r, size_t bytes)
 
 /* Sends r's answer now; its receive context comes back to the edge once the connection took the reply. */
 static void
-do_answer(struct fe *fe, struct request *r)
+do_answer(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct reply rep;
 	cua_rep_body body;
@@ -108,7 +108,7 @@ do_answer(struct fe *fe, struct request *r)
 
 /* Fire-and-forget work that failed: its first error waits for the session's next SYNCHRONIZE. */
 static void
-do_defer_error(struct request *r, uint32_t st)
+do_defer_error(struct request *r, uint32_t st) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	const char *msg = r->status_msg;
@@ -125,7 +125,7 @@ do_defer_error(struct request *r, uint32_t st)
 /* What finishing r does before its reply: the row completes it (or abandons what validation took), and it is
  * counted (errors, metrics). */
 static void
-do_settle(struct fe *fe, struct request *r)
+do_settle(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	do_log_ctx(s, r->id);
@@ -173,7 +173,7 @@ do_request_finish(struct fe *fe, struct request *r)
 
 /* After the worker: the request is no longer in its device, its session's counts say so. */
 static void
-do_left_device(struct fe *fe, struct request *r)
+do_left_device(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (r->kind == REQ_CLIENT)
 		fe->client_in_flight--;
@@ -205,23 +205,23 @@ request_done(struct fe *fe, struct request *r)
 	cua_rep_body body;
 	void *scratch;
 	size_t bytes = 0;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	bool unlocked = row != NULL && (row->flags & CMD_REPLY_UNLOCKED) && row->complete == NULL &&
 			r->reply_ctx != NULL && fe->edge->encode != NULL;
 	if (!unlocked) {
 		do_request_done(fe, r);
-		pthread_mutex_unlock(&fe->lock);
+		fe_unlock(fe);
 		return;
 	}
 	do_left_device(fe, r);
 	do_settle(fe, r);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 
 	build_reply(fe, r, &rep, &body, &scratch);
 	void *msg = fe->edge->encode(&rep, &bytes);
 	free(scratch);
 
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	struct session *s = r->s;
 	do_log_ctx(s, r->id);
 	s->in_flight--;
@@ -232,14 +232,14 @@ request_done(struct fe *fe, struct request *r)
 	do_sched_session_release(fe, s);
 	do_sched_wake(fe);
 	cua_log_ctx_clear();
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 }
 
 /* ------------------------------------------------------------------ validation */
 
 /* Validates and plans r through its row. true: r is to be answered now (refused, or nothing to run). */
 static bool
-do_validate(struct fe *fe, struct request *r)
+do_validate(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cmd_entry *row = cmd_find(r->op);
 	struct session *s = r->s;
@@ -297,7 +297,7 @@ do_validate(struct fe *fe, struct request *r)
 /* r's turn has come: validate it, then answer it or queue it. Its sequence number is used up whatever
  * comes of it. */
 static void
-do_process(struct fe *fe, struct request *r)
+do_process(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	if (r->seq != 0)
@@ -319,7 +319,7 @@ do_process(struct fe *fe, struct request *r)
 
 /* r's turn has come: it is processed, then the parked requests that were waiting for it. */
 static void
-do_take_turn(struct fe *fe, struct request *r)
+do_take_turn(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	struct request *p;
@@ -332,7 +332,7 @@ do_take_turn(struct fe *fe, struct request *r)
  * still uses up its sequence number in order: now when it is the next one (the requests parked behind it
  * then run), else when its turn comes (parked, answered). */
 static void
-do_refuse_pending(struct fe *fe, struct request *r)
+do_refuse_pending(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	bool in_turn = r->seq != 0 && r->seq == s->next_seq;
@@ -357,7 +357,7 @@ do_refuse_pending(struct fe *fe, struct request *r)
 
 /* r is dropped unanswered: its connection holds the hard limit of receive contexts (see do_admit). */
 static void
-do_drop(struct fe *fe, struct request *r)
+do_drop(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	fe->stats.dropped++;
@@ -386,7 +386,7 @@ do_drop(struct fe *fe, struct request *r)
  * parked behind a missing sequence number are answered within --seq-gap-timeout.
  */
 static void
-do_admit(struct fe *fe, struct request *r)
+do_admit(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	if (s->held >= 2 * fe->cfg.session_pending) {
@@ -415,7 +415,7 @@ do_admit(struct fe *fe, struct request *r)
 }
 
 static void
-do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *msg)
+do_answer_early(struct fe *fe, void *ctx, uint32_t op, int status, const char *msg) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct reply rep = {op, (uint32_t)status, msg, NULL, false};
 	fe->errors++;
@@ -429,11 +429,11 @@ request_receive(struct fe *fe, const struct incoming *in)
 	struct request *r = request_new(fe);
 	cua_err e;
 	if (r == NULL) {
-		pthread_mutex_lock(&fe->lock);
+		fe_lock(fe);
 		fe->requests++;
 		fe->edge->msg_free(in->msg);
 		do_answer_early(fe, in->reply_ctx, 0, CUA_ENOMEM, "daemon out of memory");
-		pthread_mutex_unlock(&fe->lock);
+		fe_unlock(fe);
 		return;
 	}
 	r->recv_ns = cua_now_ns();
@@ -443,7 +443,7 @@ request_receive(struct fe *fe, const struct incoming *in)
 	cua_err_clear(&e);
 	int rc = cua_wire_decode_request(in->body, in->len, &r->w, &e);
 	r->decoded = true;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	fe->requests++;
 	if (fe->draining) { /* no new work: nothing of it ran */
 		do_answer_early(fe, r->reply_ctx, r->w.op, CUA_ESHUTTING_DOWN,
@@ -474,11 +474,11 @@ request_receive(struct fe *fe, const struct incoming *in)
 	do_log_ctx(r->s, r->id); /* the records of its validation name it (journald fields) */
 	do_admit(fe, r);
 	cua_log_ctx_clear();
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return;
 drop:
 	request_free(fe, r);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 }
 
 /* ------------------------------------------------------------------ dispatch (the scheduler's callback) */
@@ -486,7 +486,7 @@ drop:
 /* r needs its session's pool streams on worker d, which are not there: a REQ_POOL request creates them (r waits
  * until it completed, SCHED_WAIT), or the worker's ring has no room for it now (SCHED_FULL), or r fails. */
 static enum sched_verdict
-do_pool_create(struct fe *fe, struct request *r, struct device *d)
+do_pool_create(struct fe *fe, struct request *r, struct device *d) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct request *pr = request_new(fe);
 	if (pr != NULL) {

@@ -108,47 +108,47 @@ struct incoming {
  * A message that does not decode but whose header (version, op, seq) could be read, with seq != 0, on a
  * connection that has a session, goes through admission like any other and is answered with its decode error
  * in its turn, using up its sequence number; any other undecodable message is answered at once. */
-void request_receive(struct fe *fe, const struct incoming *in);
+void request_receive(struct fe *fe, const struct incoming *in) CUA_EXCLUDES(cuad_fe_lock);
 
 /* The edge: a counted reply (struct reply.counted) of connection pipe, bytes long, was taken by the
  * connection or its send failed; its receive context is the edge's again. Any thread, takes fe->lock. */
-void request_reply_sent(struct fe *fe, uint32_t pipe, size_t bytes);
+void request_reply_sent(struct fe *fe, uint32_t pipe, size_t bytes) CUA_EXCLUDES(cuad_fe_lock);
 
 /* Session events from the edge (any thread, takes fe->lock). operator: the connection came through the
  * operator endpoint (auth.c decides whether its peer may use it). */
-void request_pipe_added(struct fe *fe, uint32_t pipe, bool operator);
+void request_pipe_added(struct fe *fe, uint32_t pipe, bool operator) CUA_EXCLUDES(cuad_fe_lock);
 /* The connection left: the dispatcher closes its session (answers what waits, releases what it held). */
-void request_pipe_removed(struct fe *fe, uint32_t pipe);
+void request_pipe_removed(struct fe *fe, uint32_t pipe) CUA_EXCLUDES(cuad_fe_lock);
 /* Dispatcher thread, fe->lock held: closes s (see request_pipe_removed). */
-void do_request_close_session(struct fe *fe, struct session *s);
+void do_request_close_session(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock);
 
 /* Graceful shutdown (main thread, without fe->lock). request_drain_begin: from now on every new request is
  * answered SHUTTING_DOWN at once, and so is every request that waits for its turn (parked) or for a worker
  * (queued); the requests already inside the workers run on and are answered with their real completion.
  * Returns how many of those there are. request_in_flight: how many are left (0: drained). */
-uint32_t request_drain_begin(struct fe *fe);
-uint32_t request_in_flight(struct fe *fe);
+uint32_t request_drain_begin(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
+uint32_t request_in_flight(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
 
 /* The connections that have not said HELLO within --hello-timeout, or whose session an operator's DISCONNECT
  * named, marked so that each is reported once: up to max pipe ids into pipes, for the edge to close. Returns how
  * many. Any thread, without fe->lock. */
-unsigned request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max);
+unsigned request_hello_overdue(struct fe *fe, uint32_t *pipes, unsigned max) CUA_EXCLUDES(cuad_fe_lock);
 
 /* A request's last step: its reply goes out (or is recorded for fire-and-forget), staging is released,
  * and r is freed. Caller holds fe->lock. Takes r. */
-void do_request_finish(struct fe *fe, struct request *r);
+void do_request_finish(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 /* r came back from its device (its items hold the worker's results): it is finished. Caller holds fe->lock. */
-void do_request_done(struct fe *fe, struct request *r);
+void do_request_done(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 /* The device callback (dev_done_fn): do_request_done without fe->lock held (it takes it), the bulk bytes of a
  * CMD_REPLY_UNLOCKED row's reply copied without it. */
-void request_done(struct fe *fe, struct request *r);
+void request_done(struct fe *fe, struct request *r) CUA_EXCLUDES(cuad_fe_lock);
 /* Starts the dispatcher (0 or -1); stops it, stops the devices and frees every request and session
  * without answering (after the edge stopped receiving). Main thread, without fe->lock. */
-int request_start(struct fe *fe);
+int request_start(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
 /* Starts the pool of one-session workers unless it runs (a reload gave a tenant `isolation = session`): 0 or
  * -1. Main thread, without fe->lock (it starts workers and waits for them). */
-int request_pool_ensure(struct fe *fe);
-void request_stop(struct fe *fe);
+int request_pool_ensure(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
+void request_stop(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
 
 /* ---- reqobj.c: the request as an object (no lock taken, nothing moved) ---- */
 

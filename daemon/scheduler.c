@@ -18,7 +18,7 @@ do_sched_wake(struct fe *fe)
 }
 
 static void
-ready_add(struct fe *fe, struct session *s)
+ready_add(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (s->in_ready)
 		return;
@@ -27,7 +27,7 @@ ready_add(struct fe *fe, struct session *s)
 }
 
 static void
-ready_remove(struct fe *fe, struct session *s)
+ready_remove(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (!s->in_ready)
 		return;
@@ -61,7 +61,7 @@ do_sched_take_queued(struct session *s, struct request_queue *out)
 }
 
 static void
-gap_remove(struct fe *fe, struct session *s)
+gap_remove(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (!s->in_gaps)
 		return;
@@ -134,7 +134,7 @@ do_sched_session_release(struct fe *fe, struct session *s)
 
 /* Tries to move the head request of s along. Returns true on progress; *full when a device had no room. */
 static bool
-dispatch_one(struct fe *fe, struct session *s, bool *full)
+dispatch_one(struct fe *fe, struct session *s, bool *full) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct request *r = TAILQ_FIRST(&s->queue);
 	if (r->barrier && s->in_flight > 0)
@@ -165,7 +165,7 @@ dispatch_one(struct fe *fe, struct session *s, bool *full)
 }
 
 static void
-close_sessions(struct fe *fe)
+close_sessions(struct fe *fe) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s, *next;
 	fe->pending_closes = 0;
@@ -179,7 +179,7 @@ close_sessions(struct fe *fe)
 /* One request per ready session, round-robin. Sessions that finish closing during the pass are freed after
  * it (do_sched_session_release). */
 static bool
-pass(struct fe *fe, bool *full)
+pass(struct fe *fe, bool *full) CUA_REQUIRES(cuad_fe_lock)
 {
 	bool progress = false;
 	struct session *s, *next;
@@ -210,17 +210,17 @@ pass(struct fe *fe, bool *full)
 
 /* Waits on fe->cond for at most us microseconds. */
 static void
-wait_us(struct fe *fe, uint64_t us)
+wait_us(struct fe *fe, uint64_t us) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct timespec ts = cua_deadline_ts_us(us); /* fe->cond has the default clock (core.c) */
-	pthread_cond_timedwait(&fe->cond, &fe->lock, &ts);
+	fe_cond_wait(fe, &fe->cond, &ts);
 }
 
 /* Sequence gaps past --seq-gap-timeout are handed to sched_ops->gap_expired. Returns the milliseconds until
  * the next gap expires, or UINT64_MAX when none waits. No thread per session: the dispatcher sleeps at most
  * until the earliest deadline. */
 static uint64_t
-expire_gaps(struct fe *fe)
+expire_gaps(struct fe *fe) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t now = cua_now_ms(), next = UINT64_MAX;
 	struct session *s, *n;
@@ -240,7 +240,7 @@ dispatcher_main(void *arg)
 {
 	struct fe *fe = arg;
 	pthread_setname_np(pthread_self(), "cuad-dispatch");
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	while (!atomic_load(&fe->stopping)) {
 		bool full = false;
 		if (fe->pending_closes > 0)
@@ -253,9 +253,9 @@ dispatcher_main(void *arg)
 		else if (gap_ms != UINT64_MAX)
 			wait_us(fe, gap_ms * 1000u + 1000u);
 		else
-			pthread_cond_wait(&fe->cond, &fe->lock);
+			fe_cond_wait(fe, &fe->cond, NULL);
 	}
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return NULL;
 }
 
@@ -275,9 +275,9 @@ sched_stop(struct fe *fe)
 	atomic_store(&fe->stopping, 1);
 	if (!fe->dispatcher_started)
 		return;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	pthread_cond_broadcast(&fe->cond);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	pthread_join(fe->dispatcher, NULL);
 	fe->dispatcher_started = false;
 }

@@ -32,30 +32,30 @@ struct sched_ops {
 };
 
 /* Starts / stops the dispatcher thread (without fe->lock). 0 or -1. */
-int sched_start(struct fe *fe, const struct sched_ops *ops);
-void sched_stop(struct fe *fe);
+int sched_start(struct fe *fe, const struct sched_ops *ops) CUA_EXCLUDES(cuad_fe_lock);
+void sched_stop(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
 /* Wakes the dispatcher: work may be ready, or a session must be closed. */
-void do_sched_wake(struct fe *fe);
+void do_sched_wake(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
 
 /* Appends a validated request to its session's queue. Takes r. */
-void do_sched_enqueue(struct fe *fe, struct request *r);
+void do_sched_enqueue(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 /* Takes every queued request of s off its queue except cleanup requests, into *out (in order). */
-void do_sched_take_queued(struct session *s, struct request_queue *out);
+void do_sched_take_queued(struct session *s, struct request_queue *out) CUA_REQUIRES(cuad_fe_lock);
 /* Ordered requests that arrived early wait here, sorted by seq. Takes r. The first one parked starts the
  * session's gap clock (sched_ops->gap_expired when it runs out). */
-void do_sched_park(struct fe *fe, struct session *s, struct request *r);
+void do_sched_park(struct fe *fe, struct session *s, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 /* The parked request whose turn has come (seq == s->next_seq), taken off the list, or NULL. Taking one
  * restarts the gap clock of those still parked. */
-struct request *do_sched_unpark(struct fe *fe, struct session *s);
+struct request *do_sched_unpark(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock);
 /* Takes every parked request of s, into *out (sorted by seq); stops its gap clock. */
-void do_sched_take_parked(struct fe *fe, struct session *s, struct request_queue *out);
+void do_sched_take_parked(struct fe *fe, struct session *s, struct request_queue *out) CUA_REQUIRES(cuad_fe_lock);
 
 /* Frees s once it is closing and nothing of it is queued or in flight (after the dispatcher's pass if it
  * is walking the sessions). Safe to call at any time. */
-void do_sched_session_release(struct fe *fe, struct session *s);
+void do_sched_session_release(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock);
 
 /* The dispatch step of a request's life (request.c), which request-ctl.c hands to sched_start as
  * sched_ops.dispatch: r's turn to go to its device has come. fe->lock held. */
-enum sched_verdict do_request_dispatch(struct fe *fe, struct request *r);
+enum sched_verdict do_request_dispatch(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 
 #endif

@@ -24,7 +24,7 @@ struct pipe_tomb {
 
 /* Frees s's per-device parts (any of them may be NULL). */
 static void
-session_dev_free(struct fe *fe, struct session *s)
+session_dev_free(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 {
 	for (int i = 0; s->spool != NULL && i < fe->ndevs; i++)
 		free(s->spool[i].wid);
@@ -151,7 +151,7 @@ do_pipe_tombs_free(struct fe *fe)
 /* ------------------------------------------------------------------ handles */
 
 static int
-slot_grow(struct session *s, uint32_t *slot)
+slot_grow(struct session *s, uint32_t *slot) CUA_REQUIRES(cuad_fe_lock)
 {
 	if (s->nslots == SLOT_MAX)
 		return CUA_EQUOTA;
@@ -282,7 +282,7 @@ do_handle_free(struct session *s, struct hslot *hs)
 
 /* Index of the last allocation with addr <= p, or -1. */
 static int64_t
-alloc_floor(const struct session *s, uint64_t p)
+alloc_floor(const struct session *s, uint64_t p) CUA_REQUIRES(cuad_fe_lock)
 {
 	int64_t lo = 0, hi = (int64_t)s->nallocs - 1, best = -1;
 	while (lo <= hi) {
@@ -298,7 +298,7 @@ alloc_floor(const struct session *s, uint64_t p)
 }
 
 static bool
-alloc_live(struct fe *fe, const struct session *s, const struct alloc_rec *a)
+alloc_live(struct fe *fe, const struct session *s, const struct alloc_rec *a) CUA_REQUIRES(cuad_fe_lock)
 {
 	return !a->stale && a->gen == do_session_gen(fe, s, a->dev);
 }
@@ -306,7 +306,7 @@ alloc_live(struct fe *fe, const struct session *s, const struct alloc_rec *a)
 /* do_alloc_find for the session's module globals: 0 (found, usable), -1 (no global holds p), or a status. A live
  * global wins over a stale or released one at the same address (a new context or module may reuse it). */
 static int
-global_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, cua_err *e)
+global_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct global_rec *stale = NULL, *released = NULL;
 	char by[48];
@@ -453,7 +453,7 @@ do_alloc_released(struct session *s, uint64_t addr, uint64_t req)
 }
 
 static void
-session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen)
+session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen) CUA_REQUIRES(cuad_fe_lock)
 {
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		struct alloc_rec *a = &s->allocs[i];

@@ -90,83 +90,102 @@ struct identity {
 	uint32_t refused;      /* HELLOs refused (only the first is logged: a peer must not flood the log) */
 };
 
+/* Guarded by fe->lock (cuad_fe_lock, daemon.h), every field, the tables its pointers lead to and the list links,
+ * except id, pipe and born_ms: set when the session is made, never changed. */
 struct session {
-	uint64_t id;
-	uint32_t pipe;
-	bool hello;
-	bool operator; /* through the operator endpoint with an operator identity: STATUS shows every session */
-	bool denied;   /* through the operator endpoint without one: every request answers PERMISSION_DENIED */
-	struct identity ident;
-	bool pipe_gone; /* the edge saw the connection leave; the dispatcher closes the session */
-	bool closing;
-	bool zombie;        /* to be freed once the dispatcher's pass ends */
-	bool hello_overdue; /* no HELLO within --hello-timeout, or kicked: the edge was told to close its connection */
-	uint64_t born_ms;   /* when the connection came (cua_now_ms) */
-	struct tenant *tenant;    /* tenant.h: set at HELLO; NULL before */
-	uint64_t busy_ns;         /* device time its work took (tenant_account) */
-	enum isolation isolation; /* its workers: the shared ones, or its own (--isolation, else its tenant's) */
-	uint16_t tag_salt;
+	uint64_t id;   /* never changes */
+	uint32_t pipe; /* never changes */
+	bool hello CUA_GUARDED_BY(cuad_fe_lock);
+	bool operator CUA_GUARDED_BY(
+		cuad_fe_lock); /* through the operator endpoint with an operator identity: STATUS shows every session */
+	bool denied CUA_GUARDED_BY(
+		cuad_fe_lock); /* through the operator endpoint without one: every request answers PERMISSION_DENIED */
+	struct identity ident CUA_GUARDED_BY(cuad_fe_lock);
+	bool pipe_gone
+		CUA_GUARDED_BY(cuad_fe_lock); /* the edge saw the connection leave; the dispatcher closes the session */
+	bool closing CUA_GUARDED_BY(cuad_fe_lock);
+	bool zombie CUA_GUARDED_BY(cuad_fe_lock); /* to be freed once the dispatcher's pass ends */
+	bool hello_overdue CUA_GUARDED_BY(
+		cuad_fe_lock); /* no HELLO within --hello-timeout, or kicked: the edge was told to close its connection */
+	uint64_t born_ms;      /* when the connection came (cua_now_ms); never changes */
+	struct tenant *tenant CUA_GUARDED_BY(cuad_fe_lock); /* tenant.h: set at HELLO; NULL before */
+	uint64_t busy_ns CUA_GUARDED_BY(cuad_fe_lock);      /* device time its work took (tenant_account) */
+	enum isolation isolation CUA_GUARDED_BY(
+		cuad_fe_lock); /* its workers: the shared ones, or its own (--isolation, else its tenant's) */
+	uint16_t tag_salt CUA_GUARDED_BY(cuad_fe_lock);
 
 	/* who it is, as its HELLO said (SESSIONS) */
-	char client[CUA_MAX_IDENT + 1];
-	uint32_t client_pid;
-	bool kicked; /* DISCONNECT: the edge is to close its connection (told once, as for hello_overdue) */
+	char client[CUA_MAX_IDENT + 1] CUA_GUARDED_BY(cuad_fe_lock);
+	uint32_t client_pid CUA_GUARDED_BY(cuad_fe_lock);
+	bool kicked CUA_GUARDED_BY(
+		cuad_fe_lock); /* DISCONNECT: the edge is to close its connection (told once, as for hello_overdue) */
 
-	struct hslot *slots;
-	uint32_t nslots, slots_cap;
-	uint32_t free_slot; /* first free slot + 1, 0: none */
-	uint32_t nhandles;
-	struct alloc_rec *allocs; /* sorted by addr; live and stale records of a lost context may overlap */
-	uint32_t nallocs, allocs_cap;
-	uint64_t alloc_max_len;     /* the longest record ever added: how far back a lookup must look */
-	struct global_rec *globals; /* unsorted: a session looks up few */
-	uint32_t nglobals, globals_cap;
-	LIST_HEAD(fgraph_list, fgraph) graphs; /* graphtab.h: its graphs and what they pin */
-	uint32_t ngraphs, graph_nodes;         /* graphs it holds and their nodes (--session-graphs) */
-	cua_wire_counts counts;
-	uint64_t host_buffers;     /* live host buffers */
-	uint64_t events;           /* live events (--session-events) */
-	uint64_t requests, errors; /* its own, for its STATUS */
+	struct hslot *slots CUA_GUARDED_BY(cuad_fe_lock) CUA_PT_GUARDED_BY(cuad_fe_lock);
+	uint32_t CUA_GUARDED_BY(cuad_fe_lock) nslots, slots_cap;
+	uint32_t free_slot CUA_GUARDED_BY(cuad_fe_lock); /* first free slot + 1, 0: none */
+	uint32_t nhandles CUA_GUARDED_BY(cuad_fe_lock);
+	struct alloc_rec *allocs CUA_GUARDED_BY(cuad_fe_lock) CUA_PT_GUARDED_BY(
+		cuad_fe_lock); /* sorted by addr; live and stale records of a lost context may overlap */
+	uint32_t CUA_GUARDED_BY(cuad_fe_lock) nallocs, allocs_cap;
+	uint64_t alloc_max_len
+		CUA_GUARDED_BY(cuad_fe_lock); /* the longest record ever added: how far back a lookup must look */
+	struct global_rec *globals CUA_GUARDED_BY(cuad_fe_lock)
+		CUA_PT_GUARDED_BY(cuad_fe_lock); /* unsorted: a session looks up few */
+	uint32_t CUA_GUARDED_BY(cuad_fe_lock) nglobals, globals_cap;
+	LIST_HEAD(fgraph_list, fgraph)
+	graphs CUA_GUARDED_BY(cuad_fe_lock); /* graphtab.h: its graphs and what they pin */
+	uint32_t CUA_GUARDED_BY(cuad_fe_lock) ngraphs,
+		graph_nodes; /* graphs it holds and their nodes (--session-graphs) */
+	cua_wire_counts counts CUA_GUARDED_BY(cuad_fe_lock);
+	uint64_t host_buffers CUA_GUARDED_BY(cuad_fe_lock);     /* live host buffers */
+	uint64_t events CUA_GUARDED_BY(cuad_fe_lock);           /* live events (--session-events) */
+	uint64_t CUA_GUARDED_BY(cuad_fe_lock) requests, errors; /* its own, for its STATUS */
 	/* per device, fe->ndevs entries each (allocated with the session) */
-	uint64_t *dev_bytes;               /* device memory it holds on each device (limits) */
-	uint64_t module_bytes, host_bytes; /* module images and registered host memory it holds (limits) */
-	uint32_t *dev_in_flight;           /* its requests in each device */
-	struct device **worker;            /* --isolation session: its own workers (NULL until first use) */
-	uint32_t next_pool;                /* round-robin over the pool streams */
-	struct spool {                     /* streampool.c: its own pool streams on each device */
-		uint32_t *wid;             /* the worker's stream ids (n of them, malloc'd) */
-		uint32_t n;                /* created (0: none yet) */
-		uint32_t gen;              /* of the worker they were created in */
+	uint64_t *dev_bytes CUA_GUARDED_BY(cuad_fe_lock)
+		CUA_PT_GUARDED_BY(cuad_fe_lock); /* device memory it holds on each device (limits) */
+	uint64_t CUA_GUARDED_BY(cuad_fe_lock) module_bytes,
+		host_bytes; /* module images and registered host memory it holds (limits) */
+	uint32_t *dev_in_flight CUA_GUARDED_BY(cuad_fe_lock)
+		CUA_PT_GUARDED_BY(cuad_fe_lock); /* its requests in each device */
+	struct device **worker CUA_GUARDED_BY(cuad_fe_lock)
+		CUA_PT_GUARDED_BY(cuad_fe_lock); /* --isolation session: its own workers (NULL until first use) */
+	uint32_t next_pool CUA_GUARDED_BY(cuad_fe_lock); /* round-robin over the pool streams */
+	struct spool {                                   /* streampool.c: its own pool streams on each device */
+		uint32_t *wid;                           /* the worker's stream ids (n of them, malloc'd) */
+		uint32_t n;                              /* created (0: none yet) */
+		uint32_t gen;                            /* of the worker they were created in */
 		bool creating;
 		uint32_t failed; /* the last creation's status (0: none failed) */
-	} * spool;
+	} * spool CUA_GUARDED_BY(cuad_fe_lock) CUA_PT_GUARDED_BY(cuad_fe_lock);
 
 	/* scheduler (sched.c) */
-	struct request_queue queue; /* validated, waiting for the worker */
-	uint32_t queued;
-	uint32_t in_flight;
-	uint32_t cleanup_pending;
-	bool in_ready;
+	struct request_queue queue CUA_GUARDED_BY(cuad_fe_lock); /* validated, waiting for the worker */
+	uint32_t queued CUA_GUARDED_BY(cuad_fe_lock);
+	uint32_t in_flight CUA_GUARDED_BY(cuad_fe_lock);
+	uint32_t cleanup_pending CUA_GUARDED_BY(cuad_fe_lock);
+	bool in_ready CUA_GUARDED_BY(cuad_fe_lock);
 	TAILQ_ENTRY(session) ready_link;
 	TAILQ_ENTRY(session) zombie_link;
 	/* Ordered requests (seq != 0) are handled in seq order: NNG hands messages of one connection to several
 	 * contexts at once, so a later request can arrive first; it waits in `parked` (sorted by seq). */
-	uint64_t next_seq;
-	struct request_queue parked;
-	uint32_t nparked;
-	uint64_t gap_since; /* cua_now_ms() when the current missing seq began to hold parked requests back */
-	bool in_gaps;       /* on fe->gaps (nparked > 0) */
+	uint64_t next_seq CUA_GUARDED_BY(cuad_fe_lock);
+	struct request_queue parked CUA_GUARDED_BY(cuad_fe_lock);
+	uint32_t nparked CUA_GUARDED_BY(cuad_fe_lock);
+	uint64_t gap_since CUA_GUARDED_BY(
+		cuad_fe_lock); /* cua_now_ms() when the current missing seq began to hold parked requests back */
+	bool in_gaps CUA_GUARDED_BY(cuad_fe_lock); /* on fe->gaps (nparked > 0) */
 	TAILQ_ENTRY(session) gap_link;
 	/* Flow control: a request holds one of the edge's receive contexts from its arrival until its reply was
 	 * taken by the connection (request_reply_sent), not merely queued: a peer that does not read its replies
 	 * runs into its own limits (see request.c's do_admit). */
-	uint32_t held;        /* requests received and not yet answered, or answered and not yet sent */
-	uint64_t reply_bytes; /* bytes of its replies queued and not yet sent */
-	uint64_t dropped;     /* requests dropped unanswered at the hard limit */
+	uint32_t held
+		CUA_GUARDED_BY(cuad_fe_lock); /* requests received and not yet answered, or answered and not yet sent */
+	uint64_t reply_bytes CUA_GUARDED_BY(cuad_fe_lock); /* bytes of its replies queued and not yet sent */
+	uint64_t dropped CUA_GUARDED_BY(cuad_fe_lock);     /* requests dropped unanswered at the hard limit */
 
 	/* fire-and-forget errors, reported at the next SYNCHRONIZE */
-	uint32_t deferred_status;
-	char deferred_msg[CUA_ERR_DETAIL_MAX];
+	uint32_t deferred_status CUA_GUARDED_BY(cuad_fe_lock);
+	char deferred_msg[CUA_ERR_DETAIL_MAX] CUA_GUARDED_BY(cuad_fe_lock);
 
 	TAILQ_ENTRY(session) link; /* fe->sessions */
 	UT_hash_handle hh;         /* fe->by_pipe */
@@ -190,59 +209,61 @@ struct hkind_entry {
 const struct hkind_entry *hkind(unsigned kind);
 
 /* Names s (and its tenant) and request req in the calling thread's log records (cua_log_ctx_set). */
-void do_log_ctx(const struct session *s, uint64_t req);
+void do_log_ctx(const struct session *s, uint64_t req) CUA_REQUIRES(cuad_fe_lock);
 
 /* A new session for pipe, or NULL (out of memory). */
-struct session *do_session_new(struct fe *fe, uint32_t pipe);
+struct session *do_session_new(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);
 /* The live session of pipe (not closing, pipe not gone), or NULL. */
-struct session *do_session_by_pipe(struct fe *fe, uint32_t pipe);
+struct session *do_session_by_pipe(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);
 /* Frees s's tables and s itself (the caller made sure nothing refers to it any more, and freed its graphs:
  * do_graphs_free, graphtab.h). */
-void do_session_free(struct fe *fe, struct session *s);
+void do_session_free(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock);
 /* Live sessions that said HELLO (what STATUS reports). */
-uint32_t do_sessions_live(struct fe *fe);
+uint32_t do_sessions_live(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
 
 /* Remembers that pipe left (its late messages must not create a session); bounded, oldest forgotten. */
-void do_pipe_tomb_add(struct fe *fe, uint32_t pipe);
-bool do_pipe_gone(struct fe *fe, uint32_t pipe);
-void do_pipe_tombs_free(struct fe *fe);
+void do_pipe_tomb_add(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);
+bool do_pipe_gone(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);
+void do_pipe_tombs_free(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
 
 /* Handle table. do_handle_new: 0 and *h, or CUA_EQUOTA / CUA_ENOMEM. */
-int do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t wid, uint64_t *h);
+int do_handle_new(struct session *s, unsigned kind, int dev, uint32_t gen, uint64_t wid, uint64_t *h)
+	CUA_REQUIRES(cuad_fe_lock);
 /* Looks h up: 0 and *slot, or NOT_FOUND (also for a released object, saying by which request) / CONTEXT_LOST
  * with a message in e. */
-int do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **slot, cua_err *e);
+int do_handle_get(struct fe *fe, struct session *s, uint64_t h, unsigned kind, struct hslot **slot, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 /* The slot of h when it is a handle of kind in s (whatever its state), or NULL. */
-struct hslot *do_handle_slot(struct session *s, uint64_t h, unsigned kind);
+struct hslot *do_handle_slot(struct session *s, uint64_t h, unsigned kind) CUA_REQUIRES(cuad_fe_lock);
 /* Frees the slot (and the parameter layout it owns); its tag is kept so the next use gets a new one. */
-void do_handle_free(struct session *s, struct hslot *slot);
+void do_handle_free(struct session *s, struct hslot *slot) CUA_REQUIRES(cuad_fe_lock);
 
 /* Allocation table: 0 when [p, p+len) is inside one live allocation of s (its device in *dev, its record
  * in *rec when rec is not NULL) or inside a global of one of its live modules (*rec then NULL); else NOT_FOUND
  * (p is in an allocation released by an earlier request, or a global of a module being unloaded),
  * CONTEXT_LOST or BAD_ARGUMENT with a message in e. */
 int do_alloc_find(struct fe *fe, struct session *s, uint64_t p, uint64_t len, int *dev, struct alloc_rec **rec,
-		  cua_err *e);
+		  cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* 0 or CUA_ENOMEM. */
-int do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t len);
-void do_alloc_remove(struct session *s, struct alloc_rec *rec);
+int do_alloc_add(struct session *s, int dev, uint32_t gen, uint64_t addr, uint64_t len) CUA_REQUIRES(cuad_fe_lock);
+void do_alloc_remove(struct session *s, struct alloc_rec *rec) CUA_REQUIRES(cuad_fe_lock);
 /* The record at addr released by request req, or NULL. */
-struct alloc_rec *do_alloc_released(struct session *s, uint64_t addr, uint64_t req);
+struct alloc_rec *do_alloc_released(struct session *s, uint64_t addr, uint64_t req) CUA_REQUIRES(cuad_fe_lock);
 /* Records the global [addr, addr+len) of the module in handle slot module_slot (once: a second lookup of the
  * same global adds nothing). 0 or CUA_ENOMEM. */
-int do_global_add(struct session *s, uint32_t module_slot, uint64_t addr, uint64_t len);
+int do_global_add(struct session *s, uint32_t module_slot, uint64_t addr, uint64_t len) CUA_REQUIRES(cuad_fe_lock);
 /* Drops the globals of the module in handle slot module_slot (it is being forgotten). */
-void do_globals_forget(struct session *s, uint32_t module_slot);
+void do_globals_forget(struct session *s, uint32_t module_slot) CUA_REQUIRES(cuad_fe_lock);
 /* Formats "request N" / "an unordered request" for messages about a release. */
 const char *release_name(const struct release *rel, char *buf, size_t len);
 /* After worker d restarted: marks everything of its generation old_gen stale in the sessions it served (all
  * of them for a shared worker, its owner's for a session's own) and takes it off the device's counters. */
-void do_sessions_mark_stale(struct fe *fe, const struct device *d, uint32_t old_gen);
+void do_sessions_mark_stale(struct fe *fe, const struct device *d, uint32_t old_gen) CUA_REQUIRES(cuad_fe_lock);
 
 /* The worker that serves s on device dev: the shared one, or in session isolation s's own (NULL until its first
  * request to the device was dispatched). */
-struct device *do_session_worker(struct fe *fe, const struct session *s, int dev);
+struct device *do_session_worker(struct fe *fe, const struct session *s, int dev) CUA_REQUIRES(cuad_fe_lock);
 /* The generation s's objects on dev have while they are usable: its worker's (0 when it has none yet). */
-uint32_t do_session_gen(struct fe *fe, const struct session *s, int dev);
+uint32_t do_session_gen(struct fe *fe, const struct session *s, int dev) CUA_REQUIRES(cuad_fe_lock);
 
 #endif

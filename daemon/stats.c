@@ -49,7 +49,7 @@ do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t sta
 
 /* Adds s's usage to snap (and its row when rows are kept). */
 static void
-snap_session(struct fe *fe, const struct session *s, struct stats_snap *snap)
+snap_session(struct fe *fe, const struct session *s, struct stats_snap *snap) CUA_REQUIRES(cuad_fe_lock)
 {
 	uint64_t dev_bytes = 0;
 	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++) {
@@ -79,7 +79,7 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 	int rc = CUA_ENOMEM;
 	const struct session *s;
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	if (with_sessions && (out->sess = calloc(fe->nsessions ? fe->nsessions : 1, sizeof(*out->sess))) == NULL)
 		goto out;
 	const struct tenant_table *T = fe->cfg.tenants;
@@ -113,7 +113,7 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 	snap_session(fe, s, out);
 	rc = 0;
 out:
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return rc;
 }
 

@@ -16,6 +16,7 @@
 #define CUAD_STATS_H
 
 #include "cua_proto.h"
+#include "cuad-lock.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -66,7 +67,8 @@ struct stats {
 /* A client request of kind op and family fam (its row's) was answered (or, fire-and-forget, completed) with
  * status; lat_ns is the time from its receipt (UINT64_MAX: not known, no latency observed). What it did
  * (launches, bytes copied) the rows' count functions add to fe->stats themselves. fe->lock held; never blocks. */
-void do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t status, uint64_t lat_ns);
+void do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t status, uint64_t lat_ns)
+	CUA_REQUIRES(cuad_fe_lock);
 
 /* One session's row in a snapshot. */
 struct stats_session {
@@ -115,7 +117,7 @@ struct stats_snap {
 
 /* Copies the counters and gauges out under fe->lock (takes it; any thread without it). With with_sessions,
  * one row per live session too. 0 or CUA_ENOMEM. stats_snap_free releases it either way. */
-int stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out);
+int stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out) CUA_EXCLUDES(cuad_fe_lock);
 void stats_snap_free(struct stats_snap *snap);
 
 /* The Prometheus text format (0.0.4) of snap in a malloc'd string (*len bytes, NUL-terminated), or NULL

@@ -20,10 +20,10 @@
 
 /* The stream field for work of r on device dev that named stream 0: a pool slot of r's session (shared
  * isolation), or a stream of the worker's own pool (session isolation). Marks r as needing its pool. */
-uint32_t do_spool_slot(struct fe *fe, struct request *r, int dev);
+uint32_t do_spool_slot(struct fe *fe, struct request *r, int dev) CUA_REQUIRES(cuad_fe_lock);
 /* The worker stream of the session's ordered stream on device dev (CUA_STREAM_ORDERED_ID): its first pool
  * stream, always (the pool's round-robin may put unordered work there too, which only orders it more). */
-uint32_t do_spool_ordered(struct fe *fe, struct request *r, int dev);
+uint32_t do_spool_ordered(struct fe *fe, struct request *r, int dev) CUA_REQUIRES(cuad_fe_lock);
 
 enum spool_verdict { SPOOL_READY, SPOOL_WAIT, SPOOL_CREATE, SPOOL_FAILED };
 /* Before r goes to worker d: SPOOL_READY when r needs no pool or its session's pool exists there (r's
@@ -31,17 +31,17 @@ enum spool_verdict { SPOOL_READY, SPOOL_WAIT, SPOOL_CREATE, SPOOL_FAILED };
  * woken when it completes); SPOOL_CREATE when the caller is to create it now: a REQ_POOL request planned by
  * do_spool_plan, sent to d, then do_spool_creating; SPOOL_FAILED when it cannot be created (r's status says
  * why). */
-enum spool_verdict do_spool_prepare(struct fe *fe, struct request *r, struct device *d);
+enum spool_verdict do_spool_prepare(struct fe *fe, struct request *r, struct device *d) CUA_REQUIRES(cuad_fe_lock);
 /* Plans the pool's creation into pr (REQ_POOL, its session and device set): one command per stream. 0 or -1
  * (out of memory). */
-int do_spool_plan(struct fe *fe, struct request *pr);
+int do_spool_plan(struct fe *fe, struct request *pr) CUA_REQUIRES(cuad_fe_lock);
 /* The creation of s's pool on device dev was sent: later requests wait for it (SPOOL_WAIT). */
-void do_spool_creating(struct session *s, int dev);
+void do_spool_creating(struct session *s, int dev) CUA_REQUIRES(cuad_fe_lock);
 /* A pool creation (REQ_POOL) completed: records the streams, or why they could not be made. */
-void do_spool_created(struct fe *fe, struct request *pr);
+void do_spool_created(struct fe *fe, struct request *pr) CUA_REQUIRES(cuad_fe_lock);
 /* Pool streams s holds on live workers (they count against its stream limit). */
-uint32_t do_spool_live(struct fe *fe, const struct session *s);
+uint32_t do_spool_live(struct fe *fe, const struct session *s) CUA_REQUIRES(cuad_fe_lock);
 /* Plans the destruction of s's pool streams on worker d into the cleanup request r. */
-void do_spool_cleanup(struct fe *fe, struct request *r, const struct device *d);
+void do_spool_cleanup(struct fe *fe, struct request *r, const struct device *d) CUA_REQUIRES(cuad_fe_lock);
 
 #endif

@@ -266,7 +266,7 @@ struct usage {
 };
 
 static void
-usage_of(struct fe *fe, const struct tenant *t, struct usage *u)
+usage_of(struct fe *fe, const struct tenant *t, struct usage *u) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct session *s;
 	memset(u, 0, sizeof(*u));

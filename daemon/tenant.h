@@ -85,14 +85,16 @@ struct tenant *tenant_by_name(const struct tenant_table *t, const char *name);
 
 /* Whether s's tenant may take more: 0, or CUA_EQUOTA with the tenant's name, its limit and its use in e.
  * Caller holds fe->lock. */
-int tenant_check_mem(struct fe *fe, const struct session *s, uint32_t dev, uint64_t bytes, cua_err *e);
-int tenant_check_module(struct fe *fe, const struct session *s, uint64_t image_bytes, cua_err *e);
-int tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e);
-int tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e);
+int tenant_check_mem(struct fe *fe, const struct session *s, uint32_t dev, uint64_t bytes, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
+int tenant_check_module(struct fe *fe, const struct session *s, uint64_t image_bytes, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
+int tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
+int tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* Whether s's tenant may have one more request queued or running (every request but STATUS). */
-int tenant_check_inflight(struct fe *fe, const struct session *s, cua_err *e);
+int tenant_check_inflight(struct fe *fe, const struct session *s, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* Whether t may have one more session (HELLO). */
-int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e);
+int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 
 /*
  * Weights. While two tenants or more have work queued or in flight, a tenant whose virtual time (device time
@@ -102,10 +104,10 @@ int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e);
  * The dispatcher, under fe->lock: tenant_pass_begin before each pass, tenant_may_dispatch for each session.
  */
 #define TENANT_SLACK_NS (5 * 1000 * 1000ull)
-void tenant_pass_begin(struct fe *fe);
-bool tenant_may_dispatch(const struct fe *fe, const struct session *s);
+void tenant_pass_begin(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
+bool tenant_may_dispatch(const struct fe *fe, const struct session *s) CUA_REQUIRES(cuad_fe_lock);
 /* A request of s completed, its work having kept the device busy busy_ns. Caller holds fe->lock. */
-void tenant_account(struct fe *fe, struct session *s, uint64_t busy_ns);
+void tenant_account(struct fe *fe, struct session *s, uint64_t busy_ns) CUA_REQUIRES(cuad_fe_lock);
 /* Carries usage (busy time, virtual time) from old to the tenants of the same name in t. */
 void tenant_table_carry(struct tenant_table *t, const struct tenant_table *old);
 

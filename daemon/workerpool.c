@@ -49,23 +49,23 @@ do_pool_retire(struct fe *fe, struct device *d)
 /* One round of the pool thread's work, entered and left with fe->lock held (dropped while it blocks).
  * Returns true when it did something. */
 static bool
-pool_round(struct fe *fe)
+pool_round(struct fe *fe) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct device *d = TAILQ_FIRST(&P.retired);
 	if (d != NULL) {
 		TAILQ_REMOVE(&P.retired, d, pool_link);
-		pthread_mutex_unlock(&fe->lock);
+		fe_unlock(fe);
 		dev_destroy(d);
-		pthread_mutex_lock(&fe->lock);
+		fe_lock(fe);
 		return true;
 	}
 	for (int i = 0; i < fe->ndevs; i++) {
 		if (fe->devs[i].state == DEV_FAILED || P.nidle[i] + P.starting[i] >= fe->cfg.isolation_pool)
 			continue;
 		P.starting[i]++;
-		pthread_mutex_unlock(&fe->lock);
+		fe_unlock(fe);
 		int rc = dev_spawn(fe, &fe->devs[i], P.done, &d);
-		pthread_mutex_lock(&fe->lock);
+		fe_lock(fe);
 		P.starting[i]--;
 		if (rc != 0) {
 			log_error("device %d: cannot start a session's worker: %s", i, cua_strerror(rc));
@@ -84,12 +84,12 @@ pool_main(void *arg)
 {
 	struct fe *fe = arg;
 	pthread_setname_np(pthread_self(), "cuad-workers");
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	while (!P.stop) {
 		if (!pool_round(fe) && !P.stop)
-			pthread_cond_wait(&P.cond, &fe->lock);
+			fe_cond_wait(fe, &P.cond, NULL);
 	}
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	return NULL;
 }
 
@@ -103,9 +103,12 @@ pool_start(struct fe *fe, dev_done_fn done)
 		TAILQ_INIT(&P.idle[i]);
 	/* the first workers before the daemon serves: a session's first request finds one ready */
 	for (int i = 0; i < fe->ndevs; i++)
-		for (unsigned k = 0; k < fe->cfg.isolation_pool && fe->devs[i].state != DEV_FAILED; k++) {
+		for (unsigned k = 0; k < fe->cfg.isolation_pool; k++) {
 			struct device *d;
-			if (dev_spawn(fe, &fe->devs[i], done, &d) != 0)
+			fe_lock(fe); /* the shared devices' completion threads run: a restart writes state */
+			bool failed = fe->devs[i].state == DEV_FAILED;
+			fe_unlock(fe);
+			if (failed || dev_spawn(fe, &fe->devs[i], done, &d) != 0)
 				break;
 			TAILQ_INSERT_TAIL(&P.idle[i], d, pool_link);
 			P.nidle[i]++;
@@ -128,10 +131,10 @@ pool_stop(struct fe *fe)
 	struct device *d;
 	if (!P.started)
 		return;
-	pthread_mutex_lock(&fe->lock);
+	fe_lock(fe);
 	P.stop = true;
 	pthread_cond_signal(&P.cond);
-	pthread_mutex_unlock(&fe->lock);
+	fe_unlock(fe);
 	pthread_join(P.thread, NULL);
 	P.started = false;
 	for (unsigned i = 0; i < CUA_MAX_DEVICES; i++)
