@@ -55,17 +55,23 @@ request_strndup(struct request *r, const char *s, size_t n)
 	return cua_pool_strndup(r->pool, s, n);
 }
 
+/* Replaces the malloc'd message *msg by fmt's text (NULL when out of memory: the status's own text is used). */
+static void __attribute__((format(printf, 2, 0))) set_message(char **msg, const char *fmt, va_list ap)
+{
+	char buf[CUA_ERR_DETAIL_MAX];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	free(*msg);
+	*msg = strdup(buf);
+}
+
 int
 request_fail(struct request *r, int status, const char *fmt, ...)
 {
-	char buf[CUA_ERR_DETAIL_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	set_message(&r->status_msg, fmt, ap);
 	va_end(ap);
 	r->status = (uint32_t)status;
-	free(r->status_msg);
-	r->status_msg = strdup(buf);
 	return status;
 }
 
@@ -100,14 +106,11 @@ request_free(struct fe *fe, struct request *r)
 int
 item_fail(struct ritem *it, int status, const char *fmt, ...)
 {
-	char buf[CUA_ERR_DETAIL_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	set_message(&it->msg, fmt, ap);
 	va_end(ap);
 	it->status = (uint32_t)status;
-	free(it->msg);
-	it->msg = strdup(buf);
 	return status;
 }
 
