@@ -213,7 +213,6 @@ request_done(struct fe *fe, struct request *r)
 		fe_unlock(fe);
 		return;
 	}
-	do_left_device(fe, r);
 	do_settle(fe, r);
 	fe_unlock(fe);
 
@@ -224,6 +223,9 @@ request_done(struct fe *fe, struct request *r)
 	fe_lock(fe);
 	struct session *s = r->s;
 	do_log_ctx(s, r->id);
+	/* left the device only now, with its reply handed to the edge: a drain that sees no client request in
+	 * flight (request_in_flight) must find this reply among the edge's sends, or it stops the edge under it */
+	do_left_device(fe, r);
 	s->in_flight--;
 	bytes = fe->edge->send(r->reply_ctx, msg, rep.counted);
 	do_replied(r, bytes);
