@@ -487,9 +487,13 @@ void
 do_sessions_mark_stale(struct fe *fe, const struct device *d, uint32_t old_gen)
 {
 	struct session *s;
+	/* Only the sessions d serves: a shared worker's sessions in shared isolation, a session's own worker's
+	 * owner. A session in the other mode has objects of the same generation number in another worker, and a
+	 * retired worker (its owner gone) serves nobody: marking by generation alone let one session's fault in
+	 * its own worker, after it disconnected, make every other session's objects CONTEXT_LOST. */
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
-		if (d->owner == NULL || d->owner == s)
+		if (do_session_worker(fe, s, d->index) == d)
 			session_mark_stale(fe, s, d->index, old_gen);
 	}
 }

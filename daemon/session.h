@@ -256,8 +256,9 @@ int do_global_add(struct session *s, uint32_t module_slot, uint64_t addr, uint64
 void do_globals_forget(struct session *s, uint32_t module_slot) CUA_REQUIRES(cuad_fe_lock);
 /* Formats "request N" / "an unordered request" for messages about a release. */
 const char *release_name(const struct release *rel, char *buf, size_t len);
-/* After worker d restarted: marks everything of its generation old_gen stale in the sessions it served (all
- * of them for a shared worker, its owner's for a session's own) and takes it off the device's counters. */
+/* After worker d restarted: marks everything of its generation old_gen stale in the sessions it serves (those
+ * in shared isolation for a shared worker, its owner for a session's own; nobody for a retired one) and takes it
+ * off the device's counters. */
 void do_sessions_mark_stale(struct fe *fe, const struct device *d, uint32_t old_gen) CUA_REQUIRES(cuad_fe_lock);
 
 /* The worker that serves s on device dev: the shared one, or in session isolation s's own (NULL until its first

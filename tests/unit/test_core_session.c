@@ -156,12 +156,43 @@ START_TEST(request_case)
 }
 END_TEST
 
+/* A worker's restart marks stale only what the sessions it serves hold: a session in session isolation keeps its
+ * objects when the shared worker of the device restarts, a shared session keeps its objects when a session's own
+ * worker restarts, and a retired worker (its session gone) marks nobody's — each of those has objects of the
+ * same generation number in another worker. */
+START_TEST(restart_marks_only_the_sessions_the_worker_serves)
+{
+	struct env *e = &E;
+	env_init(e);
+	struct session *shared = do_session_new(&e->fe, PIPE), *own = do_session_new(&e->fe, PIPE_OTHER);
+	ck_assert_ptr_nonnull(shared);
+	ck_assert_ptr_nonnull(own);
+	struct device w = e->fe.devs[0], retired = e->fe.devs[0]; /* a session's own worker, a retired one */
+	w.owner = own;
+	retired.owner = NULL;
+	own->isolation = ISO_SESSION;
+	own->worker[0] = &w;
+	add_alloc(shared, 0, 1, ADDR_A, ALLOC_LEN);
+	add_alloc(own, 0, 1, ADDR_X, ALLOC_LEN);
+	do_sessions_mark_stale(&e->fe, &retired, 1);
+	ck_assert_msg(!shared->allocs[0].stale && !own->allocs[0].stale, "a retired worker's restart marked a session");
+	do_sessions_mark_stale(&e->fe, &e->fe.devs[0], 1);
+	ck_assert_msg(shared->allocs[0].stale, "the shared worker's restart left its session's memory usable");
+	ck_assert_msg(!own->allocs[0].stale, "the shared worker's restart marked a session-isolated session");
+	do_sessions_mark_stale(&e->fe, &w, 1);
+	ck_assert_msg(own->allocs[0].stale, "a session's own worker's restart left its memory usable");
+	own->worker[0] = NULL;
+	env_fini(e);
+}
+END_TEST
+
 static Suite *
 session_suite(void)
 {
 	Suite *s = suite_create("core-session");
 	TCase *tc = tcase_create("requests");
 	tcase_add_loop_test(tc, request_case, 0, NCASES);
+	tcase_add_test(tc, restart_marks_only_the_sessions_the_worker_serves);
 	suite_add_tcase(s, tc);
 	return s;
 }
