@@ -41,7 +41,8 @@ assign_tenant(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe
 }
 
 /* HELLO: the version, then the credentials (auth.c). The log line says who the peer is as the transport and
- * the token vouch for it (never the token itself); the pid the client states is only its word. */
+ * the token vouch for it (never the token itself); the name and pid the client states are only its word (the
+ * name is logged escaped: any bytes are accepted in it). */
 static int
 v_hello(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
@@ -67,10 +68,12 @@ v_hello(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 		return rc;
 	}
 	do_log_ctx(r->s, r->id); /* its tenant is known now */
-	log_info("session %llu: hello from '%.*s' (says pid %u) over %s, tenant %s", (unsigned long long)r->s->id,
-		 (int)q->client.len, (const char *)q->client.ptr, q->pid, auth_describe(r->s, who, sizeof(who)),
-		 r->s->tenant ? r->s->tenant->name : "- (operator)");
+	char name[200]; /* the client's word, escaped: it may hold a newline or a terminal's escape sequences */
+	log_info("session %llu: hello from '%s' (says pid %u) over %s, tenant %s", (unsigned long long)r->s->id,
+		 cua_log_escape(name, sizeof(name), q->client.ptr, q->client.len), q->pid,
+		 auth_describe(r->s, who, sizeof(who)), r->s->tenant ? r->s->tenant->name : "- (operator)");
 	r->s->hello = true;
+	/* kept as sent (SESSIONS returns it: it is data); whoever prints it escapes it */
 	snprintf(r->s->client, sizeof(r->s->client), "%.*s", (int)q->client.len, (const char *)q->client.ptr);
 	r->s->client_pid = q->pid;
 	return 0;

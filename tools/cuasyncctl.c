@@ -17,8 +17,13 @@
  * daemon's operator endpoint STATUS and SESSIONS show every session; through a client socket only this
  * connection's own. --json prints one JSON document on stdout and nothing else there (errors go to stderr).
  * Exit status 0 when the daemon answered, 1 when it did not or refused, 2 for a usage error.
+ *
+ * Every string the daemon returns may be a client's choice (a session's HELLO name) and is printed escaped
+ * (cua_log_escape in the tables and messages, JSON's escapes with --json): no byte of it reaches the terminal
+ * as a control character, and no row is split.
  */
 #include "cua_clock.h"
+#include "cua_log.h"
 #include "cuasync.h"
 
 #include <getopt.h>
@@ -31,26 +36,48 @@
 
 #define OPERATOR_SOCKET "/run/cuasyncd/operator.sock" /* the systemd unit's --operator-url */
 
+/* s escaped for a terminal (cua_log_escape), in buf of cap bytes (cap - 1 columns of ASCII at most). */
+static const char *
+esc(char *buf, size_t cap, const char *s)
+{
+	return cua_log_escape(buf, cap, s, strlen(s));
+}
+
 static int
 die(const char *what, int rc)
 {
-	fprintf(stderr, "cuasyncctl: %s: %s: %s\n", what, cua_strerror_name(rc),
-		cua_last_error()[0] ? cua_last_error() : cua_strerror(rc));
+	char msg[CUA_LOG_ESCAPED(1024)];
+	const char *m = cua_last_error()[0] ? cua_last_error() : cua_strerror(rc);
+	fprintf(stderr, "cuasyncctl: %s: %s: %s\n", what, cua_strerror_name(rc), esc(msg, sizeof(msg), m));
 	return 1;
 }
 
-/* s as a JSON string, quotes included. */
+/* s as a JSON string (RFC 8259), quotes included: '"' and '\\' escaped, control characters (C0, DEL, C1) and
+ * U+2028/U+2029 as \\uXXXX, valid UTF-8 kept, every byte that is not as U+FFFD (JSON text is UTF-8). */
 static void
 json_str(const char *s)
 {
 	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
+	size_t left = strlen(s);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = cua_utf8_seq(p, left);
+		unsigned cp = n == 2 ? (unsigned)(p[0] & 0x1f) << 6 | (p[1] & 0x3f) : 0;
+		if (n == 1 && (*p == '"' || *p == '\\'))
 			printf("\\%c", *p);
-		else if (*p < 0x20)
+		else if (n == 1 && (*p == '\n' || *p == '\r' || *p == '\t'))
+			printf("\\%c", *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't');
+		else if (n == 1 && (*p < 0x20 || *p == 0x7f))
 			printf("\\u%04x", *p);
+		else if (n == 2 && cp <= 0x9f) /* C1 */
+			printf("\\u%04x", cp);
+		else if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+			printf("\\u%04x", 0x2000u | (p[2] & 0x3f));
+		else if (n == 0)
+			printf("\\ufffd");
 		else
-			putchar(*p);
+			fwrite(p, 1, n, stdout);
+		p += n ? n : 1;
+		left -= n ? n : 1;
 	}
 	putchar('"');
 }
@@ -142,15 +169,17 @@ cmd_devices(cua_client *c, bool json, const char *arg)
 			return die("devices", rc);
 	if (json)
 		printf("{\"devices\":[");
-	for (int d = 0; d < n; d++)
+	for (int d = 0; d < n; d++) {
+		char name[CUA_LOG_ESCAPED(sizeof(in[d].name))], backend[CUA_LOG_ESCAPED(sizeof(in[d].backend))];
 		if (json)
 			json_device(d, &in[d]);
 		else
 			printf("device %d  %s  sm_%d%d  %.1f GiB  %d SMs  priorities %d..%d  %s backend  generation "
 			       "%u\n",
-			       d, in[d].name, in[d].sm_major, in[d].sm_minor, (double)in[d].total_mem / (1 << 30),
-			       in[d].multiprocessors, in[d].priority_least, in[d].priority_greatest, in[d].backend,
-			       in[d].generation);
+			       d, esc(name, sizeof(name), in[d].name), in[d].sm_major, in[d].sm_minor,
+			       (double)in[d].total_mem / (1 << 30), in[d].multiprocessors, in[d].priority_least,
+			       in[d].priority_greatest, esc(backend, sizeof(backend), in[d].backend), in[d].generation);
+	}
 	if (json)
 		printf("]}\n");
 	return 0;
@@ -201,11 +230,11 @@ cmd_sessions(cua_client *c, bool json, const char *arg)
 			json_session(s, i == 0);
 			continue;
 		}
-		char peer[16] = "-";
+		char peer[16] = "-", client[17]; /* the column's 16 characters: a longer name ends in "..." */
 		if (s->peer_pid != 0)
 			snprintf(peer, sizeof(peer), "%u", s->peer_pid);
-		printf("%-8llu %-16.16s %8u %8s %9.1f %9llu %7llu %9llu %10.1f %7llu %7llu%s\n",
-		       (unsigned long long)s->id, s->client, s->pid, peer, (double)s->age_ms / 1000,
+		printf("%-8llu %-16s %8u %8s %9.1f %9llu %7llu %9llu %10.1f %7llu %7llu%s\n", (unsigned long long)s->id,
+		       esc(client, sizeof(client), s->client), s->pid, peer, (double)s->age_ms / 1000,
 		       (unsigned long long)s->requests, (unsigned long long)s->errors, (unsigned long long)s->in_flight,
 		       (double)s->alloc_bytes / (1 << 20), (unsigned long long)s->streams,
 		       (unsigned long long)s->modules, s->operator_endpoint ? "  (operator)" : "");
@@ -340,9 +369,11 @@ top_print(const struct top_row *rows, unsigned n, double secs, bool json, bool t
 	       "MEMORY_MIB", "STREAMS", "MODULES");
 	for (unsigned i = 0; i < n; i++) {
 		const struct top_row *r = &rows[i];
-		printf("%-20.20s %8u %10.1f %8.2f %9llu %10.1f %7llu %7llu\n", r->tenant, r->sessions,
-		       (double)r->requests / secs, (double)r->busy_ns / 1e9 / secs, (unsigned long long)r->in_flight,
-		       (double)r->bytes / (1 << 20), (unsigned long long)r->streams, (unsigned long long)r->modules);
+		char tenant[21];
+		printf("%-20s %8u %10.1f %8.2f %9llu %10.1f %7llu %7llu\n", esc(tenant, sizeof(tenant), r->tenant),
+		       r->sessions, (double)r->requests / secs, (double)r->busy_ns / 1e9 / secs,
+		       (unsigned long long)r->in_flight, (double)r->bytes / (1 << 20), (unsigned long long)r->streams,
+		       (unsigned long long)r->modules);
 	}
 	fflush(stdout);
 }
