@@ -380,3 +380,24 @@ core_run(Suite *s)
 	srunner_free(sr);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+static const struct ccase *suite_cases; /* core_cases_suite's, for its loop test */
+
+START_TEST(ccase_test)
+{
+	run_ccase(&suite_cases[_i]);
+}
+END_TEST
+
+Suite *
+core_cases_suite(const char *name, const struct ccase *cases, int n, TCase **tc)
+{
+	Suite *s = suite_create(name);
+	TCase *t = tcase_create("requests");
+	suite_cases = cases;
+	tcase_add_loop_test(t, ccase_test, 0, n);
+	suite_add_tcase(s, t);
+	if (tc != NULL)
+		*tc = t;
+	return s;
+}

@@ -187,5 +187,8 @@ void run_ccase(const struct ccase *c);
 
 /* Runs suite s (each case forked unless CK_FORK=no); EXIT_SUCCESS when every case passed. */
 int core_run(Suite *s);
+/* A suite of its name with one test case "requests" that runs run_ccase on each of the n cases (a loop test);
+ * *tc, when not NULL, gets that test case for more tests. One such suite per program. */
+Suite *core_cases_suite(const char *name, const struct ccase *cases, int n, TCase **tc);
 
 #endif

@@ -140,24 +140,8 @@ static const struct ccase cases[] = {
 
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-START_TEST(request_case)
-{
-	run_ccase(&cases[_i]);
-}
-END_TEST
-
-static Suite *
-launch_suite(void)
-{
-	Suite *s = suite_create("core-launch");
-	TCase *tc = tcase_create("requests");
-	tcase_add_loop_test(tc, request_case, 0, NCASES);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int
 main(void)
 {
-	return core_run(launch_suite());
+	return core_run(core_cases_suite("core-launch", cases, NCASES, NULL));
 }

@@ -122,24 +122,8 @@ static const struct ccase cases[] = {
 
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-START_TEST(request_case)
-{
-	run_ccase(&cases[_i]);
-}
-END_TEST
-
-static Suite *
-memory_suite(void)
-{
-	Suite *s = suite_create("core-memory");
-	TCase *tc = tcase_create("requests");
-	tcase_add_loop_test(tc, request_case, 0, NCASES);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int
 main(void)
 {
-	return core_run(memory_suite());
+	return core_run(core_cases_suite("core-memory", cases, NCASES, NULL));
 }

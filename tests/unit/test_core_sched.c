@@ -88,12 +88,6 @@ static const struct ccase cases[] = {
 
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-START_TEST(request_case)
-{
-	run_ccase(&cases[_i]);
-}
-END_TEST
-
 /* ------------------------------------------------------------------ sequence numbers of refused requests */
 
 /* Ordered requests (seq 1) that fail to decode after their header was read. */
@@ -218,11 +212,8 @@ END_TEST
 static Suite *
 sched_suite(void)
 {
-	Suite *s = suite_create("core-sched");
-	TCase *tc = tcase_create("requests");
-	tcase_add_loop_test(tc, request_case, 0, NCASES);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("sequence");
+	Suite *s = core_cases_suite("core-sched", cases, NCASES, NULL);
+	TCase *tc = tcase_create("sequence");
 	tcase_add_loop_test(tc, undecodable_request_uses_its_seq, 0, 2 * NSEQ_BAD);
 	tcase_add_test(tc, pending_limit_refuses_the_next_in_turn);
 	tcase_add_test(tc, pending_limit_refuses_early_requests_in_order);

@@ -150,12 +150,6 @@ static const struct ccase cases[] = {
 
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-START_TEST(request_case)
-{
-	run_ccase(&cases[_i]);
-}
-END_TEST
-
 /* A worker's restart marks stale only what the sessions it serves hold: a session in session isolation keeps its
  * objects when the shared worker of the device restarts, a shared session keeps its objects when a session's own
  * worker restarts, and a retired worker (its session gone) marks nobody's — each of those has objects of the
@@ -189,11 +183,9 @@ END_TEST
 static Suite *
 session_suite(void)
 {
-	Suite *s = suite_create("core-session");
-	TCase *tc = tcase_create("requests");
-	tcase_add_loop_test(tc, request_case, 0, NCASES);
+	TCase *tc;
+	Suite *s = core_cases_suite("core-session", cases, NCASES, &tc);
 	tcase_add_test(tc, restart_marks_only_the_sessions_the_worker_serves);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
