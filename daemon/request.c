@@ -149,6 +149,20 @@ do_settle(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	}
 }
 
+/* A request's very end, after its answer: its staging back, r freed, its session freed if that was the last thing
+ * it waited for, the dispatcher woken. */
+static void
+do_request_end(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
+{
+	struct session *s = r->s;
+	if (r->wdev != NULL)
+		do_dev_release_staging(r->wdev, r);
+	request_free(fe, r);
+	do_sched_session_release(fe, s);
+	do_sched_wake(fe);
+	cua_log_ctx_clear();
+}
+
 void
 do_request_finish(struct fe *fe, struct request *r)
 {
@@ -163,12 +177,7 @@ do_request_finish(struct fe *fe, struct request *r)
 		do_answer(fe, r);
 	else if (st != CUA_OK)
 		do_defer_error(r, st);
-	if (r->wdev != NULL)
-		do_dev_release_staging(r->wdev, r);
-	request_free(fe, r);
-	do_sched_session_release(fe, s);
-	do_sched_wake(fe);
-	cua_log_ctx_clear();
+	do_request_end(fe, r);
 }
 
 /* After the worker: the request is no longer in its device, its session's counts say so. */
@@ -229,11 +238,7 @@ request_done(struct fe *fe, struct request *r)
 	s->in_flight--;
 	bytes = fe->edge->send(r->reply_ctx, msg, rep.counted);
 	do_replied(r, bytes);
-	do_dev_release_staging(r->wdev, r);
-	request_free(fe, r);
-	do_sched_session_release(fe, s);
-	do_sched_wake(fe);
-	cua_log_ctx_clear();
+	do_request_end(fe, r);
 	fe_unlock(fe);
 }
 
