@@ -102,7 +102,8 @@ if [ ! -e "$cdir/client.pem" ]; then
 	rm -f "$cdir/client.key" "$cdir/client.csr" "$cdir/client.crt"
 	say "made $remote's certificate $cdir/client.pem"
 fi
-if ! grep -q "^$remote:" tokens; then
+if ! grep -q "^$remote:" tokens || [ ! -e "$cdir/token" ]; then
+	sed -i "/^$remote:/d" tokens
 	token=$(openssl rand -hex 32)
 	printf '%s:%s\n' "$remote" "$token" >>tokens
 	printf '%s\n' "$token" >"$cdir/token" # $CUASYNC_TOKEN_FILE
@@ -146,8 +147,9 @@ chmod 0644 cuasyncd.conf
 # 5. The daemon, as its user.
 if [ "$start" = auto ] && [ -d /run/systemd/system ]; then
 	systemctl daemon-reload
-	systemctl enable --now cuasyncd
-	systemctl reload-or-restart cuasyncd
+	systemctl enable cuasyncd
+	systemctl restart cuasyncd # a running daemon takes new listeners only at a start
+	[ "$conf" = /etc/cuasyncd ] || say "the unit reads /etc/cuasyncd/cuasyncd.conf: give it --config $conf/cuasyncd.conf (systemctl edit cuasyncd)"
 	say "cuasyncd runs: journalctl -u cuasyncd"
 elif [ "$start" = auto ]; then
 	say "no systemd running: start the daemon as its user with"
