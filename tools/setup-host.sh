@@ -69,7 +69,8 @@ chmod 0644 clients-ca.pem
 # address of the host, as DNS names too: mbedTLS 2.28 (Debian 12), which libcuasync verifies with, matches a
 # dialled IP address only against DNS entries, other TLS clients against IP entries.
 if [ ! -e server.pem ]; then
-	san="DNS:$host,DNS:localhost"
+	san="DNS:$host"
+	[ "$host" = localhost ] || san="$san,DNS:localhost"
 	for a in 127.0.0.1 ::1 $(hostname -I 2>/dev/null || true); do san="$san,DNS:$a,IP:$a"; done
 	openssl req -x509 -newkey rsa:2048 -nodes -keyout server.key -out server.crt -subj "/CN=$host" -days 825 \
 		-addext "subjectAltName=$san" 2>/dev/null

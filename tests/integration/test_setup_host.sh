@@ -37,6 +37,11 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 fails=0
 ok() { echo "ok: $*"; }
+check() { # description, then a command that must succeed
+	what=$1
+	shift
+	if "$@"; then ok "$what"; else bad "$what"; fi
+}
 bad() {
 	echo "FAIL: $*"
 	fails=$((fails + 1))
@@ -52,6 +57,7 @@ CUASYNCD_USER=$duser CUASYNC_GROUP=$group CUASYNCD_CONFDIR=$conf CUASYNCD_RUNDIR
 
 echo "== owners and modes, as README.md's table lists them"
 # rows: | `/etc/cuasyncd/FILE` | OWNER | MODE | ...  (ci is the remote client's name there)
+# shellcheck disable=SC2016 # backquotes of markdown, not command substitution
 rows=$(sed -n 's/^| `\/etc\/cuasyncd\/\([^`]*\)` | \([a-z]*\) | \(0[0-7]*\) |.*/\1 \2 \3/p' "$srcdir/README.md")
 [ -n "$rows" ] || bad "README.md has no table of the files tools/setup-host.sh makes"
 echo "$rows" | while read -r file owner mode; do
@@ -73,18 +79,29 @@ for f in "$conf/ca.key" "$conf/server.pem" "$conf/tokens" "$conf/clients/$remote
 done
 runuser -u "$alice" -- cat "$conf/server.pem" >/dev/null 2>&1 && bad "client user $alice can read the server's key"
 
-daemon=$builddir/daemon/cuasyncd
-client=$builddir/examples/vector_add
-libs=
-if [ -x "$builddir/examples/.libs/vector_add" ]; then # libtool's uninstalled program: run the real one
-	client=$builddir/examples/.libs/vector_add
-	libs=$builddir/client/.libs
+# The daemon and the client as `make install` would place them, where every user reaches them (the build tree
+# may lie under a directory only root may enter, such as /root): the daemon links no library of the build tree
+# and starts its workers from its own executable; the client takes libcuasync from lib/.
+install -d -m 0755 "$top/bin" "$top/lib"
+install -m 0755 "$builddir/daemon/cuasyncd" "$top/bin/cuasyncd"
+if [ -x "$builddir/examples/.libs/vector_add" ]; then # libtool's uninstalled program: the real one
+	install -m 0755 "$builddir/examples/.libs/vector_add" "$top/bin/vector_add"
+	cp -L "$builddir/client/.libs/libcuasync.so.0" "$top/lib/"
+	chmod 0644 "$top/lib/libcuasync.so.0"
+else
+	install -m 0755 "$builddir/examples/vector_add" "$top/bin/vector_add"
 fi
-# Every user runs the client from the build tree, which may lie under a directory only root reaches.
-runuser -u "$duser" -- test -x "$daemon" || {
-	echo "SKIP: test_setup_host: $daemon is not reachable by other users (build outside a private directory)"
-	exit 77
-}
+daemon=$top/bin/cuasyncd client=$top/bin/vector_add libs=$top/lib
+
+# A build configured without --sysconfdir reads the file where README.md, the unit and setup-host.sh put it.
+# shellcheck disable=SC2016 # the Makefile's own text
+if grep -qx 'sysconfdir = ${prefix}/etc' "$builddir/Makefile" 2>/dev/null; then
+	if "$daemon" --help | grep -q -- '--config FILE .*(default: /etc/cuasyncd/cuasyncd.conf when it exists)'; then
+		ok "without --config the daemon reads /etc/cuasyncd/cuasyncd.conf"
+	else
+		bad "without --config the daemon reads $("$daemon" --help | sed -n 's/.*--config FILE .*(default: \([^ ]*\).*/\1/p')"
+	fi
+fi
 
 echo "== the daemon as its user, from the configuration file"
 mkfifo "$top/ready"
@@ -102,11 +119,10 @@ case $ready in
 	;;
 esac
 # setpriv execs the daemon: the pid is the daemon's
-[ "$(stat -c %U /proc/$pid)" = "$duser" ] && ok "the daemon runs as $duser" || bad "daemon runs as $(stat -c %U /proc/$pid)"
-grep -q "configuration file $conf/cuasyncd.conf read" "$log" && ok "the log names the file read" ||
-	bad "the log does not say which configuration file was read"
-[ "$(stat -c '%G %a' "$run/cuasyncd.sock")" = "$group 660" ] && ok "socket $group 0660" ||
-	bad "socket is $(stat -c '%G %a' "$run/cuasyncd.sock")"
+check "the daemon runs as $duser (it is $(stat -c %U "/proc/$pid"))" [ "$(stat -c %U "/proc/$pid")" = "$duser" ]
+check "the log names the configuration file read" grep -q "configuration file $conf/cuasyncd.conf read" "$log"
+check "socket $group 0660 (it is $(stat -c '%G %a' "$run/cuasyncd.sock"))" \
+	[ "$(stat -c '%G %a' "$run/cuasyncd.sock")" = "$group 660" ]
 
 run_client() { # user, then VAR=value... for the client
 	u=$1
@@ -121,7 +137,7 @@ for u in "$alice" "$bob"; do
 		bad "$u not served: $(cat "$top/$u.out")"
 	fi
 	uid=$(id -u "$u")
-	grep -q "over ipc uid $uid .*, tenant $u\$" "$log" && ok "$u is tenant $u" || bad "no session of uid $uid as tenant $u"
+	check "uid $uid is served as tenant $u" grep -q "over ipc uid $uid .*, tenant $u\$" "$log"
 done
 if run_client "$outsider" CUASYNC_URL="ipc://$run/cuasyncd.sock" >"$top/outsider.out" 2>&1; then
 	bad "$outsider (not in $group) was served"
@@ -141,13 +157,12 @@ if run_client "$remote" $remote_env CUASYNC_TOKEN_FILE="$cdir/token" >"$top/remo
 else
 	bad "$remote not served: $(cat "$top/remote.out")"
 fi
-grep -q "over tls+tcp.*, tenant $remote\$" "$log" && ok "$remote is tenant $remote" || bad "no tls session as tenant $remote"
+check "the tls+tcp session is tenant $remote" grep -q "over tls+tcp.*, tenant $remote\$" "$log"
 # shellcheck disable=SC2086
 if run_client "$remote" $remote_env >"$top/notoken.out" 2>&1; then
 	bad "$remote was served without its token"
 else
-	grep -q UNAUTHENTICATED "$top/notoken.out" && ok "without its token: UNAUTHENTICATED" ||
-		bad "without its token: $(cat "$top/notoken.out")"
+	check "without its token: UNAUTHENTICATED ($(tail -n 1 "$top/notoken.out"))" grep -q UNAUTHENTICATED "$top/notoken.out"
 fi
 # by address: the certificate names 127.0.0.1 too
 if run_client "$remote" CUASYNC_URL="tls+tcp://127.0.0.1:$port" CUASYNC_TLS_CA="$cdir/server.crt" \
@@ -158,7 +173,9 @@ else
 fi
 
 kill "$pid"
-wait "$pid" && ok "daemon stopped cleanly" || bad "daemon exit status $? at SIGTERM"
+st=0
+wait "$pid" || st=$?
+check "the daemon stopped cleanly at SIGTERM (exit status $st)" [ "$st" = 0 ]
 pid=
 
 echo "== a key the daemon's user cannot read: exit 2, the file named"
@@ -166,9 +183,9 @@ chown root "$conf/server.pem"
 st=0
 setpriv --reuid="$duser" --regid="$group" --init-groups "$daemon" --config "$conf/cuasyncd.conf" --backend emu \
 	2>"$top/unreadable.log" || st=$?
-[ "$st" = 2 ] && ok "exit status 2 (RestartPreventExitStatus=2)" || bad "exit status $st, want 2"
-grep -q -- "--tls-cert $conf/server.pem: Permission denied, as user $duser" "$top/unreadable.log" &&
-	ok "the error names the file and the user" || bad "error: $(cat "$top/unreadable.log")"
+check "exit status 2, which the unit does not restart (it is $st)" [ "$st" = 2 ]
+check "the error names the file and the user: $(grep -- --tls-cert "$top/unreadable.log" || cat "$top/unreadable.log")" \
+	grep -q -- "--tls-cert $conf/server.pem: Permission denied, as user $duser" "$top/unreadable.log"
 
 if [ "$fails" != 0 ]; then
 	echo "== daemon log"
