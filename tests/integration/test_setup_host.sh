@@ -187,6 +187,19 @@ check "exit status 2, which the unit does not restart (it is $st)" [ "$st" = 2 ]
 check "the error names the file and the user: $(grep -- --tls-cert "$top/unreadable.log" || cat "$top/unreadable.log")" \
 	grep -q -- "--tls-cert $conf/server.pem: Permission denied, as user $duser" "$top/unreadable.log"
 
+echo "== without --config and without the default file: a warning says so"
+default=$("$daemon" --help | sed -n 's/.*--config FILE .*(default: \([^ ]*\) when it exists).*/\1/p')
+if [ -n "$default" ] && [ ! -e "$default" ]; then
+	# plain tcp:// stops the start right after the configuration is logged (exit 2): nothing is served
+	st=0
+	"$daemon" --listen "tcp://127.0.0.1:$port" --backend emu 2>"$top/noconf.log" || st=$?
+	check "'no configuration file: $default does not exist' logged" \
+		grep -q "warn: no configuration file: $default does not exist" "$top/noconf.log"
+	check "plain tcp:// refused with exit status 2 (it is $st)" [ "$st" = 2 ]
+else
+	ok "skipped: $default exists on this host"
+fi
+
 if [ "$fails" != 0 ]; then
 	echo "== daemon log"
 	cat "$log"
