@@ -5,7 +5,6 @@
 #include "config.h"
 
 #include "cmd.h"
-#include "tenant.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,14 +57,7 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 		return rc;
 	if (q->bytes == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot register 0 bytes");
-	if (q->bytes > fe->cfg.session_host_bytes || r->s->host_bytes > fe->cfg.session_host_bytes - q->bytes)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "registering %llu bytes would pass the session's %llu bytes of host memory (%llu in "
-				   "use); unregister some, or raise it with --session-host-bytes",
-				   (unsigned long long)q->bytes, (unsigned long long)fe->cfg.session_host_bytes,
-				   (unsigned long long)r->s->host_bytes);
-	if ((rc = tenant_check_host(fe, r->s, q->bytes, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0)
-		return rc;
+	/* the limits (--session-host-bytes, the tenant's `host-bytes`, --session-handles): .reserve */
 	int64_t pid = fe->edge->peer_pid(r->pipe);
 	if (pid <= 0)
 		return cua_err_set(e, CUA_EUNSUPPORTED, "shared host memory needs a local ipc:// connection");
@@ -76,6 +68,15 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 	struct wrec_host_register c = {{WR_HOST_REGISTER, 0}, r->host_fd, 0, q->bytes};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* Registered host bytes and the buffer's handle. */
+static void
+rs_host_register(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe;
+	want->n[RES_HOST_BYTES] = r->w.body.host_register.bytes;
+	want->n[RES_HANDLES] = 1;
 }
 
 static void
@@ -125,7 +126,7 @@ c_host_unregister(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	if (hb == NULL || hb->release.req != r->id)
 		return;
 	if (r->items[0].status == CUA_OK) {
-		if (!hb->stale && !r->s->closing)
+		if (!hb->stale)
 			r->s->host_bytes -= hb->size;
 		do_handle_free(r->s, hb);
 		r->s->host_buffers--;
@@ -149,6 +150,7 @@ const struct cmd_entry cmd_host_register_entry = {.op = CUA_OP_HOST_REGISTER,
 						  .family = SF_MEMORY,
 						  .wrec = WR_HOST_REGISTER,
 						  .validate = v_host_register,
+						  .reserve = rs_host_register,
 						  .complete = c_host_register,
 						  .reply = reply_value};
 const struct cmd_entry cmd_host_unregister_entry = {.op = CUA_OP_HOST_UNREGISTER,
