@@ -48,6 +48,15 @@ open_memfd(int64_t pid, uint32_t cfd, uint64_t bytes, int *out, cua_err *e)
 	return 0;
 }
 
+/* Registered host bytes and the buffer's handle. */
+static void
+rs_host_register(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe;
+	want->n[RES_HOST_BYTES] = r->w.body.host_register.bytes;
+	want->n[RES_HANDLES] = 1;
+}
+
 static int
 v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
@@ -57,7 +66,12 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 		return rc;
 	if (q->bytes == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot register 0 bytes");
-	/* the limits (--session-host-bytes, the tenant's `host-bytes`, --session-handles): .reserve */
+	/* within the limits (--session-host-bytes, the tenant's `host-bytes`, --session-handles) before the client's
+	 * memory is opened; .reserve reserves them once validation passed */
+	struct resv want = {{0}};
+	rs_host_register(fe, r, &want);
+	if ((rc = do_reserve_check(fe, r, &want, e)) != 0)
+		return rc;
 	int64_t pid = fe->edge->peer_pid(r->pipe);
 	if (pid <= 0)
 		return cua_err_set(e, CUA_EUNSUPPORTED, "shared host memory needs a local ipc:// connection");
@@ -68,15 +82,6 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 	struct wrec_host_register c = {{WR_HOST_REGISTER, 0}, r->host_fd, 0, q->bytes};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
-}
-
-/* Registered host bytes and the buffer's handle. */
-static void
-rs_host_register(const struct fe *fe, const struct request *r, struct resv *want)
-{
-	(void)fe;
-	want->n[RES_HOST_BYTES] = r->w.body.host_register.bytes;
-	want->n[RES_HANDLES] = 1;
 }
 
 static void

@@ -84,7 +84,7 @@ lim_mem(const struct fe *fe, int dev)
 {
 	if (fe->cfg.session_mem != 0)
 		return fe->cfg.session_mem;
-	return fe->cfg.session_mem_pct ? fe->devs[dev].info.total_mem / 100 * fe->cfg.session_mem_pct : NO_LIMIT;
+	return or_none(fe->devs[dev].info.total_mem / 100 * fe->cfg.session_mem_pct); /* 0%: none */
 }
 static uint64_t
 lim_modules(const struct fe *fe, int dev)
@@ -261,7 +261,7 @@ check_tenant(struct fe *fe, struct session *s, unsigned k, int dev, uint64_t wan
 }
 
 int
-do_reserve(struct fe *fe, struct request *r, const struct resv *want, cua_err *e)
+do_reserve_check(struct fe *fe, const struct request *r, const struct resv *want, cua_err *e)
 {
 	struct session *s = r->s;
 	int rc;
@@ -274,6 +274,16 @@ do_reserve(struct fe *fe, struct request *r, const struct resv *want, cua_err *e
 		    (rc = check_tenant(fe, s, k, r->dev, want->n[k], e)) != 0)
 			return rc;
 	}
+	return 0;
+}
+
+int
+do_reserve(struct fe *fe, struct request *r, const struct resv *want, cua_err *e)
+{
+	struct session *s = r->s;
+	int rc = do_reserve_check(fe, r, want, e);
+	if (rc != 0)
+		return rc;
 	for (unsigned k = 0; k < RES_COUNT; k++) {
 		*resv_of(s, k, r->dev) += want->n[k];
 		r->resv[k] += want->n[k];

@@ -35,6 +35,10 @@ struct resv {
  * QUOTA with a message in e naming the limit, the amounts and the option or tenant key that raises it (nothing
  * reserved then). */
 int do_reserve(struct fe *fe, struct request *r, const struct resv *want, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
+/* The same check without reserving anything: for a validation that must refuse early, before it acts on the
+ * request (HOST_REGISTER opens the client's memory only for a request within its limits). */
+int do_reserve_check(struct fe *fe, const struct request *r, const struct resv *want, cua_err *e)
+	CUA_REQUIRES(cuad_fe_lock);
 /* Gives back whatever r reserved (harmless when it reserved nothing). */
 void do_unreserve(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 /* --isolation session: r needs its session's own worker on r->dev; when the session has none there yet, one is
