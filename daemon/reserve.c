@@ -218,7 +218,7 @@ check_session(struct fe *fe, struct session *s, unsigned k, int dev, uint64_t wa
 	if (!passes(held + resv, want, limit))
 		return 0;
 	return cua_err_set(e, CUA_EQUOTA,
-			   "%llu more would take the session to %llu %s%s, past its limit of %llu (%llu held, %llu "
+			   "%llu more would take the session to %llu %s%s, past its quota of %llu (%llu held, %llu "
 			   "reserved by its requests not yet completed); %s, or raise it with --%s",
 			   (unsigned long long)want, (unsigned long long)(held + resv + want), row->noun,
 			   where(k, dev, at, sizeof(at)), (unsigned long long)limit, (unsigned long long)held,

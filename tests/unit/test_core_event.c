@@ -83,7 +83,7 @@ static const struct ccase cases[] = {
 	{"EVENT_CREATE queues", setup_events, CUA_OP_EVENT_CREATE, 0, b_ecreate, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
 	{"EVENT_CREATE: event quota", setup_event_quota, CUA_OP_EVENT_CREATE, 0, b_ecreate, .status = CUA_EQUOTA,
-	 .msg = "1 more would take the session to 5 events, past its limit of 4 (4 held, 0 reserved by its requests "
+	 .msg = "1 more would take the session to 5 events, past its quota of 4 (4 held, 0 reserved by its requests "
 		"not "
 		"yet completed); destroy some, or raise it with --session-events",
 	 .outcome = ANSWERED},

@@ -121,11 +121,11 @@ static const struct ccase cases[] = {
 	{"stream create queues", setup_std, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
 	{"stream create: stream quota", setup_stream_quota, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_EQUOTA,
-	 .msg = "1 more would take the session to 3 streams (pool streams included), past its limit of 2 (2 held, 0 "
+	 .msg = "1 more would take the session to 3 streams (pool streams included), past its quota of 2 (2 held, 0 "
 		"reserved by its requests not yet completed); destroy some, or raise it with --session-streams",
 	 .outcome = ANSWERED},
 	{"module load: module quota", setup_module_quota, CUA_OP_MODULE_LOAD, 0, b_mload16, .status = CUA_EQUOTA,
-	 .msg = "1 more would take the session to 3 modules, past its limit of 2 (2 held, 0 reserved by its requests "
+	 .msg = "1 more would take the session to 3 modules, past its quota of 2 (2 held, 0 reserved by its requests "
 		"not "
 		"yet completed); unload some, or raise it with --session-modules",
 	 .outcome = ANSWERED},
@@ -134,12 +134,12 @@ static const struct ccase cases[] = {
 		"--session-module-bytes",
 	 .outcome = ANSWERED},
 	{"host register: host bytes", setup_host_quota, CUA_OP_HOST_REGISTER, 0, b_hreg2m, .status = CUA_EQUOTA,
-	 .msg = "2097152 more would take the session to 2097152 bytes of registered host memory, past its limit of "
+	 .msg = "2097152 more would take the session to 2097152 bytes of registered host memory, past its quota of "
 		"1048576 (0 held, 0 reserved by its requests not yet completed); unregister some, or raise it with "
 		"--session-host-bytes",
 	 .outcome = ANSWERED},
 	{"stream create: handle quota", setup_handle_quota, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_EQUOTA,
-	 .msg = "1 more would take the session to 7 handles, past its limit of 6 (6 held, 0 reserved by its requests "
+	 .msg = "1 more would take the session to 7 handles, past its quota of 6 (6 held, 0 reserved by its requests "
 		"not "
 		"yet completed); release some, or raise it with --session-handles",
 	 .outcome = ANSWERED},
