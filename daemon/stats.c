@@ -162,14 +162,6 @@ snap_session(struct fe *fe, const struct session *s, struct stats_snap *snap) CU
 							   s->queued, s->nparked, s->in_flight, s->operator};
 }
 
-/* The device's UUID as nvidia-smi writes it (GPU-…), or "" when its worker did not report one. */
-static void
-device_uuid(const struct device *d, char *buf, size_t len)
-{
-	(void)d;
-	snprintf(buf, len, "%s", ""); /* TODO(lead): d->info's UUID once --devices by UUID (issue 21.9) adds it */
-}
-
 int
 stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 {
@@ -214,7 +206,7 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 						    .drained = (fe->drained >> i & 1u) != 0};
 		memcpy(out->dev[i].model, d->info.name, sizeof(out->dev[i].model));
 		out->dev[i].model[sizeof(out->dev[i].model) - 1] = '\0';
-		device_uuid(d, out->dev[i].uuid, sizeof(out->dev[i].uuid));
+		snprintf(out->dev[i].uuid, sizeof(out->dev[i].uuid), "%s", d->uuid);
 	}
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	snap_session(fe, s, out);
@@ -291,13 +283,15 @@ label(char *l, size_t len, const char *key, const char *value)
 	snprintf(l + o, len - o, "\"");
 }
 
-/* A device's labels: its index, and dcgm-exporter's UUID and modelName (to join its series). */
+/* A device's labels: its index, dcgm-exporter's UUID (the same name and value: series join on it) and its name
+ * as model_name (dcgm-exporter's modelName is camelCase, which promtool's lint rejects; its series give it to a
+ * join with group_left). */
 static void
 device_labels(char *l, size_t len, const struct stats_snap *snap, int dev)
 {
 	char u[160], m[600];
 	label(u, sizeof(u), "UUID", snap->dev[dev].uuid);
-	label(m, sizeof(m), "modelName", snap->dev[dev].model);
+	label(m, sizeof(m), "model_name", snap->dev[dev].model);
 	snprintf(l, len, "device=\"%d\",%s,%s", dev, u, m);
 }
 

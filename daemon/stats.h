@@ -7,8 +7,9 @@
  * gauges it derives from the sessions and devices, out under fe->lock (stats_snapshot) and formats the copy
  * without the lock (stats_format), so a slow scrape never holds up a request.
  *
- * Labels: per op and status, per op family (latency), per device (`device`, with dcgm-exporter's `UUID` and
- * `modelName` beside it, so that the series join the DCGM exporter's), per tenant (requests by family, errors by
+ * Labels: per op and status, per op family (latency), per device (`device`, with dcgm-exporter's `UUID` beside
+ * it, so that the series join the DCGM exporter's, and `model_name`: dcgm-exporter's `modelName` is camelCase,
+ * which promtool's lint rejects), per tenant (requests by family, errors by
  * name, usage), per session (--metrics-sessions only: a series per client connection is unbounded
  * cardinality). Per-tenant and per-session series say who uses the GPU: metrics.c serves them to operators
  * only (stats_snap_aggregate drops them for everyone else). Beside the cuasyncd_ series, the process_ ones of
@@ -108,7 +109,7 @@ struct stats_tenant {
 /* One device's row in a snapshot. */
 struct stats_device {
 	char uuid[64];   /* the GPU's UUID as nvidia-smi and dcgm-exporter write it (GPU-…), or "" */
-	char model[256]; /* its name (dcgm-exporter's modelName) */
+	char model[256]; /* its name (dcgm-exporter's modelName; model_name here) */
 	uint32_t generation, restarts, in_flight;
 	uint64_t mem_bytes;   /* device memory the sessions hold on it */
 	uint64_t total_bytes; /* the device's memory */
