@@ -93,9 +93,11 @@ struct config {
 	/* monitoring (issue 14: metrics.c) */
 	const char *metrics_listen; /* --metrics-listen: http:// address of the Prometheus endpoint (NULL: off) */
 	bool metrics_sessions;      /* --metrics-sessions: per-session series on it too */
-	const char *metrics_token_file; /* --metrics-token-file: the bearer token of operators' scrapes (NULL: none) */
 	const char *config_path;    /* --config (NULL: the default file, when it exists) */
 	const char *self_exe;
+
+	/* --metrics-token-file: the bearer token of operators' scrapes (NULL: none; metrics.c) */
+	const char *metrics_token_file;
 };
 
 /* The defaults of every option: the options' rows (options-table.c), which --help states too. */
