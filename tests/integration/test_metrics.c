@@ -15,6 +15,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -430,6 +432,40 @@ START_TEST(half_sent_requests_flood_is_bounded)
 }
 END_TEST
 
+/* A token file every user may read is refused, with what to do: the daemon does not start. */
+START_TEST(world_readable_token_file_refused)
+{
+	char exe[512], out[600], line[512];
+	snprintf(exe, sizeof(exe), "%s/daemon/cuasyncd", builddir());
+	snprintf(out, sizeof(out), "%s/refused.log", D.dir);
+	ck_assert_int_eq(chmod(token_path, 0644), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, STDERR_FILENO);
+		execl(exe, exe, "--backend", "emu", "--listen", "ipc:///tmp/cua-metrics-refused.sock",
+		      "--metrics-listen", "http://127.0.0.1:0", "--metrics-token-file", token_path, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0, k = 0;
+	pid_t w = 0;
+	while (k++ < 3000 && (w = waitpid(pid, &st, WNOHANG)) == 0) /* bounded: 30 s */
+		usleep(10000);
+	if (w == 0)
+		kill(pid, SIGKILL), waitpid(pid, &st, 0);
+	ck_assert_msg(w == pid && WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 127,
+		      "cuasyncd started with a world-readable --metrics-token-file (0x%x)", st);
+	FILE *f = fopen(out, "r");
+	ck_assert_ptr_nonnull(f);
+	bool said = false;
+	while (fgets(line, sizeof(line), f) != NULL)
+		said |= strstr(line, "--metrics-token-file") && strstr(line, "chmod 0600");
+	fclose(f);
+	ck_assert_msg(said, "no line naming --metrics-token-file and chmod 0600 in %s", out);
+}
+END_TEST
+
 /* systemd (Type=notify, WatchdogSec=): READY=1, WATCHDOG=1 while serving, STOPPING=1 at SIGTERM. */
 START_TEST(systemd_watchdog_and_stopping)
 {
@@ -661,6 +697,7 @@ metrics_suite(void)
 	tcase_add_test(tc, conventional_series);
 	tcase_add_test(tc, half_sent_requests_flood_is_bounded);
 	tcase_add_test(tc, systemd_watchdog_and_stopping);
+	tcase_add_test(tc, world_readable_token_file_refused);
 	tcase_add_test(tc, promtool_accepts_the_text);
 	tcase_add_test(tc, cuasyncctl_lists_sessions);
 	tcase_add_test(tc, cuasyncctl_top_by_tenant);
