@@ -23,17 +23,151 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <nng/supplemental/tls/tls.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LISTENER_PROBE_MS 500
 #define LISTENER_PROBE_TIMEOUT_MS 3000
+
+/* A PEM file's text (malloc'd, NUL-terminated), or NULL with what went wrong in why. At most 1 MiB. */
+static char *
+pem_read(const char *opt, const char *path, char *why, size_t len)
+{
+	char *text = NULL;
+	FILE *f = fopen(path, "re");
+	int e = errno;
+	if (f == NULL) {
+		snprintf(why, len, "%s %s: %s%s", opt, path, strerror(e),
+			 e == EACCES ? " (the daemon's user must be able to read it: see OPERATIONS.md, TLS)" : "");
+		return NULL;
+	}
+	if ((text = calloc(1, (1u << 20) + 1)) != NULL) {
+		size_t n = fread(text, 1, 1u << 20, f);
+		text[n] = '\0';
+	} else {
+		snprintf(why, len, "%s %s: out of memory", opt, path);
+	}
+	fclose(f);
+	return text;
+}
+
+/* The TLS configuration of a tls+tcp:// listener from --tls-cert, --tls-key and --tls-ca. Each file is read here
+ * first, so that a missing file, a certificate without its key or a key file without a key is named as such
+ * (NNG only says "Cryptographic error"). 0, or -1 (logged). */
+static int
+tls_setup(struct edge *ed, struct edge_listener *fl)
+{
+	const struct config *c = &ed->fe->cfg;
+	nng_tls_config *tls = NULL;
+	char *cert = NULL, *key = NULL, why[512] = "";
+	int rv = 0, r = -1;
+	if (c->tls_cert == NULL) {
+		snprintf(why, sizeof(why),
+			 "a tls+tcp:// listener needs --tls-cert FILE (and --tls-key FILE unless the "
+			 "certificate file holds the key too)");
+		goto out;
+	}
+	if ((cert = pem_read("--tls-cert", c->tls_cert, why, sizeof(why))) == NULL)
+		goto out;
+	if (strstr(cert, "-----BEGIN CERTIFICATE-----") == NULL) {
+		snprintf(why, sizeof(why), "--tls-cert %s holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+			 c->tls_cert);
+		goto out;
+	}
+	if (c->tls_key != NULL && (key = pem_read("--tls-key", c->tls_key, why, sizeof(why))) == NULL)
+		goto out;
+	if (strstr(key ? key : cert, "PRIVATE KEY-----") == NULL) {
+		if (key != NULL)
+			snprintf(why, sizeof(why),
+				 "--tls-key %s holds no PEM private key (-----BEGIN ... PRIVATE KEY-----)", c->tls_key);
+		else
+			snprintf(why, sizeof(why),
+				 "--tls-cert %s holds a certificate but no private key: name the key's file with "
+				 "--tls-key "
+				 "FILE, or append the key to the certificate file",
+				 c->tls_cert);
+		goto out;
+	}
+	if ((rv = nng_tls_config_alloc(&tls, NNG_TLS_MODE_SERVER)) != 0 ||
+	    (rv = nng_tls_config_own_cert(tls, cert, key ? key : cert, NULL)) != 0) {
+		snprintf(why, sizeof(why),
+			 "--tls-cert %s%s%s: %s (is the key the certificate's own, and not protected by a passphrase?)",
+			 c->tls_cert, key ? " with --tls-key " : "", key ? c->tls_key : "", nng_strerror(rv));
+		goto out;
+	}
+	if (c->tls_ca != NULL) { /* mutual TLS: no certificate of that CA, no handshake */
+		char *ca = pem_read("--tls-ca", c->tls_ca, why, sizeof(why));
+		bool has_cert = ca != NULL && strstr(ca, "-----BEGIN CERTIFICATE-----") != NULL;
+		free(ca);
+		if (ca == NULL)
+			goto out;
+		if (!has_cert) {
+			snprintf(why, sizeof(why), "--tls-ca %s holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+				 c->tls_ca);
+			goto out;
+		}
+		if ((rv = nng_tls_config_ca_file(tls, c->tls_ca)) != 0 ||
+		    (rv = nng_tls_config_auth_mode(tls, NNG_TLS_AUTH_MODE_REQUIRED)) != 0) {
+			snprintf(why, sizeof(why), "--tls-ca %s: %s", c->tls_ca, nng_strerror(rv));
+			goto out;
+		}
+	}
+	if ((rv = nng_listener_set_ptr(fl->l, NNG_OPT_TLS_CONFIG, tls)) != 0) {
+		snprintf(why, sizeof(why), "cannot give the listener its TLS configuration: %s", nng_strerror(rv));
+		goto out;
+	}
+	r = 0;
+out:
+	if (r != 0)
+		log_error("listen %s: %s", fl->url, why);
+	if (tls != NULL)
+		nng_tls_config_free(tls); /* the listener holds its own reference */
+	if (key != NULL)
+		explicit_bzero(key, strlen(key));
+	else if (cert != NULL)
+		explicit_bzero(cert, strlen(cert)); /* it held the key */
+	free(cert);
+	free(key);
+	return r;
+}
+
+/* Why a listener did not start, said so that the operator knows what to do: for an ipc:// socket, the directory
+ * that is missing or not writable is named (NNG says only "Entry not found" or "Permission denied"). */
+static void
+listen_failed(const char *url, int rv)
+{
+	char dir[PATH_MAX];
+	const char *path = url + 6, *slash = strrchr(path, '/');
+	struct stat st;
+	if (strncmp(url, "ipc://", 6) != 0 || slash == NULL || (size_t)(slash - path) >= sizeof(dir) ||
+	    (rv != NNG_ENOENT && rv != NNG_EPERM)) {
+		log_error("listen %s: %s", url, nng_strerror(rv));
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st) != 0)
+		log_error("listen %s: the directory %s does not exist: create it (under systemd, "
+			  "RuntimeDirectory=cuasyncd "
+			  "in the unit makes /run/cuasyncd; by hand: install -d -m 0755 -o USER %s, USER the daemon's) "
+			  "or "
+			  "choose another --listen path",
+			  url, dir, dir);
+	else if (!S_ISDIR(st.st_mode))
+		log_error("listen %s: %s is not a directory: choose another --listen path", url, dir);
+	else
+		log_error("listen %s: the daemon (uid %u) may not create its socket in %s (%s): give that user write "
+			  "access to the directory, or choose another --listen path",
+			  url, (unsigned)geteuid(), dir, nng_strerror(rv));
+}
 
 int
 edge_listener_open(struct edge *ed, struct edge_listener *fl)
@@ -53,29 +187,12 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 			return -1;
 		}
 	}
-	if (strncmp(fl->url, "tls+", 4) == 0) {
-		if (ed->fe->cfg.tls_cert == NULL) {
-			log_error("listen %s: a tls+tcp:// listener needs --tls-cert (and --tls-key)", fl->url);
-			return -1;
-		}
-		nng_tls_config *tls;
-		if ((rv = nng_tls_config_alloc(&tls, NNG_TLS_MODE_SERVER)) != 0)
-			goto tls_fail;
-		rv = nng_tls_config_cert_key_file(tls, ed->fe->cfg.tls_cert, NULL);
-		if (rv == 0 && ed->fe->cfg.tls_key)
-			rv = nng_tls_config_cert_key_file(tls, ed->fe->cfg.tls_key, NULL);
-		if (rv == 0 && ed->fe->cfg.tls_ca) /* mutual TLS: no certificate of that CA, no handshake */
-			rv = nng_tls_config_ca_file(tls, ed->fe->cfg.tls_ca);
-		if (rv == 0 && ed->fe->cfg.tls_ca)
-			rv = nng_tls_config_auth_mode(tls, NNG_TLS_AUTH_MODE_REQUIRED);
-		if (rv == 0)
-			rv = nng_listener_set_ptr(fl->l, NNG_OPT_TLS_CONFIG, tls);
-		nng_tls_config_free(tls); /* the listener holds its own reference */
-		if (rv != 0)
-			goto tls_fail;
+	if (strncmp(fl->url, "tls+", 4) == 0 && tls_setup(ed, fl) != 0) {
+		nng_listener_close(fl->l);
+		return -1;
 	}
 	if ((rv = nng_listener_start(fl->l, 0)) != 0) {
-		log_error("listen %s: %s", fl->url, nng_strerror(rv));
+		listen_failed(fl->url, rv);
 		nng_listener_close(fl->l);
 		return -1;
 	}
@@ -89,11 +206,6 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 	else if (fl->kind == EL_TCP)
 		fl->kind = EL_OTHER; /* IPv6: not probed */
 	return 0;
-tls_fail:
-	log_error("listen %s: TLS set-up with %s%s%s: %s", fl->url, ed->fe->cfg.tls_cert,
-		  ed->fe->cfg.tls_ca ? " and CA " : "", ed->fe->cfg.tls_ca ? ed->fe->cfg.tls_ca : "", nng_strerror(rv));
-	nng_listener_close(fl->l);
-	return -1;
 }
 
 /* One probe: 0 when the listener completed the SP handshake, -1 otherwise. */
@@ -190,7 +302,8 @@ close_overdue(struct edge *ed)
 			p.id = pipes[i];
 			nng_pipe_close(p);
 		}
-		log_info("closed %u connection(s) that sent no HELLO within %u s (--hello-timeout) or that an operator "
+		log_info("closed %u connection(s) that sent no HELLO within %u s (--hello-timeout) or that an "
+			 "operator "
 			 "disconnected",
 			 n, ed->fe->cfg.hello_timeout);
 	}
