@@ -201,6 +201,12 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 		log_warn("listen %s: cannot give the socket to group %ld: %s", fl->url, gid, strerror(errno));
 	nng_sockaddr sa;
 	fl->kind = strncmp(fl->url, "ipc://", 6) == 0 ? EL_IPC : strncmp(fl->url, "tcp", 3) == 0 ? EL_TCP : EL_OTHER;
+	fl->remote_port = 0;
+	if ((strncmp(fl->url, "tcp", 3) == 0 || strncmp(fl->url, "tls+tcp", 7) == 0) &&
+	    nng_listener_get_addr(fl->l, NNG_OPT_LOCADDR, &sa) == 0)
+		fl->remote_port = sa.s_family == NNG_AF_INET    ? sa.s_in.sa_port
+				  : sa.s_family == NNG_AF_INET6 ? sa.s_in6.sa_port
+								: 0;
 	if (fl->kind == EL_TCP && nng_listener_get_addr(fl->l, NNG_OPT_LOCADDR, &sa) == 0 && sa.s_family == NNG_AF_INET)
 		fl->tcp = sa.s_in;
 	else if (fl->kind == EL_TCP)
@@ -208,7 +214,9 @@ edge_listener_open(struct edge *ed, struct edge_listener *fl)
 	return 0;
 }
 
-/* One probe: 0 when the listener completed the SP handshake, -1 otherwise. */
+/* One probe: 0 when the listener completed the SP handshake, PROBE_NO_FD when the watchdog itself has no
+ * descriptor for it (which says nothing about the listener), -1 otherwise. */
+#define PROBE_NO_FD 1
 static int
 probe(struct edge *ed, struct edge_listener *fl)
 {
@@ -220,6 +228,8 @@ probe(struct edge *ed, struct edge_listener *fl)
 			return 0;
 		memcpy(sa.sun_path, fl->url + 6, strlen(fl->url + 6));
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+			return PROBE_NO_FD;
 		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 			goto out;
 	} else {
@@ -229,6 +239,8 @@ probe(struct edge *ed, struct edge_listener *fl)
 		if (sa.sin_addr.s_addr == 0)
 			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+			return PROBE_NO_FD;
 		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 			goto out;
 		struct sockaddr_in me;
@@ -309,6 +321,32 @@ close_overdue(struct edge *ed)
 	}
 }
 
+/*
+ * Whether NNG has finished every probe connection so far (NNG_PIPE_EV_REM_POST). A probe's pipe is closed by its
+ * peer at once, so NNG's reaper finishes it within a tick; one that stays unfinished means the reaper is stuck
+ * (NNG 1.5.2, see edge.c) — then probing again would only add a descriptor that is never given back, every tick.
+ * Said once in the log after 10 s.
+ */
+static bool
+probe_finished(struct edge *ed)
+{
+	if (atomic_load(&ed->probe_pres) == atomic_load(&ed->probe_rems)) {
+		if (ed->probe_stuck_since != 0)
+			log_info("NNG finished the listener probe's connection again: probing resumes");
+		ed->probe_stuck_since = 0;
+		return true;
+	}
+	uint64_t now = cua_now_ms();
+	if (ed->probe_stuck_since == 0)
+		ed->probe_stuck_since = now;
+	else if (now - ed->probe_stuck_since >= 10000 && now - ed->probe_stuck_since < 10000 + LISTENER_PROBE_MS)
+		log_error("NNG has not finished a closed connection for 10 s (its reaper thread is stuck): closed "
+			  "sessions "
+			  "are no longer cleaned up and their descriptors stay; the listener watchdog stops probing. "
+			  "Restart cuasyncd");
+	return false;
+}
+
 static void *
 watchdog_main(void *arg)
 {
@@ -321,12 +359,25 @@ watchdog_main(void *arg)
 		if (atomic_load(&ed->stopping) || atomic_load(&ed->quiet))
 			break;
 		close_overdue(ed);
+		edge_guard_tick(ed);
+		if (!probe_finished(ed))
+			continue;
 		for (int i = 0; i < ed->nlisteners; i++) {
 			struct edge_listener *fl = &ed->listeners[i];
-			if (fl->kind == EL_OTHER || probe(ed, fl) == 0)
+			int r;
+			if (fl->kind == EL_OTHER || (r = probe(ed, fl)) == 0)
 				continue;
 			if (atomic_load(&ed->stopping))
 				break;
+			/* Out of descriptors, a listener cannot accept either (NNG retries every 100 ms): restarting it
+			 * would remove the ipc socket file and fail to make it again. The guard frees descriptors. */
+			if (r == PROBE_NO_FD || edge_guard_short(ed)) {
+				log_warn("listener %s did not answer its probe while descriptors are short (%u open, "
+					 "limit "
+					 "%u): left as it is",
+					 fl->url, atomic_load(&ed->guard.fds_open), atomic_load(&ed->guard.fd_limit));
+				continue;
+			}
 			log_warn("listener %s stopped accepting (NNG 1.5.2 bug #1518); restarting it", fl->url);
 			nng_listener_close(fl->l);
 			if (fl->kind == EL_IPC)
