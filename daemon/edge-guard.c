@@ -243,18 +243,19 @@ listener_of(struct edge *ed, const struct sockaddr_storage *sa)
 }
 
 /*
- * Pauses the remote listeners while fewer than --fd-reserve descriptors are left, and resumes them once twice
- * that many are free again. NNG would otherwise take every descriptor freed for local clients at once for the
+ * Pauses the remote listeners when fewer than --fd-reserve descriptors were left (open, before this tick's
+ * closings), and resumes them once twice that many are free again (after). NNG would otherwise take every descriptor freed for local clients at once for the
  * next remote connection waiting in the listen backlog. Pausing is what HAProxy does on Linux: shutdown(2) of
  * the listening socket empties its backlog (those peers get a reset) and makes accept fail (NNG retries every
  * 100 ms); listen(2) on the same, still bound socket resumes it.
  */
 static void
-pause_or_resume(struct edge *ed, unsigned limit, unsigned open)
+pause_or_resume(struct edge *ed, unsigned limit, unsigned open, unsigned after)
 {
 	struct edge_guard *g = &ed->guard;
 	unsigned reserve = ed->fe->cfg.fd_reserve;
-	bool shortage = limit > 0 && open + reserve >= limit, plenty = limit == 0 || open + 2 * reserve < limit;
+	/* short before this tick's closings: the backlog would take what they free */
+	bool shortage = limit > 0 && open + reserve >= limit, plenty = limit == 0 || after + 2 * reserve < limit;
 	for (int i = 0; i < ed->nlisteners; i++) {
 		struct stat st;
 		if (ed->listeners[i].remote_port == 0 || g->lfd[i] <= 0 || fstat(g->lfd[i], &st) != 0 ||
@@ -410,7 +411,7 @@ edge_guard_tick(struct edge *ed)
 		freed += c->closed;
 	}
 	g->handshaking = nhs - freed;
-	pause_or_resume(ed, limit, open - freed);
+	pause_or_resume(ed, limit, open, open - freed);
 	pthread_mutex_unlock(&g->lock);
 	free(hs);
 }
