@@ -8,7 +8,9 @@
  * listeners' and whose peer is no pipe's remote address is a connection still in its handshakes. Those older
  * than --handshake-timeout are closed, the oldest past --handshake-max are closed, and when fewer than
  * --fd-reserve descriptors are left the oldest are closed until there are enough; a new remote pipe is refused
- * (NNG_PIPE_EV_ADD_PRE) while they are short. Local (ipc://) connections are never touched: the reserve is
+ * (NNG_PIPE_EV_ADD_PRE) while they are short. (Pausing the remote listeners while short, as HAProxy does with
+ * shutdown(2) and listen(2) on the listening socket, was tried: NNG 1.5.2's TLS listener did not recover
+ * reliably from it.) Local (ipc://) connections are never touched: the reserve is
  * theirs. Closing is shutdown(2), never close(2): the descriptor stays NNG's, its read fails and NNG closes it
  * itself. The socket's inode is checked just before, so that a number NNG closed and reused meanwhile is left
  * alone. A connection that goes away during its handshake without the guard closing it (a TLS handshake that
@@ -242,42 +244,6 @@ listener_of(struct edge *ed, const struct sockaddr_storage *sa)
 	return -1;
 }
 
-/*
- * Pauses the remote listeners when fewer than --fd-reserve descriptors were left (open, before this tick's
- * closings), and resumes them once twice that many are free again (after). NNG would otherwise take every descriptor freed for local clients at once for the
- * next remote connection waiting in the listen backlog. Pausing is what HAProxy does on Linux: shutdown(2) of
- * the listening socket empties its backlog (those peers get a reset) and makes accept fail (NNG retries every
- * 100 ms); listen(2) on the same, still bound socket resumes it.
- */
-static void
-pause_or_resume(struct edge *ed, unsigned limit, unsigned open, unsigned after)
-{
-	struct edge_guard *g = &ed->guard;
-	unsigned reserve = ed->fe->cfg.fd_reserve;
-	/* short before this tick's closings: the backlog would take what they free */
-	bool shortage = limit > 0 && open + reserve >= limit, plenty = limit == 0 || after + 2 * reserve < limit;
-	for (int i = 0; i < ed->nlisteners; i++) {
-		struct stat st;
-		if (ed->listeners[i].remote_port == 0 || g->lfd[i] <= 0 || fstat(g->lfd[i], &st) != 0 ||
-		    st.st_ino != g->lino[i])
-			continue;
-		if (shortage && !g->paused[i] && shutdown(g->lfd[i], SHUT_RD) == 0) {
-			g->paused[i] = true;
-			log_warn("%s: paused: %u of %u descriptors in use, %u kept for local clients (--fd-reserve); "
-				 "remote peers waiting to connect were refused",
-				 ed->listeners[i].url, open, limit, reserve);
-		} else if (plenty && g->paused[i]) {
-			if (listen(g->lfd[i], SOMAXCONN) == 0) {
-				g->paused[i] = false;
-				log_info("%s: accepting again (%u of %u descriptors in use)", ed->listeners[i].url,
-					 open, limit);
-			} else {
-				log_error("%s: cannot accept again: %s", ed->listeners[i].url, strerror(errno));
-			}
-		}
-	}
-}
-
 /* Compares two connections by age, oldest first. */
 static int
 by_age(const void *a, const void *b)
@@ -329,13 +295,8 @@ edge_guard_tick(struct edge *ed)
 		if (!remote || fd == dirfd(d) || fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
 		    getsockname((int)fd, (struct sockaddr *)&me, &ml) != 0 || (li = listener_of(ed, &me)) < 0)
 			continue;
-		if (getpeername((int)fd, (struct sockaddr *)&them, &tl) != 0) {
-			if (errno == ENOTCONN && li < CUAD_MAX_LISTEN + 1) { /* the listening socket itself */
-				g->lfd[li] = (int)fd;
-				g->lino[li] = st.st_ino;
-			}
-			continue;
-		}
+		if (getpeername((int)fd, (struct sockaddr *)&them, &tl) != 0)
+			continue; /* the listening socket itself */
 		struct guard_conn *c;
 		HASH_FIND(hh, g->conns, &st.st_ino, sizeof(st.st_ino), c);
 		if (c == NULL) {
@@ -411,7 +372,6 @@ edge_guard_tick(struct edge *ed)
 		freed += c->closed;
 	}
 	g->handshaking = nhs - freed;
-	pause_or_resume(ed, limit, open, open - freed);
 	pthread_mutex_unlock(&g->lock);
 	free(hs);
 }

@@ -32,17 +32,14 @@ struct guard_conn;
  * fd_limit and fds_open are read without it. */
 struct edge_guard {
 	pthread_mutex_t lock;
-	struct guard_pipe *pipes;     /* uthash on pipe id: remote pipes and their peers */
-	struct guard_conn *conns;     /* uthash on socket inode: remote connections seen in /proc/self/fd */
-	DIR *fds;                     /* /proc/self/fd, open from the start (listing it then needs no new descriptor) */
-	atomic_uint fd_limit;         /* RLIMIT_NOFILE's soft limit, as of the last tick */
-	atomic_uint fds_open;         /* descriptors open, as of the last tick */
-	atomic_uint refused;          /* remote pipes refused while descriptors were short */
-	unsigned handshaking;         /* remote connections in their handshakes, as of the last tick */
-	uint64_t closed;              /* connections the guard shut down */
-	int lfd[CUAD_MAX_LISTEN + 1]; /* the remote listeners' listening sockets (by listener), as found */
-	ino_t lino[CUAD_MAX_LISTEN + 1];  /* their inodes, checked before use */
-	bool paused[CUAD_MAX_LISTEN + 1]; /* shut down for want of descriptors (edge-guard.c) */
+	struct guard_pipe *pipes; /* uthash on pipe id: remote pipes and their peers */
+	struct guard_conn *conns; /* uthash on socket inode: remote connections seen in /proc/self/fd */
+	DIR *fds;                 /* /proc/self/fd, open from the start (listing it then needs no new descriptor) */
+	atomic_uint fd_limit;     /* RLIMIT_NOFILE's soft limit, as of the last tick */
+	atomic_uint fds_open;     /* descriptors open, as of the last tick */
+	atomic_uint refused;      /* remote pipes refused while descriptors were short */
+	unsigned handshaking;     /* remote connections in their handshakes, as of the last tick */
+	uint64_t closed;          /* connections the guard shut down */
 	uint64_t log_window_ms[2];
 	unsigned logged[2], held[2];
 };

@@ -144,8 +144,8 @@ START_TEST(a_half_open_flood_does_not_starve_local_or_token_clients)
 	setenv("CUASYNC_TLS_CA", ca, 1);
 	cua_client *remote = NULL;
 	int rc = CUA_ETIMEOUT;
-	/* refused while the daemon's remote listener is paused for want of descriptors: again once it closed some of
-	 * the flood (bounded: 120 tries) */
+	/* refused or reset while the daemon is short of descriptors: again once it closed some of the flood
+	 * (bounded: 120 tries) */
 	for (int tries = 0; tries < 120 && (rc = cua_connect(tls_url, &remote)) != CUA_OK; tries++)
 		wait_any_closed(flood, FLOOD, 1000);
 	ck_assert_msg(rc == CUA_OK, "remote connect: %s: %s (see %s)", cua_strerror_name(rc), cua_last_error(), D.log);
@@ -153,9 +153,8 @@ START_TEST(a_half_open_flood_does_not_starve_local_or_token_clients)
 	unsetenv("CUASYNC_TOKEN");
 	unsetenv("CUASYNC_TLS_CA");
 
-	/* every flood connection is closed by the daemon: reset (waiting in a paused listener's backlog, or its SYN
-	 * answered by a paused one), or shut down by the guard (bounded: 300 rounds of at most 1 s; a SYN the
-	 * kernel dropped while the backlog was full is sent again within about a minute) */
+	/* every flood connection is closed by the daemon, shut down by the guard once accepted (bounded: 300 rounds
+	 * of at most 1 s; a SYN the kernel dropped while the backlog was full is sent again within about a minute) */
 	unsigned open_left = sweep(flood, FLOOD);
 	for (int round = 0; round < 300 && open_left > 0; round++)
 		open_left = wait_any_closed(flood, FLOOD, 1000);
