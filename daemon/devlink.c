@@ -649,6 +649,8 @@ restart(struct fe *fe, struct device *d, int st)
 	fe_lock(fe);
 	d->gen++;
 	d->restarts++;
+	if (d != &fe->devs[d->index]) /* a session's own worker: the device's operator-visible count shows it too */
+		fe->devs[d->index].session_restarts++;
 	do_sessions_mark_stale(fe, d, old);
 	fe_unlock(fe);
 	d->hung_s = 0;
@@ -658,7 +660,8 @@ restart(struct fe *fe, struct device *d, int st)
 	fe_lock(fe);
 	if (rc == 0) {
 		d->state = DEV_READY;
-		log_info("device %d: worker generation %u ready", d->index, d->gen);
+		log_info("device %d: worker generation %u ready%s", d->index, d->gen,
+			 d->owner != NULL ? " (a session's own worker)" : "");
 	} else {
 		d->state = DEV_FAILED;
 		log_error("device %d: restart failed: %s", d->index, d->why);
