@@ -144,7 +144,12 @@ START_TEST(r_graph_launch_serial)
 {
 	struct conn c;
 	sess(&c, &D);
-	uint64_t m = module_load(&c), cp = function_get(&c, m, "copy_u32"), sp = function_get(&c, m, "spin");
+	static const char image[] = "cuasync-emu-module\ncopy_u32\nspin\nfill_u32\n";
+	struct reply r;
+	expect(&c, OP_MODULE_LOAD, 0, ST_OK, &r, "[uub]", U(0), U(4), image, sizeof(image) - 1);
+	uint64_t m = r.body->a[0].u;
+	reply_free(&r);
+	uint64_t cp = function_get(&c, m, "copy_u32"), sp = function_get(&c, m, "spin");
 	uint64_t fl = function_get(&c, m, "fill_u32"), a = alloc(&c, 256), b = a + 128, one = 1, ns = 300000000;
 	uint64_t s1 = stream_new(&c), s2 = stream_new(&c);
 	uint32_t v = 1, got;
@@ -162,7 +167,6 @@ START_TEST(r_graph_launch_serial)
 	mpb_uint(&msg, 0);
 	mpb_arr(&msg, 3);
 	mpb_raw(&msg, items.p, items.n);
-	struct reply r;
 	conn_raw(&c, msg.p, msg.n, &r);
 	ck_assert_msg(r.status == ST_OK, "GRAPH_CREATE: %s (%s)", r.name, r.msg);
 	uint64_t g = r.body->a[0].u;

@@ -258,6 +258,48 @@ START_TEST(session_worker_restarts_are_shown)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ a session worker's staging area */
+
+static struct daemon S;
+
+static void
+staging_up(void)
+{
+	const char *args[] = {"--isolation", "session", "--isolation-staging", "1M", NULL};
+	daemon_start(&S, args);
+}
+
+static void
+staging_down(void)
+{
+	daemon_stop(&S);
+}
+
+/* --isolation-staging 1M: a copy whose bytes cannot fit a session worker's staging area is refused TOO_LARGE
+ * naming the option (it never waits for room that cannot come); smaller ones run, and so do other sessions. */
+START_TEST(session_worker_staging_is_its_own)
+{
+	cua_client *a = connect_to(&S), *b = connect_to(&S);
+	size_t big = 2u << 20, small = 512u << 10;
+	unsigned char *buf = calloc(1, big);
+	ck_assert_ptr_nonnull(buf);
+	cua_deviceptr pa, pb;
+	CK(cua_mem_alloc(a, 0, big, &pa));
+	CK(cua_mem_alloc(b, 0, big, &pb));
+	ck_assert_int_eq(cua_memcpy_htod(a, pa, buf, big), CUA_ETOO_LARGE);
+	ck_assert_msg(strstr(cua_last_error(), "--isolation-staging") != NULL, "%s", cua_last_error());
+	memset(buf, 0x5a, small);
+	CK(cua_memcpy_htod(a, pa, buf, small));
+	CK(cua_memcpy_htod(b, pb, buf, small));
+	unsigned char back[16];
+	CK(cua_memcpy_dtoh(a, back, pa + small - sizeof(back), sizeof(back)));
+	ck_assert_uint_eq(back[15], 0x5a);
+	free(buf);
+	cua_disconnect(a);
+	cua_disconnect(b);
+}
+END_TEST
+
 static Suite *
 session_mode_suite(void)
 {
@@ -275,6 +317,11 @@ session_mode_suite(void)
 	tcase_set_timeout(rs, 120);
 	tcase_add_test(rs, session_worker_restarts_are_shown);
 	suite_add_tcase(s, rs);
+	TCase *st = tcase_create("staging");
+	tcase_add_checked_fixture(st, staging_up, staging_down);
+	tcase_set_timeout(st, 120);
+	tcase_add_test(st, session_worker_staging_is_its_own);
+	suite_add_tcase(s, st);
 	return s;
 }
 
