@@ -75,7 +75,7 @@ struct config {
 	enum isolation { ISO_SHARED, ISO_SESSION } isolation; /* one worker per device, or per session */
 	unsigned isolation_pool;                              /* ISO_SESSION: idle workers kept ready per device */
 	uint64_t isolation_staging_bytes; /* ISO_SESSION: the staging area of each session's own worker */
-	int operator_mode;                                    /* the operator socket's permissions */
+	int operator_mode;                /* the operator socket's permissions */
 	bool scrub; /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
 	/* --watchdog-timeout: a worker with work in flight whose heartbeat stands this long is killed and
 	 * restarted (devlink.c); 0: off */

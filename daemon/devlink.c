@@ -337,7 +337,7 @@ dev_spawn(struct fe *fe, const struct device *tmpl, dev_done_fn done, struct dev
 	d->ordinal = tmpl->ordinal;
 	/* a session's own worker: a smaller staging area, since the front-end maps one per session */
 	d->staging_size = fe->cfg.isolation_staging_bytes < fe->cfg.staging_bytes ? fe->cfg.isolation_staging_bytes
-										: fe->cfg.staging_bytes;
+										  : fe->cfg.staging_bytes;
 	int rc = dev_start(fe, d, done);
 	if (rc != 0) {
 		free(d);
@@ -423,7 +423,7 @@ do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
 			 "request of %llu bulk bytes exceeds the %llu-byte staging area of %s; split it",
 			 (unsigned long long)staged, (unsigned long long)d->staging_size,
 			 d->staging_size < fe->cfg.staging_bytes ? "this session's own worker (--isolation-staging)"
-								  : "the device's worker (--staging)");
+								 : "the device's worker (--staging)");
 		r->status = CUA_ETOO_LARGE;
 		free(r->status_msg);
 		r->status_msg = strdup(msg);
