@@ -49,6 +49,7 @@ struct config {
 	unsigned contexts;
 	size_t max_message;
 	uint64_t staging_bytes;
+	uint64_t isolation_staging_bytes; /* ISO_SESSION: the staging area of each session's own worker */
 	uint64_t ring_bytes;
 	uint64_t session_mem;          /* device memory per session and device, bytes (0: session_mem_pct decides) */
 	unsigned session_mem_pct;      /* … else this share of each device's memory (0: no limit) */
@@ -74,8 +75,7 @@ struct config {
 	const char *operator_url; /* ipc:// listener whose sessions see every session (NULL: none) */
 	enum isolation { ISO_SHARED, ISO_SESSION } isolation; /* one worker per device, or per session */
 	unsigned isolation_pool;                              /* ISO_SESSION: idle workers kept ready per device */
-	uint64_t isolation_staging_bytes; /* ISO_SESSION: the staging area of each session's own worker */
-	int operator_mode;                /* the operator socket's permissions */
+	int operator_mode;                                    /* the operator socket's permissions */
 	bool scrub; /* clear device memory on free (--scrub, default on); the workers get it as --scrub */
 	/* --watchdog-timeout: a worker with work in flight whose heartbeat stands this long is killed and
 	 * restarted (devlink.c); 0: off */

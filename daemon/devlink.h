@@ -54,8 +54,7 @@ struct device {
 	size_t shm_len;
 	struct ring *cmd, *cpl;
 	unsigned char *staging;
-	uint64_t
-		staging_size; /* fixed: bytes of its staging area (--staging; --isolation-staging for a session's own) */
+	uint64_t staging_size; /* fixed: its staging area's bytes (--staging, or --isolation-staging) */
 	struct extent_alloc staging_alloc CUA_GUARDED_BY(cuad_fe_lock);
 	pthread_t cpl_thread;    /* the thread that starts and stops the device (main, or the pool thread) */
 	bool cpl_thread_started; /* as cpl_thread */
