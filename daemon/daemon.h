@@ -61,6 +61,11 @@ struct config {
 	unsigned session_handles;
 	unsigned session_graphs;      /* graphs per session (--session-graphs) */
 	unsigned session_graph_nodes; /* nodes of a session's graphs together */
+	/* bytes of a session's graphs, their nodes' arguments included (reserve.h) */
+	uint64_t session_graph_bytes;
+	/* --isolation session: workers of one session each, all sessions together; of one tenant's sessions,
+	 * unless its section sets `workers` (0: no limit) */
+	unsigned session_workers, tenant_session_workers;
 	unsigned session_inflight;
 	unsigned session_window;
 	unsigned session_pending;

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -196,6 +197,41 @@ settle_config(struct config *c)
 	return 0;
 }
 
+/* The files the options name, opened as the daemon's user before anything starts: one it cannot read is a
+ * configuration error (exit status 2, which the unit does not restart on), said with the file, the user and what
+ * to do rather than as a TLS error from inside NNG. 0, or -1 (logged). */
+static int
+check_files(const struct config *c)
+{
+	const struct {
+		const char *opt, *path;
+	} files[] = {{"tls-cert", c->tls_cert},
+		     {"tls-key", c->tls_key},
+		     {"tls-ca", c->tls_ca},
+		     {"token-file", c->token_file}};
+	int r = 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (files[i].path == NULL)
+			continue;
+		int fd = open(files[i].path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		int e = errno;
+		const struct passwd *pw = getpwuid(geteuid());
+		const char *user = pw ? pw->pw_name : "?";
+		log_error("--%s %s: %s, as user %s (uid %u) that the daemon runs as: %s", files[i].opt, files[i].path,
+			  strerror(e), user, (unsigned)geteuid(),
+			  e == EACCES ? "make it readable by that user (a private key or the tokens by that user only: "
+					"chown it to that user, mode 0600, or root:GROUP 0640 with a group of that "
+					"user alone)"
+				      : "name an existing file");
+		r = -1;
+	}
+	return r;
+}
+
 /* Waits for the signal that stops the daemon, handling SIGHUP meanwhile. Returns that signal. */
 static int
 wait_for_stop(struct fe *fe, const sigset_t *set)
@@ -258,9 +294,12 @@ serve(struct fe *fe)
 	sigset_t block;
 	int sig = 0, usable;
 	cua_log_set_ident("cuasyncd");
-	if (settle_config(&fe->cfg) != 0 || auth_start(fe) != 0) {
-		auth_fini(fe);
+	options_log_config_file();
+	if (settle_config(&fe->cfg) != 0)
 		return 1;
+	if (check_files(&fe->cfg) != 0 || auth_start(fe) != 0) { /* the configuration cannot work: 2 */
+		auth_fini(fe);
+		return 2;
 	}
 	/* Only this process may hold the ready pipe: a worker that inherited it would keep a reader waiting for
 	 * its end after "ready" was written and the daemon closed it. */

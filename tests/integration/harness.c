@@ -92,6 +92,10 @@ daemon_start(struct daemon *d, const char *const *extra)
 	 * seconds; the watchdog's own tests set their deadline after this */
 	argv[n++] = "--watchdog-timeout";
 	argv[n++] = "30";
+	/* the host's own configuration file (/etc/cuasyncd/cuasyncd.conf) must not shape a test; a test's own
+	 * --config among extra comes later and wins */
+	argv[n++] = "--config";
+	argv[n++] = "/dev/null";
 	const char *iso = getenv("CUA_TEST_ISOLATION"); /* run a suite in the other mode: shared or session */
 	if (iso != NULL && *iso) {
 		argv[n++] = "--isolation";
