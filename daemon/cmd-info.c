@@ -177,8 +177,8 @@ status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds) CUA
 	{
 		for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
 			ds[i].in_flight += s->dev_in_flight[i];
-		if (s->closing || s->pipe_gone)
-			continue;
+		/* a closing session too, while it drains: what it holds stays held (and in the devices' counts) until
+		 * it is freed, so total agrees with dev_status; only `sessions` leaves it out */
 		b->total.allocations += s->counts.allocations;
 		b->total.alloc_bytes += s->counts.alloc_bytes;
 		b->total.modules += s->counts.modules;

@@ -202,6 +202,48 @@ START_TEST(r_cluster_partly_required)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ §4 STATUS: a closing session's drain */
+
+/* The operator's STATUS: sessions, and total's alloc_bytes. */
+static void
+op_status(struct conn *op, uint64_t *sessions, uint64_t *bytes)
+{
+	struct reply r;
+	expect(op, OP_STATUS, 0, ST_OK, &r, "[]");
+	*sessions = r.body->a[1].u;
+	*bytes = r.body->a[6].a[1].u; /* total = [allocations, alloc_bytes, …] */
+	reply_free(&r);
+}
+
+/* A client closes its connection with a 10 s kernel in flight: it leaves `sessions` at once, but its memory
+ * stays in `total` until its work drained and the memory was freed. */
+START_TEST(r_status_closing_drain)
+{
+	struct conn c, op;
+	uint64_t sessions = 0, bytes = 0;
+	sess(&c, &D);
+	sess_operator(&op, &D);
+	uint64_t spin = function_get(&c, module_load(&c), "spin");
+	alloc(&c, 1 << 20);
+	ck_assert_uint_eq(launch_one(&c, spin, false, 10000000000ull, 1, 2, NULL), ST_OK); /* 10 s, NO_WAIT */
+	conn_close(&c);
+	for (int k = 0; k < 2000; k++) { /* bounded: the close reaches the daemon */
+		op_status(&op, &sessions, &bytes);
+		if (sessions == 1) /* the operator's own */
+			break;
+	}
+	ck_assert_uint_eq(sessions, 1);
+	ck_assert_msg(bytes == 1 << 20, "total alloc_bytes %llu while the closed session drains, want 1 MiB",
+		      (unsigned long long)bytes);
+	for (int k = 0; k < 1500 && bytes != 0; k++) { /* then freed: polled, bounded (the kernel takes 10 s) */
+		nng_msleep(20);
+		op_status(&op, &sessions, &bytes);
+	}
+	ck_assert_uint_eq(bytes, 0);
+	conn_close(&op);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ §8: the golden vectors */
 
 /* The bytes of proto/vectors/NAME.hex (comment lines skipped); caller frees. */
@@ -298,6 +340,7 @@ contract_rules(struct rule *out)
 		{"graph-launch", r_graph_launch_serial},
 		{"cluster", r_cluster_partly_required},
 		{"vectors", r_vectors},
+		{"status-private", r_status_closing_drain},
 	};
 	memcpy(out, rules, sizeof(rules));
 	return sizeof(rules) / sizeof(rules[0]);
