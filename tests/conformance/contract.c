@@ -2,8 +2,8 @@
  * contract.c — conformance cases where the daemon and PROTOCOL.md once disagreed (issue 22, points 8 and 9):
  * §5's order of checks against a used seq and against --session-pending ([R:status-order],
  * [R:pending-quota]), unknown flag bits ([R:event-create], [R:batch-items]), a graph's launches on two streams
- * ([R:graph-launch]), a partly set required cluster ([R:cluster]) and the golden vectors as a client replays them
- * ([R:vectors]). Raw messages against the daemon of conf_dmn (emulated device, sm_90) unless a case starts its own.
+ * ([R:graph-launch]), a partly set required cluster ([R:cluster]), the operator's STATUS while a closed session
+ * drains ([R:status-private]) and the golden vectors as a client replays them ([R:vectors]). Raw messages against the daemon of conf_dmn (emulated device, sm_90) unless a case starts its own.
  */
 #include "config.h"
 
