@@ -3,7 +3,7 @@
  *
  * The front-end never calls CUDA (GPU work happens in worker processes, see worker/) and its core never
  * touches NNG or msgpack: edge.c is the only file that does, and it hands the core decoded bytes and a reply
- * function (struct edge_ops). (metrics.c serves the core's counters over NNG's HTTP server; it only reads them,
+ * function (struct edge_ops). (metrics.c serves the core's counters over HTTP on NNG streams; it only reads them,
  * through stats.h.) A request's life is request.c; the parts it uses are below it:
  *
  *   edge.c ──▶ request.c ──▶ scheduler.c   (sequence order, fairness)
@@ -101,6 +101,9 @@ struct config {
 	bool metrics_sessions;      /* --metrics-sessions: per-session series on it too */
 	const char *config_path;    /* --config (NULL: the default file, when it exists) */
 	const char *self_exe;
+
+	/* --metrics-token-file: the bearer token of operators' scrapes (NULL: none; metrics.c) */
+	const char *metrics_token_file;
 };
 
 /* The defaults of every option: the options' rows (options-table.c), which --help states too. */

@@ -161,10 +161,16 @@ const struct opt_row options_table[] = {
 	 "group of the ipc:// socket files (with --ipc-mode 0660: only its members may connect)", NULL},
 	/* monitoring (issue 14, metrics.c) */
 	{"metrics-listen", OPT_URL, 0, F(metrics_listen), NULL, 0, 0, "http://", NULL, "URL",
-	 "serve Prometheus metrics (GET /metrics) and a health check (GET /healthz) at URL, e.g. "
+	 "serve Prometheus metrics (GET /metrics) and probes (GET /livez, /readyz) at URL, e.g. "
 	 "http://127.0.0.1:9464; port 0 picks a free port, logged", ": off"},
 	{"metrics-sessions", OPT_FLAG, 0, F(metrics_sessions), NULL, 0, 0, NULL, NULL, NULL,
-	 "add per-session series to /metrics (one set per client connection: mind the cardinality)", NULL},
+	 "add per-session series to /metrics for operators' scrapes (one set per client connection: mind the "
+	 "cardinality)",
+	 NULL},
+	{"metrics-token-file", OPT_STRING, 0, F(metrics_token_file), NULL, 0, 0, NULL, NULL, "FILE",
+	 "a bearer token (the file's first line; not readable by every user): scrapes that send it get the "
+	 "per-tenant and per-session series too; others get aggregate series only",
+	 NULL},
 	{"config", OPT_STRING, OPT_CMDLINE, F(config_path), NULL, 0, 0, NULL, NULL, "FILE",
 	 "read options from FILE: INI, its [daemon] keys are these options without the dashes, e.g. `session-mem = "
 	 "50%`; the command line wins over the file; SIGHUP re-reads it (limits take effect at once, the rest at the "

@@ -145,6 +145,7 @@ do_settle(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	}
 	if (r->kind == REQ_CLIENT) {
 		do_stats_request(fe, r->op, op_family(r->op), st, cua_now_ns() - r->recv_ns);
+		do_stats_tenant(fe, s->tenant ? s->tenant->name : NULL, op_family(r->op), st);
 		do_count_work(fe, r);
 	}
 	do_unreserve(fe, r); /* made and counted by complete, or never made: either way no longer reserved */
@@ -363,6 +364,7 @@ do_refuse_pending(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	}
 	fe->errors++;
 	do_stats_request(fe, r->op, op_family(r->op), r->status, cua_now_ns() - r->recv_ns);
+	do_stats_tenant(fe, r->s->tenant ? r->s->tenant->name : NULL, op_family(r->op), r->status);
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)
