@@ -49,6 +49,7 @@ struct config {
 	unsigned contexts;
 	size_t max_message;
 	uint64_t staging_bytes;
+	uint64_t isolation_staging_bytes; /* ISO_SESSION: the staging area of each session's own worker */
 	uint64_t ring_bytes;
 	uint64_t session_mem;          /* device memory per session and device, bytes (0: session_mem_pct decides) */
 	unsigned session_mem_pct;      /* … else this share of each device's memory (0: no limit) */

@@ -126,6 +126,9 @@ const struct opt_row options_table[] = {
 	 "fault ends only its own worker, at the cost of time-sliced contexts", NULL},
 	{"isolation-pool", OPT_UINT, 0, F(isolation_pool), "1", 0, 64, NULL, NULL, "N",
 	 "idle workers kept ready per device with --isolation session", NULL},
+	{"isolation-staging", OPT_SIZE, 0, F(isolation_staging_bytes), "64M", 65536, UINT64_MAX, NULL, NULL, "BYTES",
+	 "staging area of each session's own worker with --isolation session (at most --staging)",
+	 ": the front-end maps one per session worker; one request's bulk bytes must fit it"},
 	{"scrub", OPT_ENUM, 0, F(scrub), "on", 0, 0, "off|on", NULL, "on|off",
 	 "clear freed device memory before it is handed out again",
 	 ": the next session cannot read the last one's data; costs one device memset per freed block, see "
