@@ -49,6 +49,10 @@ exchange(cua_client *c, const void *rec, size_t len, const int *fds, unsigned n,
 		return cuac_fail(CUA_ETIMEOUT, "fd channel: no reply from cuasyncd");
 	unsigned char buf[sizeof(*rep) + CUA_FDCHAN_MAX_TEXT];
 	ssize_t got = rv > 0 ? recv(c->fdc_fd, buf, sizeof(buf), 0) : -1;
+	/* The daemon closed after its REPLY with records of ours unread (a refusal): the kernel reports that reset
+	 * before the REPLY still queued, so read once more for the daemon's reason. */
+	if (got < 0 && errno == ECONNRESET)
+		got = recv(c->fdc_fd, buf, sizeof(buf), MSG_DONTWAIT);
 	if (got < (ssize_t)sizeof(*rep))
 		return cuac_fail(CUA_ETRANSPORT, "fd channel: %s",
 				 got < 0 ? strerror(errno) : "the daemon closed the connection");

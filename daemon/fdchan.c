@@ -420,6 +420,7 @@ fdchan_start(struct fdchan *fc, struct fe *fe)
 {
 	fc->fe = fe;
 	fc->wake[0] = fc->wake[1] = -1;
+	fdtab_seed();
 	if ((fc->conns = calloc(FDCHAN_MAX_CONNS, sizeof(*fc->conns))) == NULL || pipe2(fc->wake, O_CLOEXEC) != 0) {
 		log_error("fd channel: %s", strerror(errno));
 		return -1;

@@ -7,10 +7,22 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
-/* Daemon-wide, never reused: a ticket names one descriptor of one session, ever. */
+/* Daemon-wide, never reused: a ticket names one descriptor of one session, ever. fdtab_seed starts it at a random
+ * value past 2^32, so that no descriptor number, pid or small count a client sends by mistake is a ticket. */
 static atomic_uint_fast64_t next_ticket = 1;
+
+void
+fdtab_seed(void)
+{
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = (uint64_t)time(NULL) * 2654435761u;
+	atomic_store(&next_ticket, (r >> 2) | (1ull << 32)); /* room to count up without wrapping */
+}
 
 void
 fdtab_init(struct fdtab *t)

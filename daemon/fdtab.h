@@ -22,6 +22,8 @@ struct fdtab {
 	unsigned n;
 };
 
+/* Starts the daemon's tickets at a random value past 2^32 (fdchan_start; before it they count from 1). */
+void fdtab_seed(void);
 /* An empty table (a zeroed one is not: call this before use). */
 void fdtab_init(struct fdtab *t);
 /* Takes fd (ownership) under a new ticket in *ticket. 0, or -1 when out of memory (fd is closed then). */
