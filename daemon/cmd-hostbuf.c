@@ -64,9 +64,8 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 		return rc;
 	if (!r->s->has_fd_secret)
 		return cua_err_set(e, CUA_EUNSUPPORTED,
-				   "shared host memory needs a local ipc:// connection (its memfd is passed over the "
-				   "fd "
-				   "channel beside the ipc:// socket)");
+				   "shared host memory needs a local ipc:// connection (its memfd is passed over "
+				   "the fd channel beside the ipc:// socket)");
 	if ((r->host_fd = fdtab_take(&r->s->fds, q->ticket)) < 0) {
 		char who[256];
 		log_warn("session %llu: HOST_REGISTER refused: ticket %llu was not passed to this session over its fd "
