@@ -81,8 +81,13 @@ cuac_hello(cua_client *c)
 	 * being restarted) loses nothing, and the dialer reconnects by itself. */
 	for (int attempt = 0;; attempt++) {
 		r = cuac_rpc(c, CUA_OP_HELLO, &h, false, &rep);
-		if (r == 0)
+		if (r == 0) {
 			c->session = rep.w.body.hello.session;
+			const cua_bytes *sec = &rep.w.body.hello.fd_secret;
+			c->has_fd_secret = sec->len == CUA_FDCHAN_SECRET;
+			if (c->has_fd_secret)
+				memcpy(c->fd_secret, sec->ptr, CUA_FDCHAN_SECRET);
+		}
 		cuac_reply_done(&rep);
 		if (r != CUA_ETRANSPORT || attempt == 4)
 			break;

@@ -27,6 +27,8 @@ client_new(void)
 	LIST_INIT(&c->layouts);
 	LIST_INIT(&c->hostbufs);
 	c->efd = -1;
+	c->fdc_fd = -1;
+	pthread_mutex_init(&c->fdc_lock, NULL);
 	const char *def = getenv("CUASYNC_DEFAULT_STREAM"); /* "ordered": runtime-API ports get their ordering */
 	atomic_init(&c->default_stream, def && strcmp(def, "ordered") == 0 ? CUA_STREAM_ORDERED.id : 0);
 	return c;
@@ -40,11 +42,13 @@ client_free(cua_client *c)
 	if (c == NULL)
 		return;
 	cuac_transport_close(c);
+	cuac_fdchan_close(c);
 	cuac_hostbufs_fini(c);
 	cuac_layouts_fini(c);
 	if (c->efd >= 0)
 		close(c->efd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->fdc_lock);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }

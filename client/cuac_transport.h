@@ -21,6 +21,12 @@ int cuac_transport_open(cua_client *c, const char *url);
  * lock: NNG may run callbacks that take c->lock while closing. */
 void cuac_transport_close(cua_client *c);
 
+/* The socket path of an ipc:// connection (the fd channel is beside it), or NULL for another transport. Any
+ * thread while c is connected. */
+const char *cuac_transport_ipc_path(const cua_client *c);
+/* The wait of one synchronous exchange in ms (cua_set_timeout; negative: none). Any thread. */
+int cuac_transport_timeout_ms(const cua_client *c);
+
 /* A synchronous reply: the decoded message and the transport buffer its bytes live in. */
 struct cuac_reply {
 	cua_wire_reply w;
@@ -49,5 +55,17 @@ int cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn d
 /* Synchronous calls whose reply body is not needed / is one u64 (copied into *out). As cuac_rpc (ordered). */
 int cuac_call(cua_client *c, uint32_t op, const void *body);
 int cuac_call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out);
+
+/* ------------------------------------------------------------------ fdchan.c */
+
+/* Passes the n descriptors of fds (1..CUA_FDCHAN_MAX_FDS; they stay the caller's) into c's session over the fd
+ * channel beside its ipc:// socket (PROTOCOL.md §9) and returns their tickets, in order, in tickets. Connects
+ * and authenticates the first time (with HELLO's session and fd_secret), then keeps the connection; a
+ * connection the daemon closed is made again once. 0, or the status with cua_last_error set: UNSUPPORTED
+ * when c is not an ipc:// connection, the daemon's refusal, or TRANSPORT / TIMEOUT. Any thread (c->fdc_lock
+ * serialises them); blocks; holds no other lock. */
+int cuac_fdchan_pass(cua_client *c, const int *fds, unsigned n, uint64_t *tickets);
+/* Closes the channel's connection, if any. At disconnect. */
+void cuac_fdchan_close(cua_client *c);
 
 #endif

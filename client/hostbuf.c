@@ -1,6 +1,7 @@
 /*
  * hostbuf.c — host buffers shared with the daemon: memfd memory, sealed against shrinking, registered with
- * HOST_REGISTER so that copies to and from it skip the socket (calls.c looks buffers up by address).
+ * HOST_REGISTER so that copies to and from it skip the socket (calls.c looks buffers up by address). The memfd
+ * reaches the daemon over the fd channel (fdchan.c); HOST_REGISTER names its ticket.
  */
 #include "config.h"
 
@@ -80,7 +81,12 @@ cua_host_alloc(cua_client *c, int dev, size_t bytes, void **out)
 		r = CUA_ENOMEM;
 		goto out;
 	}
-	struct cua_req_host_register q = {(uint32_t)dev, (uint32_t)hb->fd, bytes};
+	/* The daemon takes the memfd itself from the fd channel (SCM_RIGHTS), never by our pid: HOST_REGISTER names
+	 * the ticket the channel gave it. */
+	uint64_t ticket;
+	if ((r = cuac_fdchan_pass(c, &hb->fd, 1, &ticket)) != 0)
+		goto out;
+	struct cua_req_host_register q = {(uint32_t)dev, ticket, bytes};
 	if ((r = cuac_call_u64(c, CUA_OP_HOST_REGISTER, &q, &hb->handle)) != 0)
 		goto out;
 	hb->dev = dev;

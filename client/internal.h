@@ -15,6 +15,7 @@
  *   flight     flight.c > future.c, pending.c       send queue and flights, futures, pending records
  *                                                   (cuac_flight.h)
  *   transport  rpc.c > transport.c                  the NNG edge and the synchronous helpers over it
+ *              fdchan.c > transport.c               the fd channel beside an ipc:// socket (SCM_RIGHTS)
  *                                                   (cuac_transport.h)
  *   errors     error.c                              the calling thread's last error (cuac_error.h)
  *
@@ -33,6 +34,7 @@
 
 #include "cua_arena.h"
 #include "cua_error.h"
+#include "cua_fdchan.h"
 #include "cua_proto.h"
 #include "cua_wire.h"
 #include "cuasync.h"
@@ -131,6 +133,12 @@ struct cua_client {
 	_Atomic uint64_t default_stream; /* the wire's stream for CUA_STREAM_DEFAULT: 0 (pool), 1 (ordered), a handle */
 	int efd;                         /* cua_client_fd's eventfd, -1 until it was asked for */
 	bool efd_armed;                  /* efd was written since the last cua_client_fd_clear */
+	/* the fd channel (fdchan.c): HELLO's secret (set once by cuac_hello), and the connection, guarded by
+	 * fdc_lock alone (held across its blocking exchanges, never with c->lock) */
+	uint8_t fd_secret[CUA_FDCHAN_SECRET];
+	bool has_fd_secret;
+	pthread_mutex_t fdc_lock;
+	int fdc_fd; /* -1: not connected */
 };
 
 /* The stream field the wire carries for s: CUA_STREAM_DEFAULT is c's default (cua_set_default_stream),

@@ -24,6 +24,7 @@ struct cuac_transport {
 	nng_socket sock;
 	atomic_int timeout_ms; /* of each wait in a synchronous call; cua_set_timeout may change it from any thread */
 	uint64_t seq;          /* last sequence number sent; guarded by the client's lock */
+	char ipc_path[108];    /* an ipc:// URL's socket path ("": another transport); never changes */
 };
 
 /* One asynchronous exchange: its own context, the aio that sends then receives, whom to tell. */
@@ -204,6 +205,8 @@ cuac_transport_open(cua_client *c, const char *url)
 			      nng_strerror(rv));
 		goto out;
 	}
+	if (strncmp(url, "ipc://", 6) == 0 && strlen(url + 6) < sizeof(t->ipc_path))
+		memcpy(t->ipc_path, url + 6, strlen(url + 6) + 1);
 	c->t = t;
 	t = NULL; /* transferred */
 	r = 0;
@@ -222,6 +225,18 @@ cuac_transport_close(cua_client *c)
 	nng_close(c->t->sock);
 	free(c->t);
 	c->t = NULL;
+}
+
+const char *
+cuac_transport_ipc_path(const cua_client *c)
+{
+	return c->t != NULL && c->t->ipc_path[0] != '\0' ? c->t->ipc_path : NULL;
+}
+
+int
+cuac_transport_timeout_ms(const cua_client *c)
+{
+	return atomic_load(&c->t->timeout_ms);
 }
 
 void

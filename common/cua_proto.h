@@ -222,6 +222,7 @@ struct cua_rep_hello {
 	cua_bytes server;
 	uint64_t max_message;
 	uint32_t max_batch, max_args, devices;
+	cua_bytes fd_secret; /* ipc:// sessions: the fd channel's secret (cua_fdchan.h); else empty */
 };
 struct cua_req_ping {
 	uint64_t nonce;
@@ -358,10 +359,11 @@ struct cua_rep_event_query {
 	uint32_t ready; /* 1: everything before its last record has completed (or never recorded), 0: not yet */
 };
 
-/* Shared host memory (same host, ipc:// only): the client's memfd, mapped by the GPU worker. */
+/* Shared host memory (same host, ipc:// only): the client's memfd, passed into the session over the fd channel
+ * (cua_fdchan.h) and named by its ticket, mapped by the GPU worker. */
 struct cua_req_host_register {
 	uint32_t device;
-	uint32_t fd;
+	uint64_t ticket;
 	uint64_t bytes;
 };
 struct cua_rep_host_register {

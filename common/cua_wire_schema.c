@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "cua_fdchan.h"
 #include "cua_wire.h"
 #include "cua_wire_schema.h"
 
@@ -57,7 +58,7 @@ SCHEMA(s_req_hello, "HELLO", U32(struct cua_req_hello, min_version, UINT32_MAX),
 SCHEMA(s_rep_hello, "HELLO reply", U32(struct cua_rep_hello, version, UINT32_MAX), U64(struct cua_rep_hello, session),
        STR(struct cua_rep_hello, server, CUA_MAX_IDENT), U64(struct cua_rep_hello, max_message),
        U32(struct cua_rep_hello, max_batch, UINT32_MAX), U32(struct cua_rep_hello, max_args, UINT32_MAX),
-       U32(struct cua_rep_hello, devices, CUA_MAX_DEVICES));
+       U32(struct cua_rep_hello, devices, CUA_MAX_DEVICES), BIN(struct cua_rep_hello, fd_secret, CUA_FDCHAN_SECRET));
 SCHEMA(s_ping, "PING", U64(struct cua_req_ping, nonce));
 SCHEMA(s_device_info, "device", U32(cua_wire_device, index, CUA_MAX_DEVICES), STR(cua_wire_device, name, 256),
        U32(cua_wire_device, sm_major, 255), U32(cua_wire_device, sm_minor, 255), U64(cua_wire_device, total_mem),
@@ -103,7 +104,7 @@ SCHEMA_OPT(s_req_launch, "LAUNCH", CUA_LAUNCH_FIELDS, offsetof(struct cua_req_la
        I32(struct cua_req_launch, priority));
 
 SCHEMA(s_req_host_register, "HOST_REGISTER", U32(struct cua_req_host_register, device, CUA_MAX_DEVICES - 1),
-       U32(struct cua_req_host_register, fd, INT32_MAX), U64(struct cua_req_host_register, bytes));
+       U64(struct cua_req_host_register, ticket), U64(struct cua_req_host_register, bytes));
 SCHEMA(s_rep_host_register, "HOST_REGISTER reply", U64(struct cua_rep_host_register, buffer));
 SCHEMA(s_req_host_unregister, "HOST_UNREGISTER", U64(struct cua_req_host_unregister, buffer));
 /* One struct for both directions; the wire names its device pointer as PROTOCOL.md does (dst, src). */

@@ -1,10 +1,14 @@
 /*
  * cmd-hostbuf.c — HOST_REGISTER and HOST_UNREGISTER: a client's memfd shared with the GPU worker, so that
- * copies to and from it (cmd-copy.c) move no data through the socket. Same host, ipc:// only.
+ * copies to and from it (cmd-copy.c) move no data through the socket. Same host, ipc:// only: the memfd
+ * itself arrives over the session's fd channel (fdchan.c) and HOST_REGISTER names its ticket.
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cmd.h"
+#include "cua_log.h"
+#include "fdtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,38 +17,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Opens the client's fd through /proc (the kernel vouched for the pid) and checks it is a usable memfd:
- * 0 and *out, or a status with a message in e. */
+/* Checks that fd, the descriptor ticket named, is a usable memfd of at least bytes: 0, or a status with a
+ * message in e (the caller closes fd either way). */
 static int
-open_memfd(int64_t pid, uint32_t cfd, uint64_t bytes, int *out, cua_err *e)
+check_memfd(int fd, uint64_t ticket, uint64_t bytes, cua_err *e)
 {
-	char path[64];
 	struct stat st;
-	int rc = 0;
-	snprintf(path, sizeof(path), "/proc/%lld/fd/%u", (long long)pid, cfd);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		bool perm = errno == EACCES || errno == EPERM;
-		return cua_err_set(e, perm ? CUA_EUNSUPPORTED : CUA_EBAD_ARGUMENT,
-				   "cannot open the client's fd %u (%s)%s", cfd, strerror(errno),
-				   perm ? ": run cuasyncd as root or as the client's user" : "");
-	}
 	int seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		rc = cua_err_set(e, CUA_EBAD_ARGUMENT, "fd %u is not a memfd (memfd_create)", cfd);
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "ticket %llu's descriptor is not a memfd (memfd_create)",
+				   (unsigned long long)ticket);
 	/* A buffer that could shrink under the worker's mapping would kill it (SIGBUS) and every session with it. */
-	else if (!(seals & F_SEAL_SHRINK))
-		rc = cua_err_set(e, CUA_EBAD_ARGUMENT,
-				 "the memfd must be sealed against shrinking (MFD_ALLOW_SEALING, then F_ADD_SEALS "
-				 "F_SEAL_SHRINK)");
-	else if ((uint64_t)st.st_size < bytes)
-		rc = cua_err_set(e, CUA_EBAD_ARGUMENT, "the memfd holds %lld bytes, not %llu", (long long)st.st_size,
-				 (unsigned long long)bytes);
-	if (rc != 0) {
-		close(fd);
-		return rc;
-	}
-	*out = fd;
+	if (!(seals & F_SEAL_SHRINK))
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "the memfd must be sealed against shrinking (MFD_ALLOW_SEALING, then F_ADD_SEALS "
+				   "F_SEAL_SHRINK)");
+	if ((uint64_t)st.st_size < bytes)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the memfd holds %lld bytes, not %llu", (long long)st.st_size,
+				   (unsigned long long)bytes);
+	/* O_RDWR: the worker maps it shared and writable (device-to-host copies write it) */
+	if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDWR)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT, "the memfd must be open for reading and writing (O_RDWR)");
 	return 0;
 }
 
@@ -57,6 +50,9 @@ rs_host_register(const struct fe *fe, const struct request *r, struct resv *want
 	want->n[RES_HANDLES] = 1;
 }
 
+/* The memfd comes from the session's own fd channel (fdchan.c), never from a pid or a path: a descriptor the
+ * peer passed with SCM_RIGHTS is one it held at that moment (PROTOCOL.md §9). The ticket is used up here, whatever
+ * the outcome; a request refused by a limit above leaves it with the session. */
 static int
 v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
@@ -72,12 +68,24 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 	rs_host_register(fe, r, &want);
 	if ((rc = do_reserve_check(fe, r, &want, e)) != 0)
 		return rc;
-	int64_t pid = fe->edge->peer_pid(r->pipe);
-	if (pid <= 0)
-		return cua_err_set(e, CUA_EUNSUPPORTED, "shared host memory needs a local ipc:// connection");
-	if ((rc = open_memfd(pid, q->fd, q->bytes, &r->host_fd, e)) != 0 ||
+	if (!r->s->has_fd_secret)
+		return cua_err_set(e, CUA_EUNSUPPORTED,
+				   "shared host memory needs a local ipc:// connection (its memfd is passed over "
+				   "the fd channel beside the ipc:// socket)");
+	if ((r->host_fd = fdtab_take(&r->s->fds, q->ticket)) < 0) {
+		char who[256];
+		log_warn("session %llu: HOST_REGISTER refused: ticket %llu was not passed to this session over its fd "
+			 "channel (%s)",
+			 (unsigned long long)r->s->id, (unsigned long long)q->ticket,
+			 auth_describe(r->s, who, sizeof(who)));
+		return cua_err_set(e, CUA_ENOT_FOUND,
+				   "ticket %llu names no descriptor passed to this session: pass the memfd over the fd "
+				   "channel first (PROTOCOL.md §9) and name the ticket it answered",
+				   (unsigned long long)q->ticket);
+	}
+	if ((rc = check_memfd(r->host_fd, q->ticket, q->bytes, e)) != 0 ||
 	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
-		return rc;
+		return rc; /* request_free closes host_fd */
 	/* the worker opens it through /proc/<daemon>/fd while the request runs; request_free closes it */
 	struct wrec_host_register c = {{WR_HOST_REGISTER, 0}, r->host_fd, 0, q->bytes};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);

@@ -8,9 +8,11 @@
 #include "cua_log.h"
 #include "tenant.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 /* The tenant of r's session (tenant.h), from what the transport vouches for. 0, PERMISSION_DENIED when no
  * tenant takes this identity, or QUOTA when its tenant has all the sessions it may have. Sessions of the operator
@@ -76,6 +78,15 @@ v_hello(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 	/* kept as sent (SESSIONS returns it: it is data); whoever prints it escapes it */
 	snprintf(r->s->client, sizeof(r->s->client), "%.*s", (int)q->client.len, (const char *)q->client.ptr);
 	r->s->client_pid = q->pid;
+	/* A same-host peer the kernel vouches for may pass descriptors into this session over the fd channel
+	 * (fdchan.c); only this session's pipe sees the secret, in the reply. */
+	if (r->s->ident.transport == ID_IPC && r->s->ident.has_cred) {
+		if (getrandom(r->s->fd_secret, sizeof(r->s->fd_secret), 0) == (ssize_t)sizeof(r->s->fd_secret))
+			r->s->has_fd_secret = true;
+		else
+			log_error("session %llu: getrandom: %s; it cannot use the fd channel (host buffers)",
+				  (unsigned long long)r->s->id, strerror(errno));
+	}
 	return 0;
 }
 
@@ -89,13 +100,19 @@ v_none(struct fe *fe, struct request *r, cua_err *e)
 }
 
 static int
-r_hello(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch)
+r_hello(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock)
 {
 	(void)scratch;
 	static const char server[] = PACKAGE_NAME " " PACKAGE_VERSION;
-	b->hello = (struct cua_rep_hello){CUA_PROTO_VERSION,   r->s->id,      {server, sizeof(server) - 1},
-					  fe->cfg.max_message, CUA_MAX_BATCH, CUA_MAX_ARGS,
-					  (uint32_t)fe->ndevs};
+	b->hello = (struct cua_rep_hello){CUA_PROTO_VERSION,
+					  r->s->id,
+					  {server, sizeof(server) - 1},
+					  fe->cfg.max_message,
+					  CUA_MAX_BATCH,
+					  CUA_MAX_ARGS,
+					  (uint32_t)fe->ndevs,
+					  {r->s->has_fd_secret ? r->s->fd_secret : NULL,
+					   r->s->has_fd_secret ? CUA_FDCHAN_SECRET : 0}};
 	return 0;
 }
 

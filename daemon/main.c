@@ -9,6 +9,7 @@
 #include "cua_log.h"
 #include "devlink.h"
 #include "edge.h"
+#include "fdchan.h"
 #include "metrics.h"
 #include "options.h"
 #include "request.h"
@@ -318,9 +319,10 @@ wait_for_stop(struct fe *fe, const sigset_t *set)
  * workers waited for until --drain-timeout or a second SIGTERM/SIGINT, its replies flushed. What is still in
  * the workers after that is abandoned: edge_stop closes its connection unanswered. */
 static void
-drain(struct fe *fe, struct edge *ed, const sigset_t *set)
+drain(struct fe *fe, struct edge *ed, struct fdchan *fc, const sigset_t *set)
 {
 	edge_quiesce(ed);
+	fdchan_quiesce(fc);
 	uint32_t n = request_drain_begin(fe);
 	uint64_t deadline = cua_now_ms() + (uint64_t)fe->cfg.drain_timeout * 1000u;
 	if (n > 0)
@@ -353,6 +355,7 @@ static int
 serve(struct fe *fe)
 {
 	static struct edge ed;
+	static struct fdchan fc;
 	static struct metrics metrics;
 	sigset_t block;
 	int sig = 0, usable;
@@ -379,7 +382,7 @@ serve(struct fe *fe)
 	pthread_sigmask(SIG_BLOCK, &block, NULL); /* threads inherit the mask; main waits for the signals */
 	if (choose_backend(fe) != 0 || (usable = start_devices(fe)) <= 0)
 		return 1;
-	if (request_start(fe) != 0 || edge_start(&ed, fe) != 0)
+	if (request_start(fe) != 0 || edge_start(&ed, fe) != 0 || fdchan_start(&fc, fe) != 0)
 		return 1;
 	if (fe->cfg.metrics_listen != NULL && metrics_start(&metrics, fe) != 0)
 		return 1;
@@ -393,9 +396,10 @@ serve(struct fe *fe)
 	sig = wait_for_stop(fe, &block);
 	log_info("signal %d: shutting down", sig);
 	notify("STOPPING=1\nSTATUS=shutting down: draining");
-	drain(fe, &ed, &block);
+	drain(fe, &ed, &fc, &block);
 	metrics_stop(&metrics); /* before the core goes: its handlers read fe */
 	edge_stop(&ed);
+	fdchan_stop(&fc); /* before the sessions go: it looks them up */
 	request_stop(fe);
 	edge_fini(&ed);
 	free(fe->devs);

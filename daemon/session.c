@@ -60,6 +60,7 @@ do_session_new(struct fe *fe, uint32_t pipe)
 	s->isolation = fe->cfg.isolation;
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->parked);
+	fdtab_init(&s->fds);
 	s->tag_salt = (uint16_t)(cua_now_ns() % 1000000000u * 2654435761u ^ s->id * 40503u);
 	TAILQ_INSERT_HEAD(&fe->sessions, s, link);
 	HASH_ADD(hh, fe->by_pipe, pipe, sizeof(s->pipe), s);
@@ -79,6 +80,16 @@ do_session_by_pipe(struct fe *fe, uint32_t pipe)
 	struct session *s;
 	HASH_FIND(hh, fe->by_pipe, &pipe, sizeof(pipe), s);
 	return s != NULL && !s->closing && !s->pipe_gone ? s : NULL;
+}
+
+struct session *
+do_session_by_id(struct fe *fe, uint64_t id)
+{
+	struct session *s;
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	if (s->id == id)
+		return s->hello && !s->closing && !s->pipe_gone ? s : NULL;
+	return NULL;
 }
 
 void
@@ -102,6 +113,7 @@ do_session_free(struct fe *fe, struct session *s)
 	free(s->slots);
 	free(s->allocs);
 	free(s->globals);
+	fdtab_clear(&s->fds);
 	session_dev_free(fe, s);
 	log_debug("session %llu freed", (unsigned long long)s->id);
 	free(s);

@@ -6,8 +6,10 @@
 #ifndef CUAD_SESSION_H
 #define CUAD_SESSION_H
 
+#include "cua_fdchan.h"
 #include "cua_wire.h"
 #include "daemon.h"
+#include "fdtab.h"
 
 #include <sys/queue.h>
 #include <uthash.h>
@@ -164,7 +166,10 @@ struct session {
 	 * validation of its first request there until it is freed: --session-workers, a tenant's `workers`) */
 	cuad_devmask workers CUA_GUARDED_BY(cuad_fe_lock);
 	cua_wire_counts counts CUA_GUARDED_BY(cuad_fe_lock);
-	uint64_t host_buffers CUA_GUARDED_BY(cuad_fe_lock);     /* live host buffers */
+	uint64_t host_buffers CUA_GUARDED_BY(cuad_fe_lock); /* live host buffers */
+	struct fdtab fds CUA_GUARDED_BY(cuad_fe_lock);      /* passed over the fd channel, unclaimed (fdtab.h) */
+	uint8_t fd_secret[CUA_FDCHAN_SECRET] CUA_GUARDED_BY(cuad_fe_lock); /* AUTH on the fd channel (fdchan.c) */
+	bool has_fd_secret CUA_GUARDED_BY(cuad_fe_lock);        /* set at HELLO for ipc:// sessions with credentials */
 	uint64_t events CUA_GUARDED_BY(cuad_fe_lock);           /* live events (--session-events) */
 	uint64_t CUA_GUARDED_BY(cuad_fe_lock) requests, errors; /* its own, for its STATUS */
 	/* per device, fe->ndevs entries each (allocated with the session) */
@@ -242,6 +247,8 @@ void do_log_ctx(const struct session *s, uint64_t req) CUA_REQUIRES(cuad_fe_lock
 struct session *do_session_new(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);
 /* The live session of pipe (not closing, pipe not gone), or NULL. */
 struct session *do_session_by_pipe(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);
+/* The live session (HELLO said, not closing) of that id, or NULL. Walks the sessions. */
+struct session *do_session_by_id(struct fe *fe, uint64_t id) CUA_REQUIRES(cuad_fe_lock);
 /* Frees s's tables and s itself (the caller made sure nothing refers to it any more, and freed its graphs:
  * do_graphs_free, graphtab.h). */
 void do_session_free(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock);

@@ -70,7 +70,7 @@ static cua_wire_arg q_args[] = {
 static const struct cua_req_launch q_launch = {FUNCTION, {1, 1, 1}, {4, 1, 1}, 0, STREAM, 0, q_args, 4};
 static const struct cua_req_memcpy_dtoh q_dtoh = {PTR_Y, 16, STREAM};
 static const struct cua_req_memcpy_dtod q_dtod = {PTR_Z, PTR_Y, 16, STREAM};
-static const struct cua_req_host_register q_hreg = {0, 7, 2u << 20};
+static const struct cua_req_host_register q_hreg = {0, 3, 2u << 20};
 static const struct cua_req_memcpy_host q_htod_host = {PTR_X, STREAM, BUFFER, 0, 16};
 static const struct cua_req_memcpy_host q_dtoh_host = {PTR_Y, STREAM, BUFFER, 4096, 16};
 static cua_batch_item q_items[] = {
@@ -132,8 +132,15 @@ static const struct cua_req_event_elapsed q_elapsed = {EVENT_A, EVENT_B};
 
 /* ------------------------------------------------------------------ reply bodies */
 
-static const struct cua_rep_hello p_hello =
-	{1, 7, BYTES("cuasyncd 0.1.0"), (64u << 20) + (1u << 20), CUA_MAX_BATCH, CUA_MAX_ARGS, 1};
+/* the session's fd channel secret (PROTOCOL.md §9): 32 random bytes in a real reply */
+static const struct cua_rep_hello p_hello = {1,
+					     7,
+					     BYTES("cuasyncd 0.1.0"),
+					     (64u << 20) + (1u << 20),
+					     CUA_MAX_BATCH,
+					     CUA_MAX_ARGS,
+					     1,
+					     BYTES("0123456789abcdef0123456789abcdef")};
 static cua_wire_device p_dev[] = {
 	{0, BYTES("cuasync emulated device 0"), 8, 0, 1ull << 30, 4, 0, -5, BYTES("emu"), 1, 32764, 166912, 0, 1},
 };
@@ -213,7 +220,7 @@ const struct vec_row vec_rows[] = {
 	REP("rep_memcpy_dtoh", MEMCPY_DTOH, &p_dtoh, "y = 3.0f, 5.0f, 7.0f, 9.0f"),
 	REQ("req_memcpy_dtod", MEMCPY_DTOD, 10, &q_dtod, "copy y to z, 4 KiB further"),
 	REP("rep_memcpy_dtod", MEMCPY_DTOD, NULL, "done"),
-	REQ("req_host_register", HOST_REGISTER, 11, &q_hreg, "the client's sealed memfd, descriptor 7, 2 MiB, device 0"),
+	REQ("req_host_register", HOST_REGISTER, 11, &q_hreg, "the client's sealed memfd, passed over the fd channel as ticket 3, 2 MiB, device 0"),
 	REP("rep_host_register", HOST_REGISTER, &p_hreg, "host buffer handle"),
 	REQ("req_memcpy_htod_host", MEMCPY_HTOD_HOST, 12, &q_htod_host, "16 bytes from buffer offset 0 to x"),
 	REP("rep_memcpy_htod_host", MEMCPY_HTOD_HOST, NULL, "the data has moved (no data in the message)"),
@@ -319,7 +326,8 @@ const struct vec_row vec_rows[] = {
 	    "emulated device: not an emulated-device image: the first line must be 'cuasync-emu-module'",
 	    "device: the image was rejected (format 4 without its header line); the message is the loader's log"),
 	ERR("rep_error_unsupported", CUA_OP_HOST_REGISTER, CUA_EUNSUPPORTED,
-	    "shared host memory needs a local ipc:// connection", "capability: HOST_REGISTER over tcp://"),
+	    "shared host memory needs a local ipc:// connection (its memfd is passed over the fd channel beside the "
+	    "ipc:// socket)", "capability: HOST_REGISTER over tcp://"),
 };
 /* clang-format on */
 const size_t vec_nrows = sizeof(vec_rows) / sizeof(vec_rows[0]);

@@ -225,10 +225,24 @@ conn_hello(struct conn *c, uint64_t *max_message)
 {
 	struct reply r;
 	expect(c, OP_HELLO, 0, ST_OK, &r, "[uusus]", (uint64_t)1, (uint64_t)1, "conformance", (uint64_t)getpid(), "");
-	ck_assert_uint_eq(r.body->len, 7);
+	ck_assert_uint_eq(r.body->len, 8);
 	ck_assert_uint_eq(r.body->a[0].u, 1);
 	if (max_message)
 		*max_message = r.body->a[3].u;
+	reply_free(&r);
+}
+
+void
+conn_hello_secret(struct conn *c, uint64_t *session, uint8_t *secret, size_t *len)
+{
+	struct reply r;
+	expect(c, OP_HELLO, 0, ST_OK, &r, "[uusus]", (uint64_t)1, (uint64_t)1, "conformance", (uint64_t)getpid(), "");
+	ck_assert_uint_eq(r.body->len, 8);
+	ck_assert_int_eq(r.body->a[7].t, MP_BIN);
+	ck_assert_uint_le(r.body->a[7].len, 32);
+	*session = r.body->a[1].u;
+	*len = r.body->a[7].len;
+	memcpy(secret, r.body->a[7].p, r.body->a[7].len);
 	reply_free(&r);
 }
 

@@ -130,6 +130,8 @@ void conn_raw(struct conn *c, const void *msg, size_t n, struct reply *out);
 void conn_req(struct conn *c, uint64_t version, uint64_t op, uint64_t seq, struct reply *out, const char *fmt, ...);
 /* HELLO [1, 1, "conformance", pid, ""] on seq 0, asserting OK; returns max_message when want is not NULL. */
 void conn_hello(struct conn *c, uint64_t *max_message);
+/* The same, returning the session id and HELLO's fd_secret (§2, §9: 32 bytes over ipc://, else *len 0). */
+void conn_hello_secret(struct conn *c, uint64_t *session, uint8_t *secret, size_t *len);
 /* One request at version 1, asserting the status; out may be NULL (freed). */
 void expect(struct conn *c, uint64_t op, uint64_t seq, uint64_t status, struct reply *out, const char *fmt, ...);
 

@@ -1,6 +1,7 @@
 /*
  * hostbuf.c — conformance cases of shared host memory (PROTOCOL.md §4: [R:hostbuf-ipc], [R:hostbuf-range]), driven by
- * raw messages like the rest of the suite, against the daemon of conf_dmn (emulated device).
+ * raw messages like the rest of the suite, against the daemon of conf_dmn (emulated device). The memfds travel
+ * over the fd channel (§9, fdchan.c); [R:hostbuf-ticket] is in fdchan.c.
  */
 #include "config.h"
 
@@ -52,15 +53,22 @@ START_TEST(r_hostbuf_ipc)
 	dmn_start(&d, (const char *const[]){"--listen", tcp, "--allow-insecure-tcp", NULL});
 	int fd = memfd(4096, true);
 	struct conn c;
-	sess(&c, &d);
+	uint64_t sid, t;
+	uint8_t secret[32];
+	size_t len;
+	chan_sess(&d, &c, &sid, secret); /* over ipc:// */
+	int s = chan_auth(&d, sid, secret);
+	pass_ok(s, &fd, 1, &t);
 	struct reply r;
-	expect(&c, OP_HOST_REGISTER, 0, ST_OK, &r, "[uuu]", U(0), U(fd), U(4096)); /* over ipc:// */
+	expect(&c, OP_HOST_REGISTER, 0, ST_OK, &r, "[uuu]", U(0), t, U(4096));
 	ck_assert_uint_ne(r.body->a[0].u, 0);
 	reply_free(&r);
+	close(s);
 	conn_close(&c);
 	conn_open(&c, tcp);
-	conn_hello(&c, NULL);
-	expect(&c, OP_HOST_REGISTER, 0, ST_UNSUPPORTED, NULL, "[uuu]", U(0), U(fd), U(4096));
+	conn_hello_secret(&c, &sid, secret, &len);
+	ck_assert_uint_eq(len, 0); /* no fd channel for tcp:// */
+	expect(&c, OP_HOST_REGISTER, 0, ST_UNSUPPORTED, NULL, "[uuu]", U(0), U(1), U(4096));
 	conn_close(&c);
 	close(fd);
 	dmn_stop(&d);
@@ -70,18 +78,22 @@ END_TEST
 START_TEST(r_hostbuf_range)
 {
 	struct conn c;
-	sess(&c, &D);
+	uint64_t sid, t[4];
+	uint8_t secret[32];
+	chan_sess(&D, &c, &sid, secret);
+	int s = chan_auth(&D, sid, secret);
 	int fd = memfd(8192, true), loose = memfd(8192, false);
 	char path[128];
 	snprintf(path, sizeof(path), "%s/plain", D.dir);
 	int plain = open(path, O_RDWR | O_CREAT, 0600);
 	ck_assert_int_ge(plain, 0);
 	ck_assert_int_eq(ftruncate(plain, 8192), 0);
-	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), U(plain), U(8192)); /* not a memfd */
-	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), U(loose), U(8192)); /* not sealed */
-	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), U(fd), U(8193));    /* too small */
+	pass_ok(s, (const int[]){plain, loose, fd, fd}, 4, t);
+	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), t[0], U(8192)); /* not a memfd */
+	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), t[1], U(8192)); /* not sealed */
+	expect(&c, OP_HOST_REGISTER, 0, ST_BAD_ARGUMENT, NULL, "[uuu]", U(0), t[2], U(8193)); /* too small */
 	struct reply r;
-	expect(&c, OP_HOST_REGISTER, 0, ST_OK, &r, "[uuu]", U(0), U(fd), U(8192));
+	expect(&c, OP_HOST_REGISTER, 0, ST_OK, &r, "[uuu]", U(0), t[3], U(8192));
 	uint64_t h = r.body->a[0].u, p = alloc(&c, 8192);
 	reply_free(&r);
 	uint8_t *map = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -98,6 +110,7 @@ START_TEST(r_hostbuf_range)
 	close(fd);
 	close(loose);
 	close(plain);
+	close(s);
 	conn_close(&c);
 }
 END_TEST

@@ -42,6 +42,14 @@ size_t batch_rules(struct rule *out);
 size_t limit_rules(struct rule *out);
 /* The cases where the daemon and the document once disagreed (contract.c), at most 8. */
 size_t contract_rules(struct rule *out);
+/* The cases of the fd channel and HOST_REGISTER's tickets (fdchan.c), the same way (at most 8). */
+size_t fdchan_rules(struct rule *out);
+
+/* The fd channel (§9, fdchan.c): a session on d with its id and HELLO's 32-byte fd_secret; a channel connection
+ * of it, AUTH answered OK; a PASS of n descriptors answered OK, their tickets in t. Each asserts. */
+void chan_sess(const struct dmn *d, struct conn *c, uint64_t *session, uint8_t *secret);
+int chan_auth(const struct dmn *d, uint64_t session, const uint8_t *secret);
+void pass_ok(int s, const int *fds, unsigned n, uint64_t *t);
 
 /* A connection that said HELLO. */
 void sess(struct conn *c, const struct dmn *d);

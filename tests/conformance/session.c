@@ -52,7 +52,7 @@ START_TEST(r_hello_version)
 		ck_assert_uint_eq(r.op, OP_HELLO);
 		if (r.status == ST_OK) {
 			const struct mpv *b = r.body;
-			ck_assert_uint_eq(b->len, 7);
+			ck_assert_uint_eq(b->len, 8);
 			ck_assert_uint_eq(b->a[0].u, rows[k].got);
 			ck_assert_uint_ne(b->a[1].u, 0);
 			ck_assert_int_eq(b->a[2].t, MP_STR);

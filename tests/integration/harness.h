@@ -8,6 +8,7 @@
 #include "cuasync.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct daemon {
@@ -66,6 +67,11 @@ int metrics_get(int port, const char *path, char **body);
 int metrics_get_as(int port, const char *path, const char *bearer, char **body);
 /* The value of series (name with its labels, exactly as written) in Prometheus text; -1 when absent. */
 double metric_value(const char *text, const char *series);
+
+/* Passes fd into session over the fd channel beside the ipc:// socket of ipc_url (PROTOCOL.md §9), authenticated
+ * with HELLO's 32-byte fd_secret (the connection is kept for the next call of the same session); returns its
+ * ticket for HOST_REGISTER. Asserts. One thread at a time. */
+uint64_t fdchan_pass_one(const char *ipc_url, uint64_t session, const void *secret, int fd);
 
 /* True when file (at most 1 MiB of it) contains text. */
 bool file_has(const char *file, const char *text);

@@ -2,6 +2,7 @@
  * socket, peers that drop during the handshake. The daemon must keep serving everyone else. */
 #include "config.h"
 
+#include "cua_fdchan.h"
 #include "cua_proto.h"
 #include "cua_wire.h"
 #include "harness.h"
@@ -265,6 +266,25 @@ pack_req(uint32_t op, const void *body, char *out, size_t cap)
 	return n;
 }
 
+/* Sends the HELLO in buf, asserting OK; the session's id and its fd channel secret (PROTOCOL.md §9). */
+static void
+raw_hello(nng_socket s, const void *buf, size_t len, uint64_t *sid, uint8_t *secret)
+{
+	char *rb = NULL;
+	size_t rlen = 0;
+	ck_assert_int_eq(nng_send(s, (void *)buf, len, 0), 0);
+	ck_assert_int_eq(nng_recv(s, &rb, &rlen, NNG_FLAG_ALLOC), 0);
+	cua_wire_reply r;
+	cua_err e;
+	ck_assert_int_eq(cua_wire_decode_reply(rb, rlen, &r, &e), 0);
+	ck_assert_uint_eq(r.status, CUA_OK);
+	ck_assert_uint_eq(r.body.hello.fd_secret.len, CUA_FDCHAN_SECRET);
+	*sid = r.body.hello.session;
+	memcpy(secret, r.body.hello.fd_secret.ptr, CUA_FDCHAN_SECRET);
+	cua_wire_reply_free(&r);
+	nng_free(rb, rlen);
+}
+
 START_TEST(garbage_truncated_and_oversized_messages)
 {
 	cua_client *good = connect_to(&D);
@@ -275,7 +295,9 @@ START_TEST(garbage_truncated_and_oversized_messages)
 	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENO_SESSION);
 	struct cua_req_hello h = {1, 1, {"raw", 3}, 1};
 	n = pack_req(CUA_OP_HELLO, &h, buf, sizeof(buf));
-	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_OK);
+	uint64_t sid;
+	uint8_t secret[CUA_FDCHAN_SECRET];
+	raw_hello(s, buf, n, &sid, secret);
 	/* garbage */
 	unsigned seed = 12345;
 	for (int k = 0; k < 50; k++) {
@@ -300,25 +322,36 @@ START_TEST(garbage_truncated_and_oversized_messages)
 	/* unknown op, wrong version */
 	ck_assert_int_eq(raw_call(s, "\x94\x01\x63\x00\x90", 5, msg, sizeof(msg)), CUA_EUNKNOWN_OP);
 	ck_assert_int_eq(raw_call(s, "\x94\x07\x02\x00\x91\x01", 6, msg, sizeof(msg)), CUA_EVERSION);
-	/* shared host memory: a descriptor that is not a memfd, and one that does not exist */
+	/* shared host memory: tickets this session was not passed (descriptor numbers are none), and a descriptor
+	 * passed that is not a memfd */
 	struct cua_req_host_register hr = {0, 1, 4096};
 	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
-	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_EBAD_ARGUMENT);
-	ck_assert_msg(strstr(msg, "not a memfd") || strstr(msg, "cannot open"), "%s", msg);
-	hr.fd = 4000;
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENOT_FOUND);
+	ck_assert_msg(strstr(msg, "fd channel"), "%s", msg);
+	hr.ticket = 4000;
+	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
+	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENOT_FOUND);
+	int notmem[2];
+	ck_assert_int_eq(pipe(notmem), 0);
+	hr.ticket = fdchan_pass_one(D.url, sid, secret, notmem[0]);
 	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
 	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_EBAD_ARGUMENT);
+	ck_assert_msg(strstr(msg, "not a memfd"), "%s", msg);
+	close(notmem[0]);
+	close(notmem[1]);
 	/* a copy naming a host buffer this session does not have; and past the end of one */
 	struct cua_req_memcpy_host hc = {0x1000, 0, 0x4000000100000001ull, 0, 16};
 	n = pack_req(CUA_OP_MEMCPY_HTOD_HOST, &hc, buf, sizeof(buf));
 	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_ENOT_FOUND);
 	int mfd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	ck_assert_int_eq(ftruncate(mfd, 4096), 0);
-	hr.fd = (uint32_t)mfd;
+	hr.ticket = fdchan_pass_one(D.url, sid, secret, mfd);
 	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
 	ck_assert_int_eq(raw_call(s, buf, n, msg, sizeof(msg)), CUA_EBAD_ARGUMENT); /* not sealed: could shrink */
 	ck_assert_msg(strstr(msg, "F_SEAL_SHRINK"), "%s", msg);
 	ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	hr.ticket = fdchan_pass_one(D.url, sid, secret, mfd); /* the refused one's ticket is used up */
+	n = pack_req(CUA_OP_HOST_REGISTER, &hr, buf, sizeof(buf));
 	ck_assert_int_eq(nng_send(s, buf, n, 0), 0);
 	char *rb = NULL;
 	size_t rlen = 0;

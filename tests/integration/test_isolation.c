@@ -5,6 +5,7 @@
  * "Release in sequence order"), B's data and host memory stay its own, and B is served meanwhile. */
 #include "config.h"
 
+#include "cua_fdchan.h"
 #include "cua_proto.h"
 #include "cua_wire.h"
 #include "harness.h"
@@ -140,6 +141,8 @@ struct peer {
 	nng_socket s;
 	uint64_t seq; /* the last ordered seq sent */
 	uint64_t module, spin, fill, stream;
+	uint64_t session;                     /* HELLO's reply */
+	uint8_t fd_secret[CUA_FDCHAN_SECRET]; /* HELLO's reply: the fd channel's secret (PROTOCOL.md §9) */
 };
 
 static uint64_t
@@ -211,7 +214,14 @@ peer_open(struct peer *p)
 	struct cua_req_hello h = {1, 1, {"attacker", 8}, (uint32_t)getpid()};
 	struct rawq q;
 	rawq_send(p->s, &q, CUA_OP_HELLO, 0, &h);
-	rawq_expect(&q, CUA_OP_HELLO, CUA_OK, NULL);
+	cua_wire_reply rep;
+	nng_msg *m;
+	ck_assert_int_eq(rawq_reply(&q, &rep, &m), CUA_OK);
+	ck_assert_uint_eq(rep.body.hello.fd_secret.len, CUA_FDCHAN_SECRET);
+	p->session = rep.body.hello.session;
+	memcpy(p->fd_secret, rep.body.hello.fd_secret.ptr, CUA_FDCHAN_SECRET);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
 	p->module = peer_load(p);
 	p->spin = peer_function(p, p->module, "spin");
 	p->fill = peer_function(p, p->module, "fill_u32");
@@ -446,7 +456,7 @@ peer_host_register(struct peer *a, int *fd, void **map, int v)
 	*map = mmap(NULL, NBYTES, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
 	ck_assert_ptr_ne(*map, MAP_FAILED);
 	memset(*map, v, NBYTES);
-	struct cua_req_host_register hr = {0, (uint32_t)*fd, NBYTES};
+	struct cua_req_host_register hr = {0, fdchan_pass_one(D.url, a->session, a->fd_secret, *fd), NBYTES};
 	return peer_u64(a, CUA_OP_HOST_REGISTER, &hr);
 }
 

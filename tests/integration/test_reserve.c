@@ -8,6 +8,7 @@
  * still served. */
 #include "config.h"
 
+#include "cua_fdchan.h"
 #include "cua_proto.h"
 #include "cua_wire.h"
 #include "harness.h"
@@ -82,7 +83,10 @@ rawq_reply(struct rawq *q, uint32_t op, uint64_t *value, char *msg, size_t len)
 
 struct peer {
 	nng_socket s;
-	uint64_t seq; /* the last ordered seq sent */
+	uint64_t seq;                         /* the last ordered seq sent */
+	uint64_t session;                     /* HELLO's reply */
+	uint8_t fd_secret[CUA_FDCHAN_SECRET]; /* HELLO's reply: the fd channel's secret (PROTOCOL.md §9) */
+	char url[320];
 };
 
 static void
@@ -95,8 +99,23 @@ peer_open(struct peer *p, const char *url)
 	struct cua_req_hello h = {1, 1, {"hostile", 7}, (uint32_t)getpid()};
 	struct rawq q;
 	char msg[256];
+	(void)msg;
 	rawq_send(p->s, &q, CUA_OP_HELLO, 0, &h);
-	ck_assert_int_eq(rawq_reply(&q, CUA_OP_HELLO, NULL, msg, sizeof(msg)), CUA_OK);
+	nng_aio_wait(q.aio);
+	ck_assert_int_eq(nng_aio_result(q.aio), 0);
+	nng_msg *m = nng_aio_get_msg(q.aio);
+	cua_wire_reply rep;
+	cua_err e;
+	ck_assert_int_eq(cua_wire_decode_reply(nng_msg_body(m), nng_msg_len(m), &rep, &e), 0);
+	ck_assert_int_eq(rep.status, CUA_OK);
+	p->session = rep.body.hello.session;
+	if (rep.body.hello.fd_secret.len == CUA_FDCHAN_SECRET)
+		memcpy(p->fd_secret, rep.body.hello.fd_secret.ptr, CUA_FDCHAN_SECRET);
+	snprintf(p->url, sizeof(p->url), "%s", url);
+	cua_wire_reply_free(&rep);
+	nng_msg_free(m);
+	nng_aio_free(q.aio);
+	nng_ctx_close(q.ctx);
 }
 
 /* One ordered request, waited for: its status (value and msg as rawq_reply). */
@@ -291,7 +310,8 @@ START_TEST(pipelined_requests_stay_within_the_sessions_limits)
 	const void *hb[8];
 	for (int k = 0; k < 8; k++) {
 		fds[k] = sealed_memfd(256u << 10);
-		hr[k] = (struct cua_req_host_register){0, (uint32_t)fds[k], 256u << 10};
+		hr[k] = (struct cua_req_host_register){0, fdchan_pass_one(a.url, a.session, a.fd_secret, fds[k]),
+						       256u << 10};
 		hb[k] = &hr[k];
 	}
 	n = pipeline(&a, CUA_OP_HOST_REGISTER, hb, false, 8, "--session-host-bytes");
@@ -354,7 +374,8 @@ START_TEST(pipelined_requests_stay_within_the_tenants_limits)
 	const void *hb[8];
 	for (int k = 0; k < 8; k++) {
 		fds[k] = sealed_memfd(256u << 10);
-		hr[k] = (struct cua_req_host_register){0, (uint32_t)fds[k], 256u << 10};
+		hr[k] = (struct cua_req_host_register){0, fdchan_pass_one(a1.url, a1.session, a1.fd_secret, fds[k]),
+						       256u << 10};
 		hb[k] = &hr[k];
 	}
 	n1 = pipeline(&a1, CUA_OP_HOST_REGISTER, hb, false, 8, "`host-bytes` in [tenant me]");

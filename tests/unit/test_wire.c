@@ -51,7 +51,14 @@ static const struct cua_req_host_register s_hreg = {0, 7, 64u << 20};
 static const struct cua_rep_host_register r_hreg = {0x4000000100000005ull};
 static const struct cua_req_host_unregister s_hunreg = {0x4000000100000005ull};
 static const struct cua_req_memcpy_host s_hcopy = {0x7f0000001000ull, 0, 0x4000000100000005ull, 4096, 1u << 20};
-static const struct cua_rep_hello r_hello = {1, 7, BYTES("cuasyncd 0.1.0"), 64u << 20, CUA_MAX_BATCH, CUA_MAX_ARGS, 1};
+static const struct cua_rep_hello r_hello = {1,
+					     7,
+					     BYTES("cuasyncd 0.1.0"),
+					     64u << 20,
+					     CUA_MAX_BATCH,
+					     CUA_MAX_ARGS,
+					     1,
+					     BYTES("0123456789abcdef0123456789abcdef")};
 static cua_wire_device r_dev[] = {
 	{0, BYTES("NVIDIA H200"), 9, 0, 150754820096ull, 132, 0, -5, BYTES("cuda"), 1},
 	{1, BYTES("emulated device"), 8, 0, 1u << 30, 4, 0, -1, BYTES("emu"), 3},
