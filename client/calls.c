@@ -81,8 +81,10 @@ cuac_hello(cua_client *c)
 	 * being restarted) loses nothing, and the dialer reconnects by itself. */
 	for (int attempt = 0;; attempt++) {
 		r = cuac_rpc(c, CUA_OP_HELLO, &h, false, &rep);
-		if (r == 0)
+		if (r == 0) {
 			c->session = rep.w.body.hello.session;
+			r = cuac_session_bind(c, &rep);
+		}
 		cuac_reply_done(&rep);
 		if (r != CUA_ETRANSPORT || attempt == 4)
 			break;
