@@ -1,5 +1,6 @@
 """The Python client against the real cuasyncd on the emulated device (fixtures in conftest.py)."""
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import cuasync
+from conftest import BUILDDIR, start_daemon, stop_daemon
 
 N = 10000
 
@@ -347,3 +349,71 @@ def test_event_misuse_is_refused(client):
     with pytest.raises(cuasync.ClosedError):
         s.wait_event(e)
     s.free()
+
+
+def test_error_classes_match_the_library():
+    # declared statically (for type checkers); one per status of the library's table, named after it
+    for st in range(1, 256):
+        name = ffi_name(st)
+        if name == "UNKNOWN":
+            break
+        cls = cuasync.errors.BY_STATUS[st]
+        assert cls.name == name and cls.status == st
+        assert cls.__name__ == "".join(p.capitalize() for p in name.split("_")) + "Error"
+        assert getattr(cuasync, cls.__name__) is cls
+    assert len(cuasync.errors.BY_STATUS) == st - 1
+    assert issubclass(cuasync.TimeoutError, TimeoutError) and issubclass(cuasync.SessionLostError, cuasync.Error)
+
+
+def ffi_name(st):
+    from cuasync._ffi import ffi, lib
+
+    return ffi.string(lib.cua_strerror_name(st)).decode()
+
+
+def _assert_lost(client):
+    for call in (client.ping, client.synchronize, lambda: client.mem_alloc(4096)):
+        with pytest.raises(cuasync.SessionLostError) as ei:
+            call()
+        assert "session is gone" in ei.value.message and "cua_connect" in ei.value.message
+
+
+def test_daemon_restart_loses_the_session_then_reconnecting_works(tmp_path):
+    # the next call fails at once with SESSION_LOST (not a 5 s stall, PROTOCOL, then NO_SESSION forever)
+    url, log = "ipc://%s/r.sock" % tmp_path, str(tmp_path / "daemon.log")
+    proc = start_daemon(url, log)
+    try:
+        c = cuasync.connect(url, timeout_ms=60000)
+        c.ping()
+        stop_daemon(proc, log)
+        proc = start_daemon(url, log)
+        _assert_lost(c)
+        c.close()
+        with cuasync.connect(url, timeout_ms=60000) as c:
+            c.ping()
+    finally:
+        stop_daemon(proc, log)
+
+
+def test_operator_disconnect_loses_the_session_then_reconnecting_works(tmp_path):
+    url, op, log = "ipc://%s/r.sock" % tmp_path, "ipc://%s/op.sock" % tmp_path, str(tmp_path / "daemon.log")
+    proc = start_daemon(url, log, "--operator-url", op)
+    ctl = os.path.join(BUILDDIR, "tools", "cuasyncctl")
+    try:
+        c = cuasync.connect(url, timeout_ms=60000)
+        out = subprocess.run([ctl, "--url", op, "--json", "sessions"], check=True, capture_output=True, text=True)
+        ids = [s["id"] for s in json.loads(out.stdout)["sessions"] if s["pid"] == os.getpid()]
+        assert len(ids) == 1, out.stdout
+        subprocess.run([ctl, "--url", op, "disconnect", str(ids[0])], check=True, capture_output=True)
+        # served until the daemon closes the connection (within a second), then lost at once: nothing else
+        for _ in range(10000000):
+            try:
+                c.ping()
+            except cuasync.SessionLostError:
+                break
+        _assert_lost(c)
+        c.close()
+        with cuasync.connect(url, timeout_ms=60000) as c:
+            c.ping()
+    finally:
+        stop_daemon(proc, log)
