@@ -9,9 +9,12 @@ ClosedError too, naming it, and so does one used after it was freed.
 Threads: a Client may be used from several threads (libcuasync is thread-safe and cffi releases the GIL
 during its calls); awaiting futures is for one asyncio event loop at a time.
 """
+import atexit
 import os
 import sys
 import weakref
+
+from typing import Optional
 
 import numpy as np
 
@@ -52,6 +55,10 @@ class _Owned:
         self._released = why
         self._client._objects.discard(self)
         return True
+
+    def free(self) -> None:
+        """Releases it (each kind of object says how)."""
+        raise NotImplementedError
 
     def _double(self):
         raise ClosedError("%s was already released (%s): double free" % (self, self._released))
@@ -391,16 +398,33 @@ def _examples(size):
     }.get(size, "a numpy structured scalar (numpy.void) of that size")
 
 
+# The clients not closed yet. At interpreter exit they are closed while the interpreter is whole (atexit runs
+# before modules are torn down): left to __del__ during teardown, a client could be closed after cffi or this
+# module's globals were gone, or a Future freed after its client (cua_future_free on a freed cua_client), and
+# libcuasync's NNG threads would still be running while the interpreter goes.
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for c in list(_open_clients):
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001 (exiting: nothing to report to)
+            pass
+
+
 class Client:
     """A connection to cuasyncd and its session (cua_connect). A context manager: closes on exit."""
 
-    def __init__(self, url=None, timeout_ms=None):
+    def __init__(self, url: Optional[str] = None, timeout_ms: Optional[int] = None) -> None:
         out = ffi.new("cua_client **")
         check(lib.cua_connect(url.encode() if url is not None else ffi.NULL, out))
         self._c = out[0]
+        _open_clients.add(self)
         self.url = url
-        self._objects = weakref.WeakSet()  # the _Owned objects not released yet
-        self._futures = weakref.WeakSet()  # the Futures not freed yet
+        self._objects: "weakref.WeakSet[_Owned]" = weakref.WeakSet()  # the _Owned objects not released yet
+        self._futures: "weakref.WeakSet[Future]" = weakref.WeakSet()  # the Futures not freed yet
         self._waiters = _Waiters(self)
         if timeout_ms is not None:
             lib.cua_set_timeout(self._c, int(timeout_ms))
@@ -423,7 +447,7 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         """Waits for the futures in flight (keeping their results), closes the session (the daemon frees
         everything it still holds) and marks every object of this client closed. A second close does nothing."""
         if self._c is None:
@@ -434,6 +458,7 @@ class Client:
         for o in list(self._objects):
             o._release("its client was closed")
         c, self._c = self._c, None
+        _open_clients.discard(self)
         lib.cua_disconnect(c)
 
     def __del__(self):
@@ -443,7 +468,7 @@ class Client:
             pass
 
     # ---- what the daemon says
-    def ping(self):
+    def ping(self) -> None:
         check(lib.cua_ping(self._live()))
 
     def status(self):
@@ -509,6 +534,6 @@ class Client:
         return Event(self, out[0], device, timing)
 
 
-def connect(url=None, timeout_ms=None):
+def connect(url: Optional[str] = None, timeout_ms: Optional[int] = None) -> Client:
     """A Client connected to url (None: $CUASYNC_URL, else the default socket)."""
     return Client(url, timeout_ms)

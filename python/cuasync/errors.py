@@ -8,6 +8,7 @@ SessionLostError, and so on. They are declared here, one class per status of cli
 CUA_ERROR_TABLE, so that type checkers and IDEs see them; python/tests/test_cuasync.py checks that the table
 and these classes agree (a status added to the library needs its class here).
 """
+import builtins
 from typing import Dict, Optional, Type
 
 from ._ffi import ffi, lib
@@ -98,7 +99,7 @@ class PdlUnsupportedError(Error):
     name = "PDL_UNSUPPORTED"
 
 
-class NoMemoryError(Error, MemoryError):
+class NoMemoryError(Error, builtins.MemoryError):
     """Status NO_MEMORY (10)."""
 
     status = 10
@@ -119,7 +120,7 @@ class TooLargeError(Error):
     name = "TOO_LARGE"
 
 
-class TimeoutError(Error, TimeoutError):
+class TimeoutError(Error, builtins.TimeoutError):
     """Status TIMEOUT (13)."""
 
     status = 13

@@ -15,6 +15,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILDDIR = os.environ.get("CUASYNC_BUILDDIR") or os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, "build"))
 os.environ.setdefault("CUASYNC_LIB", os.path.join(BUILDDIR, "client", ".libs", "libcuasync.so.0"))
 
+
+def pytest_sessionstart(session):
+    """The package under test is the installed one (python/tests/run.sh installs it), not the source tree."""
+    where = os.environ.get("CUASYNC_TEST_INSTALLED")
+    if where:
+        import cuasync
+
+        assert os.path.abspath(cuasync.__file__).startswith(os.path.abspath(where) + os.sep), cuasync.__file__
+
+
 # The emulated device's kernel list (what tests/integration/harness.c loads without nvcc).
 EMU_IMAGE = b"cuasync-emu-module\naxpy\nfill_u32\nempty_kernel\nspin\npdl_count\nbad_write\n"
 
