@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -417,3 +418,33 @@ def test_operator_disconnect_loses_the_session_then_reconnecting_works(tmp_path)
             c.ping()
     finally:
         stop_daemon(proc, log)
+
+
+LEAKY_CLIENT = """
+import sys, time
+import cuasync
+c = cuasync.connect(sys.argv[1], timeout_ms=5000)
+c.ping()
+print("connected", flush=True)
+sys.stdin.readline()  # its daemon is gone now
+time.sleep(0.3)       # a window in which a re-dialing client's NNG threads wake up
+# exits with the client still open
+"""
+
+
+def test_exit_with_a_client_open_after_its_daemon_went_is_clean(tmp_path):
+    # The SIGSEGV at interpreter exit (issue 21): cffi dlclosed libcuasync (and NNG with it) when its lib object
+    # was collected during teardown, while NNG's threads kept running (re-dialing the daemon that went) into
+    # unmapped code; about one exit in three crashed. Now the library stays mapped (RTLD_NODELETE), open
+    # clients are closed at exit, and a lost session does not re-dial.
+    url, log = "ipc://%s/x.sock" % tmp_path, str(tmp_path / "daemon.log")
+    for i in range(8):
+        proc = start_daemon(url, log)
+        child = subprocess.Popen([sys.executable, "-c", LEAKY_CLIENT, url], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            assert child.stdout.readline().strip() == "connected"
+        finally:
+            stop_daemon(proc, log)
+        out, _ = child.communicate("go\n", timeout=60)
+        assert child.returncode == 0, "run %d: exit status %d: %s" % (i, child.returncode, out)
