@@ -47,7 +47,8 @@ struct cuac_transport {
 	 * nng_ctx_recv of an exchange (so that an exchange either sees lost or is in live when the pipe goes), and
 	 * is taken before NNG's own locks, never while waiting. Never held with c->lock taken after it. */
 	pthread_mutex_t plock;
-	uint32_t pipe_now;     /* the socket's pipe (one dialer: at most one at a time), 0 when none */
+	uint32_t gone[16]; /* the last pipes that went (REM_POST), round robin: HELLO's may be among them */
+	unsigned ngone;
 	uint32_t session_pipe; /* the pipe HELLO was answered on, 0 before (any pipe may carry HELLO then) */
 	bool lost;             /* session_pipe went: nothing is sent any more */
 	LIST_HEAD(, live) live;
@@ -80,9 +81,9 @@ nng_status(int rv)
 /* ------------------------------------------------------------------ the session's pipe */
 
 /* NNG pipe events (on NNG threads; they must not wait on the socket). ADD_PRE: a pipe after the bound one never
- * joins the socket, so nothing is ever sent on a pipe that did not say HELLO. ADD_POST / REM_POST: which pipe the
- * socket has; when the bound one goes, the session is lost and every exchange in flight ends at once (a
- * request queued on a socket with no pipe would otherwise wait out its timeout). */
+ * joins the socket, so nothing is ever sent on a pipe that did not say HELLO. REM_POST: when the bound one goes,
+ * the session is lost and every exchange in flight ends at once (a request queued on a socket with no pipe would
+ * otherwise wait out its timeout); the pipes that went before the binding are remembered for it. */
 static void
 pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
@@ -94,11 +95,8 @@ pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 	pthread_mutex_lock(&t->plock);
 	if (ev == NNG_PIPE_EV_ADD_PRE) {
 		reject = t->session_pipe != 0 || t->lost;
-	} else if (ev == NNG_PIPE_EV_ADD_POST) {
-		t->pipe_now = id;
 	} else if (ev == NNG_PIPE_EV_REM_POST) {
-		if (t->pipe_now == id)
-			t->pipe_now = 0;
+		t->gone[t->ngone++ % (sizeof(t->gone) / sizeof(t->gone[0]))] = id;
 		if (t->session_pipe == id && !t->lost) {
 			t->lost = true;
 			LIST_FOREACH(l, &t->live, link)
@@ -119,7 +117,10 @@ cuac_session_bind(cua_client *c, const struct cuac_reply *rep)
 
 	pthread_mutex_lock(&t->plock);
 	t->session_pipe = id;
-	t->lost = t->pipe_now != id; /* it went while the reply was on its way: its REM_POST came already */
+	/* it went while the reply was on its way: its REM_POST came already (ADD_POST may still be to come: NNG
+	 * runs it after the pipe may carry requests, so a pipe's presence cannot be told by it) */
+	for (unsigned i = 0; i < t->ngone && i < sizeof(t->gone) / sizeof(t->gone[0]); i++)
+		t->lost |= t->gone[i] == id;
 	lost = t->lost;
 	pthread_mutex_unlock(&t->plock);
 	/* The dialer still re-dials when the pipe goes; each new pipe would be closed at once (pipe_event), so
@@ -304,10 +305,15 @@ tls_ca(nng_tls_config *cfg, struct tls_info *ti)
 	return 0;
 }
 
+/* tls_setup's flags for the probes of a failed handshake (tls_probe): no verification of the server at all, or
+ * no check of its name. */
+#define TLS_NO_VERIFY 1u
+#define TLS_NO_NAME 2u
+
 /* The TLS configuration of a tls+ dialer: tls_ca verifies the server, the URL's host is the expected server
- * name, and tls_own_cert presents ours. 0 or a status with the last error set. */
+ * name, and tls_own_cert presents ours (flags: 0, but for tls_probe). 0 or a status with the last error set. */
 static int
-tls_setup(nng_dialer d, const char *url, struct tls_info *ti)
+tls_setup(nng_dialer d, const char *url, struct tls_info *ti, unsigned flags)
 {
 	nng_tls_config *cfg;
 	int r, rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT);
@@ -322,14 +328,34 @@ tls_setup(nng_dialer d, const char *url, struct tls_info *ti)
 			ti->host[n] = '\0';
 		}
 	}
-	if ((r = tls_ca(cfg, ti)) != 0 || (r = tls_own_cert(cfg, ti)) != 0)
+	if (flags & TLS_NO_VERIFY)
+		r = (rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_NONE)) != 0 ? CUA_ETRANSPORT : 0;
+	else
+		r = tls_ca(cfg, ti);
+	if (r != 0 || (r = tls_own_cert(cfg, ti)) != 0)
 		goto out;
-	if ((ti->host[0] && (rv = nng_tls_config_server_name(cfg, ti->host)) != 0) ||
+	if ((ti->host[0] && !(flags & TLS_NO_NAME) && (rv = nng_tls_config_server_name(cfg, ti->host)) != 0) ||
 	    (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg)) != 0)
 		r = cuac_fail(nng_status(rv), "cannot set up TLS: %s", nng_strerror(rv));
 out:
 	nng_tls_config_free(cfg);
 	return r;
+}
+
+/* Whether a TLS handshake with url succeeds with flags (TLS_NO_VERIFY, TLS_NO_NAME): after one failed, says
+ * which side refused. A probe connection is closed as soon as it is up; it sends nothing. */
+static bool
+tls_probe(const char *url, unsigned flags)
+{
+	struct tls_info ti = {"", NULL, false, NULL};
+	nng_socket s;
+	nng_dialer d;
+	bool ok;
+	if (nng_req0_open(&s) != 0)
+		return false;
+	ok = nng_dialer_create(&d, s, url) == 0 && tls_setup(d, url, &ti, flags) == 0 && nng_dialer_start(d, 0) == 0;
+	nng_close(s);
+	return ok;
 }
 
 /* The group that owns the ipc socket at url, for the advice of a refused connection: "" when unknown. */
@@ -343,6 +369,41 @@ socket_group(const char *url, char *buf, size_t len)
 		snprintf(buf, len, "%s", g->gr_name);
 }
 
+/* Sets the last error to what a failed TLS handshake with url (NNG error rv) means, found by probing: with no
+ * verification of the daemon it succeeds (then its certificate is the problem: with no check of its name too, the
+ * name), or it fails (then the daemon refused us: our certificate, or none). Returns the status. */
+static int
+tls_fail(const char *url, int rv, const struct tls_info *ti)
+{
+	const char *ca_hint = ti->ca_from_env ? "$CUASYNC_TLS_CA"
+					      : "the system store: set $CUASYNC_TLS_CA to the CA "
+						"file that signed it";
+	if (tls_probe(url, TLS_NO_VERIFY) && tls_probe(url, TLS_NO_NAME))
+		return cuac_fail(CUA_ETRANSPORT,
+				 "cannot connect to cuasyncd at %s: the daemon's TLS certificate did not verify: it is "
+				 "signed by a CA of %s but does not name %s: the host in the URL must be in its "
+				 "subjectAltName (or connect by a name it has)",
+				 url, ti->ca, ti->host);
+	if (tls_probe(url, TLS_NO_VERIFY))
+		return cuac_fail(CUA_ETRANSPORT,
+				 "cannot connect to cuasyncd at %s: the daemon's TLS certificate did not verify "
+				 "against %s "
+				 "(%s): it is signed by another CA, or expired",
+				 url, ti->ca, ca_hint);
+	if (ti->cert == NULL)
+		return cuac_fail(
+			CUA_ETRANSPORT,
+			"cannot connect to cuasyncd at %s: the TLS handshake failed (%s): the daemon requires a "
+			"client certificate (its --tls-ca): set $CUASYNC_TLS_CERT (and $CUASYNC_TLS_KEY) to one "
+			"signed by that CA (or it does not speak TLS on that port)",
+			url, nng_strerror(rv));
+	return cuac_fail(
+		CUA_ETRANSPORT,
+		"cannot connect to cuasyncd at %s: the TLS handshake failed (%s): the daemon did not accept the "
+		"client certificate %s ($CUASYNC_TLS_CERT): it must be signed by the CA of the daemon's --tls-ca",
+		url, nng_strerror(rv), ti->cert);
+}
+
 /* Sets the last error to what a dial to url that failed with NNG error rv means, and what to do; returns the
  * status. One row per cause: the daemon not running, no access to its socket, a TLS failure, a bad URL. */
 static int
@@ -351,6 +412,8 @@ dial_fail(const char *url, int rv, const struct tls_info *ti)
 	bool ipc = strncmp(url, "ipc://", 6) == 0, tls = strncmp(url, "tls+", 4) == 0;
 	char grp[64];
 
+	if (ipc && rv == NNG_ECONNREFUSED && access(url + 6, F_OK) != 0 && errno == ENOENT)
+		rv = NNG_ENOENT; /* NNG says refused for a missing socket file too */
 	switch (rv) {
 	case NNG_ENOENT:
 		if (ipc)
@@ -379,37 +442,12 @@ dial_fail(const char *url, int rv, const struct tls_info *ti)
 			url, grp[0] ? "group " : "see ls -l on it, the system service's is cuasync", grp[0] ? grp : "",
 			grp[0] ? grp : "cuasync");
 	case NNG_EPEERAUTH:
-		if (tls)
-			return cuac_fail(
-				CUA_ETRANSPORT,
-				"cannot connect to cuasyncd at %s: the daemon's TLS certificate did not verify: it "
-				"is not signed by a CA in %s (%s), or it does not name %s (the host in the URL must "
-				"be in its subjectAltName), or it expired",
-				url, ti->ca,
-				ti->ca_from_env ? "$CUASYNC_TLS_CA"
-						: "the system store; set "
-						  "$CUASYNC_TLS_CA to the daemon's CA",
-				ti->host);
-		break;
 	case NNG_ECRYPTO:
 	case NNG_ECONNSHUT:
 	case NNG_ECLOSED:
 	case NNG_ECONNRESET:
-		if (tls && ti->cert == NULL)
-			return cuac_fail(
-				CUA_ETRANSPORT,
-				"cannot connect to cuasyncd at %s: the TLS handshake failed (%s): the daemon may "
-				"require a client certificate (its --tls-ca): set $CUASYNC_TLS_CERT (and "
-				"$CUASYNC_TLS_KEY) to one signed by that CA; or its certificate did not verify "
-				"against %s for the name %s",
-				url, nng_strerror(rv), ti->ca, ti->host);
 		if (tls)
-			return cuac_fail(
-				CUA_ETRANSPORT,
-				"cannot connect to cuasyncd at %s: the TLS handshake failed (%s): the daemon did not "
-				"accept the client certificate %s ($CUASYNC_TLS_CERT must be signed by the CA of "
-				"its --tls-ca), or its certificate did not verify against %s for the name %s",
-				url, nng_strerror(rv), ti->cert, ti->ca, ti->host);
+			return tls_fail(url, rv, ti);
 		break;
 	case NNG_EADDRINVAL:
 	case NNG_ENOTSUP:
@@ -440,7 +478,7 @@ dial(nng_socket sock, const char *url, nng_dialer *dp)
 		nng_dialer d;
 		if ((rv = nng_dialer_create(&d, sock, url)) != 0)
 			return dial_fail(url, rv, &ti);
-		if (strncmp(url, "tls+", 4) == 0 && (r = tls_setup(d, url, &ti)) != 0) {
+		if (strncmp(url, "tls+", 4) == 0 && (r = tls_setup(d, url, &ti, 0)) != 0) {
 			nng_dialer_close(d);
 			return r;
 		}
@@ -485,7 +523,6 @@ cuac_transport_open(cua_client *c, const char *url)
 	nng_socket_set_ms(t->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	nng_socket_set_size(t->sock, NNG_OPT_RECVMAXSZ, CUA_WIRE_MAX_MESSAGE);
 	if ((rv = nng_pipe_notify(t->sock, NNG_PIPE_EV_ADD_PRE, pipe_event, t)) != 0 ||
-	    (rv = nng_pipe_notify(t->sock, NNG_PIPE_EV_ADD_POST, pipe_event, t)) != 0 ||
 	    (rv = nng_pipe_notify(t->sock, NNG_PIPE_EV_REM_POST, pipe_event, t)) != 0) {
 		r = cuac_fail(nng_status(rv), "cannot watch the connection: %s", nng_strerror(rv));
 		goto out;
