@@ -14,7 +14,7 @@ import os
 import sys
 import weakref
 
-from typing import Optional
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class _Owned:
         raise ClosedError("%s was already released (%s): double free" % (self, self._released))
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._released is not None or self._client._c is None
 
     def __enter__(self):
@@ -89,7 +89,7 @@ class DeviceBuffer(_Owned):
     def __int__(self):
         return self.ptr
 
-    def free(self):
+    def free(self) -> None:
         """Frees the memory (after the work submitted before it, as the daemon orders it)."""
         if self._released is not None:
             self._double()
@@ -108,7 +108,7 @@ class DeviceBuffer(_Owned):
             raise BadArgumentError("the array has %d bytes, %r only %d" % (a.nbytes, self, self.nbytes))
         return ffi.from_buffer(a, require_writable=writable)
 
-    def copy_from(self, a, stream=None):
+    def copy_from(self, a: np.ndarray, stream: "Optional[Stream]" = None) -> None:
         """Copies the C-contiguous array a into the start of this buffer; returns when it is done."""
         c = self._live()
         src = self._host(a, False)
@@ -117,8 +117,8 @@ class DeviceBuffer(_Owned):
         else:
             check(lib.cua_memcpy_htod_on(c, self.ptr, src, a.nbytes, stream._handle()))
 
-    def copy_to(self, a, stream=None):
-        """Copies the start of this buffer into the writable C-contiguous array a (a.nbytes bytes)."""
+    def copy_to(self, a: np.ndarray, stream: "Optional[Stream]" = None) -> np.ndarray:
+        """Copies the start of this buffer into the writable C-contiguous array a (a.nbytes bytes); returns a."""
         c = self._live()
         dst = self._host(a, True)
         if stream is None:
@@ -127,14 +127,14 @@ class DeviceBuffer(_Owned):
             check(lib.cua_memcpy_dtoh_on(c, dst, self.ptr, a.nbytes, stream._handle()))
         return a
 
-    def to_numpy(self, dtype=np.uint8, shape=None):
+    def to_numpy(self, dtype: Any = np.uint8, shape: Any = None) -> np.ndarray:
         """A new array of dtype (shape: default as many elements as the buffer holds) copied from the buffer."""
         dtype = np.dtype(dtype)
         if shape is None:
             shape = (self.nbytes // dtype.itemsize,)
         return self.copy_to(np.empty(shape, dtype))
 
-    def memset(self, value, width=1, count=None):
+    def memset(self, value: int, width: int = 1, count: Optional[int] = None) -> None:
         """Sets count elements of width (1, 2 or 4) bytes to value (default: the whole buffer)."""
         c = self._live()
         check(lib.cua_memset(c, self.ptr, value, width, self.nbytes // width if count is None else count))
@@ -156,7 +156,7 @@ class HostBuffer(_Owned):
     def __repr__(self):
         return "<cuasync.HostBuffer at 0x%x, %d bytes>" % (int(ffi.cast("uintptr_t", self._p)), self.nbytes)
 
-    def numpy(self, dtype=np.uint8, shape=None):
+    def numpy(self, dtype: Any = np.uint8, shape: Any = None) -> np.ndarray:
         """A writable array of dtype over the buffer's memory (no copy); shape defaults to 1-D, all of it."""
         self._live()
         dtype = np.dtype(dtype)
@@ -168,7 +168,7 @@ class HostBuffer(_Owned):
         # references to the exporter besides self._cbuf and getrefcount's argument: the arrays made here
         return sys.getrefcount(self._cbuf) - 2
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -201,16 +201,16 @@ class Stream(_Owned):
         self._live()
         return self._h
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         check(lib.cua_stream_synchronize(self._live(), self._h))
 
-    def wait_event(self, event):
+    def wait_event(self, event: "Event") -> None:
         """Work sent to this stream afterwards waits until event's last record (before this call) is reached."""
         if event._client is not self._client:
             raise BadArgumentError("%r belongs to another client" % event)
         check(lib.cua_stream_wait_event(self._live(), self._h, event._handle()))
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -238,7 +238,7 @@ class Event(_Owned):
         self._live()
         return self._h
 
-    def record(self, stream):
+    def record(self, stream: "Stream") -> None:
         """Marks the point of stream (a Stream of this client) after the work sent to it so far."""
         if not isinstance(stream, Stream):
             raise BadArgumentError("record needs a Stream of this client (the pool is not ordered), not %r" % (stream,))
@@ -246,17 +246,17 @@ class Event(_Owned):
             raise BadArgumentError("%r belongs to another client" % stream)
         check(lib.cua_event_record(self._live(), self._h, stream._handle()))
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Returns when the last record has been reached (at once when never recorded)."""
         check(lib.cua_event_synchronize(self._live(), self._h))
 
-    def query(self):
+    def query(self) -> bool:
         """True when the last record has been reached (or there was none)."""
         out = ffi.new("int *")
         check(lib.cua_event_query(self._live(), self._h, out))
         return bool(out[0])
 
-    def elapsed_ms(self, end):
+    def elapsed_ms(self, end: "Event") -> float:
         """Milliseconds from this event's last record to end's (both reached; both with timing)."""
         if end._client is not self._client:
             raise BadArgumentError("%r belongs to another client" % end)
@@ -264,7 +264,7 @@ class Event(_Owned):
         check(lib.cua_event_elapsed_ms(self._live(), self._h, end._handle(), out))
         return float(out[0])
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -284,7 +284,7 @@ class Module(_Owned):
     def __repr__(self):
         return "<cuasync.Module 0x%x>" % self._h.id
 
-    def function(self, name):
+    def function(self, name: str) -> "Kernel":
         """The kernel called name, with its parameter layout (as the daemon checks launches against it)."""
         c = self._live()
         f = ffi.new("cua_function *")
@@ -295,7 +295,7 @@ class Module(_Owned):
         check(lib.cua_function_get_params(c, f[0], n, offs, sizes))
         return Kernel(self, name, f[0], [(offs[i], sizes[i]) for i in range(n[0])])
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -351,7 +351,9 @@ class Kernel:
             )
         return kind, val
 
-    def launch(self, grid, block, *args, stream=None, shared_mem=0):
+    def launch(
+        self, grid: Any, block: Any, *args: Any, stream: "Optional[Stream]" = None, shared_mem: int = 0
+    ) -> Future:
         """Launches the kernel over grid x block with args; returns a Future that completes when it has run.
 
         args: DeviceBuffer (passed as its device address) or numpy scalars (passed as their bytes; a
@@ -438,7 +440,7 @@ class Client:
         return self._c
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._c is None
 
     def __enter__(self):
@@ -471,7 +473,7 @@ class Client:
     def ping(self) -> None:
         check(lib.cua_ping(self._live()))
 
-    def status(self):
+    def status(self) -> Dict[str, int]:
         """This session's usage as the daemon counts it: a dict of allocations, alloc_bytes, modules,
         functions, streams and in_flight."""
         st = ffi.new("cua_daemon_status *")
@@ -479,12 +481,12 @@ class Client:
         s = st.session
         return {k: getattr(s, k) for k in ("allocations", "alloc_bytes", "modules", "functions", "streams", "in_flight")}
 
-    def device_count(self):
+    def device_count(self) -> int:
         n = ffi.new("int *")
         check(lib.cua_device_count(self._live(), n))
         return n[0]
 
-    def device_info(self, device=0):
+    def device_info(self, device: int = 0) -> Dict[str, Any]:
         d = ffi.new("cua_device_info *")
         check(lib.cua_device_get_info(self._live(), device, d))
         return {
@@ -497,22 +499,22 @@ class Client:
             "generation": d.generation,
         }
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for all work of this client; raises the first error of fire-and-forget work."""
         check(lib.cua_synchronize(self._live()))
 
     # ---- objects
-    def mem_alloc(self, nbytes, device=0):
+    def mem_alloc(self, nbytes: int, device: int = 0) -> DeviceBuffer:
         out = ffi.new("cua_deviceptr *")
         check(lib.cua_mem_alloc(self._live(), device, int(nbytes), out))
         return DeviceBuffer(self, out[0], int(nbytes), device)
 
-    def host_alloc(self, nbytes, device=0):
+    def host_alloc(self, nbytes: int, device: int = 0) -> "HostBuffer":
         out = ffi.new("void **")
         check(lib.cua_host_alloc(self._live(), device, int(nbytes), out))
         return HostBuffer(self, out[0], int(nbytes), device)
 
-    def load_module(self, image, device=0):
+    def load_module(self, image: Union[str, bytes, os.PathLike], device: int = 0) -> "Module":
         """image: a path (str or os.PathLike) of a module file, or its bytes."""
         out = ffi.new("cua_module *")
         if isinstance(image, (bytes, bytearray, memoryview)):
@@ -522,12 +524,12 @@ class Client:
             check(lib.cua_module_load_file(self._live(), device, os.fsencode(image), out))
         return Module(self, out[0], device)
 
-    def stream(self, priority=0, device=0):
+    def stream(self, priority: int = 0, device: int = 0) -> "Stream":
         out = ffi.new("cua_stream *")
         check(lib.cua_stream_create(self._live(), device, priority, out))
         return Stream(self, out[0], device)
 
-    def event(self, timing=True, device=0):
+    def event(self, timing: bool = True, device: int = 0) -> "Event":
         """A new Event; timing=False makes it a little cheaper and refuses elapsed_ms."""
         out = ffi.new("cua_event *")
         check(lib.cua_event_create_on(self._live(), device, 0 if timing else 0x2, out))

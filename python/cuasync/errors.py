@@ -35,7 +35,6 @@ def _name(status: int) -> str:
 
 # One class per status. Python's own exception a status also is comes second, so that `except TimeoutError`
 # catches cuasync.TimeoutError too (and MemoryError NoMemoryError).
-# fmt: off
 class InternalError(Error):
     """Status INTERNAL (1)."""
 
@@ -210,10 +209,38 @@ class SessionLostError(Error):
     status = 25
     name = "SESSION_LOST"
 
-# fmt: on
+
 
 BY_STATUS: Dict[int, Type[Error]] = {
-    cls.status: cls for cls in (InternalError, ProtocolError, VersionError, UnknownOpError, BadArgumentError, NotFoundError, ContextLostError, QuotaError, PdlUnsupportedError, NoMemoryError, DeviceError, TooLargeError, TimeoutError, TransportError, ClosedError, NoSessionError, BusyError, NoDeviceError, UnsupportedError, ModuleError, DeviceHungError, ShuttingDownError, UnauthenticatedError, PermissionDeniedError, SessionLostError,) if cls.status is not None
+    cls.status: cls
+    for cls in (
+        InternalError,
+        ProtocolError,
+        VersionError,
+        UnknownOpError,
+        BadArgumentError,
+        NotFoundError,
+        ContextLostError,
+        QuotaError,
+        PdlUnsupportedError,
+        NoMemoryError,
+        DeviceError,
+        TooLargeError,
+        TimeoutError,
+        TransportError,
+        ClosedError,
+        NoSessionError,
+        BusyError,
+        NoDeviceError,
+        UnsupportedError,
+        ModuleError,
+        DeviceHungError,
+        ShuttingDownError,
+        UnauthenticatedError,
+        PermissionDeniedError,
+        SessionLostError,
+    )
+    if cls.status is not None
 }
 
 
