@@ -51,6 +51,8 @@ struct cuac_transport {
 	unsigned ngone;
 	uint32_t session_pipe; /* the pipe HELLO was answered on, 0 before (any pipe may carry HELLO then) */
 	bool lost;             /* session_pipe went: nothing is sent any more */
+	unsigned exchanges;    /* asynchronous exchanges whose callback has not finished (it closes their context) */
+	pthread_cond_t idle;   /* broadcast when exchanges drops to 0 */
 	LIST_HEAD(, live) live;
 };
 
@@ -510,6 +512,7 @@ cuac_transport_open(cua_client *c, const char *url)
 		goto out;
 	}
 	pthread_mutex_init(&t->plock, NULL);
+	pthread_cond_init(&t->idle, NULL);
 	LIST_INIT(&t->live);
 	atomic_init(&t->timeout_ms, CUAC_DEFAULT_TIMEOUT_MS);
 	const char *env = getenv("CUASYNC_TIMEOUT_MS");
@@ -535,8 +538,10 @@ cuac_transport_open(cua_client *c, const char *url)
 out:
 	if (t != NULL && sock_open)
 		nng_close(t->sock); /* waits for the pipe callbacks: t may go */
-	if (t != NULL)
+	if (t != NULL) {
+		pthread_cond_destroy(&t->idle);
 		pthread_mutex_destroy(&t->plock);
+	}
 	free(t);
 	return r;
 }
@@ -546,7 +551,15 @@ cuac_transport_close(cua_client *c)
 {
 	if (c->t == NULL)
 		return;
+	/* An exchange's callback tells its owner (who may then come here) before it closes its context, which
+	 * must not race with nng_close (NNG 1.5.2 panics on the socket's freed mutex): wait for those tails. Every
+	 * exchange was answered or failed by now (the caller waited for its flights), so this is short. */
+	pthread_mutex_lock(&c->t->plock);
+	while (c->t->exchanges > 0)
+		pthread_cond_wait(&c->t->idle, &c->t->plock);
+	pthread_mutex_unlock(&c->t->plock);
 	nng_close(c->t->sock); /* fails what is in flight and runs the last pipe callbacks: then t may go */
+	pthread_cond_destroy(&c->t->idle);
 	pthread_mutex_destroy(&c->t->plock);
 	free(c->t);
 	c->t = NULL;
@@ -774,7 +787,12 @@ exchange_cb(void *arg)
 	exchange_end(x, rv, m);
 	if (m)
 		nng_msg_free(m);
-	exchange_free(x);
+	struct cuac_transport *t = x->t;
+	exchange_free(x); /* closes its context: the socket must still be open (cuac_transport_close waits) */
+	pthread_mutex_lock(&t->plock);
+	if (--t->exchanges == 0)
+		pthread_cond_broadcast(&t->idle);
+	pthread_mutex_unlock(&t->plock);
 }
 
 int
@@ -796,7 +814,13 @@ cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done,
 		goto out;
 	if ((r = encode_request(op, body, &m)) != 0)
 		goto out;
+	pthread_mutex_lock(&c->t->plock);
+	c->t->exchanges++; /* before the send: its callback may end it at once */
+	pthread_mutex_unlock(&c->t->plock);
 	if (!send_on(c->t, &x->live, x->ctx, x->aio, m, true)) {
+		pthread_mutex_lock(&c->t->plock);
+		c->t->exchanges--;
+		pthread_mutex_unlock(&c->t->plock);
 		r = CUA_ESESSION_LOST;
 		goto out;
 	}
