@@ -87,6 +87,7 @@ cuac_hello(cua_client *c)
 			c->has_fd_secret = sec->len == CUA_FDCHAN_SECRET;
 			if (c->has_fd_secret)
 				memcpy(c->fd_secret, sec->ptr, CUA_FDCHAN_SECRET);
+			r = cuac_session_bind(c, &rep);
 		}
 		cuac_reply_done(&rep);
 		if (r != CUA_ETRANSPORT || attempt == 4)

@@ -33,6 +33,17 @@ struct cuac_reply {
 	void *msg; /* owned: the received message, freed by cuac_reply_done */
 };
 
+/* The last error of a call that fails with CUA_ESESSION_LOST. */
+#define CUAC_SESSION_LOST_WHY                                                                                          \
+	"the session is gone: cuasyncd restarted or an operator disconnected it (cuasyncctl disconnect), and its "     \
+	"objects with it; nothing more is sent on this connection: reconnect (cua_disconnect, then cua_connect)"
+
+/* Binds the session to the connection (NNG pipe) that answered HELLO with rep: from now on no request goes on
+ * another one, and when that one goes every call fails with CUA_ESESSION_LOST (see transport.c). The
+ * connecting thread, once, right after HELLO. 0, or CUA_ESESSION_LOST with the last error set when that
+ * connection went already. */
+int cuac_session_bind(cua_client *c, const struct cuac_reply *rep);
+
 /* Sends op with body and waits for the reply (up to the timeout each way). ordered: stamped with the next
  * sequence number (every request but HELLO). Returns 0 with *rep holding a CUA_OK reply, or the error
  * (transport, decode, or the daemon's status) with cua_last_error set and *rep empty. Any thread but an NNG
@@ -47,7 +58,7 @@ typedef void (*cuac_done_fn)(void *arg, int status, const char *why, const cua_w
 
 /* Encodes op with body and sends it on a new context, stamped with the next sequence number; returns at
  * once. Caller holds c->lock. Returns 0 (done will be called) or an error (done will not be called; nothing
- * was sent; cua_last_error untouched). body need not outlive the call. */
+ * was sent; cua_last_error untouched): CUA_ESESSION_LOST when the session is lost (CUAC_SESSION_LOST_WHY). body need not outlive the call. */
 int cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done, void *arg);
 
 /* ------------------------------------------------------------------ rpc.c */

@@ -57,7 +57,10 @@ extern "C" {
 	  "the daemon wants credentials this connection did not give: set $CUASYNC_TOKEN (or $CUASYNC_TOKEN_FILE) "    \
 	  "to a token of the daemon's --token-file, or connect over ipc://")                                           \
 	X(CUA_EPERMISSION_DENIED, "PERMISSION_DENIED", 24,                                                             \
-	  "the daemon knows who you are but does not allow this: ask its operator (see the message for the rule)")
+	  "the daemon knows who you are but does not allow this: ask its operator (see the message for the rule)")     \
+	X(CUA_ESESSION_LOST, "SESSION_LOST", 25,                                                                       \
+	  "the session is gone (the daemon restarted or an operator disconnected it) with all its objects: reconnect " \
+	  "(cua_disconnect, then cua_connect) and recreate modules, memory and streams")
 
 enum cua_status {
 #define CUA_X_ENUM(code, name, value, msg) code = value,

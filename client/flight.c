@@ -161,8 +161,12 @@ cuac_send_flight_locked(cua_client *c, struct cuac_pendq *items, size_t n)
 	fl->n = n;
 	TAILQ_INIT(&fl->items);
 	TAILQ_CONCAT(&fl->items, items, link);
-	if (batch_request(fl, &b, &bi, &args) != 0 || cuac_send_async(c, CUA_OP_BATCH, &b, flight_done, fl) != 0) {
-		flight_fail(c, fl, CUA_ENOMEM, "cannot build the batch message");
+	int r = batch_request(fl, &b, &bi, &args);
+	if (r == 0)
+		r = cuac_send_async(c, CUA_OP_BATCH, &b, flight_done, fl);
+	if (r != 0) {
+		flight_fail(c, fl, r == CUA_ESESSION_LOST ? r : CUA_ENOMEM,
+			    r == CUA_ESESSION_LOST ? CUAC_SESSION_LOST_WHY : "cannot build the batch message");
 		flight_free(fl);
 	} else {
 		c->inflight++; /* fl is flight_done's now; it cannot run before the caller drops c->lock */

@@ -151,7 +151,8 @@ cua_graph_launch(cua_client *c, cua_graph g, cua_stream s, cua_future **out)
 	if (r != 0) {
 		cua_future_free(fut);
 		free(p);
-		return cuac_fail(r, "cannot send the graph launch");
+		return cuac_fail(r, "%s",
+				 r == CUA_ESESSION_LOST ? CUAC_SESSION_LOST_WHY : "cannot send the graph launch");
 	}
 	if (out)
 		*out = fut;

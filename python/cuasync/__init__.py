@@ -15,8 +15,36 @@ cuasync.Error subclasses named after the status (NotFoundError, BadArgumentError
 tree, or the system (see cuasync._ffi).
 """
 from .client import SCALAR_TYPES, Client, DeviceBuffer, Event, HostBuffer, Kernel, Module, Stream, connect
-from .errors import *  # noqa: F401,F403 (Error and one subclass per status)
-from .errors import Error, error_for
+from .errors import (  # noqa: F401 (one class per status, re-exported)
+    ArgumentTypeError,
+    Error,
+    InternalError,
+    ProtocolError,
+    VersionError,
+    UnknownOpError,
+    BadArgumentError,
+    NotFoundError,
+    ContextLostError,
+    QuotaError,
+    PdlUnsupportedError,
+    NoMemoryError,
+    DeviceError,
+    TooLargeError,
+    TimeoutError,
+    TransportError,
+    ClosedError,
+    NoSessionError,
+    BusyError,
+    NoDeviceError,
+    UnsupportedError,
+    ModuleError,
+    DeviceHungError,
+    ShuttingDownError,
+    UnauthenticatedError,
+    PermissionDeniedError,
+    SessionLostError,
+    error_for,
+)
 from .future import Future
 
 __all__ = [
@@ -32,4 +60,30 @@ __all__ = [
     "Error",
     "error_for",
     "SCALAR_TYPES",
-] + [n for n in dir() if n.endswith("Error") and n not in ("Error",)]
+    "ArgumentTypeError",
+    "InternalError",
+    "ProtocolError",
+    "VersionError",
+    "UnknownOpError",
+    "BadArgumentError",
+    "NotFoundError",
+    "ContextLostError",
+    "QuotaError",
+    "PdlUnsupportedError",
+    "NoMemoryError",
+    "DeviceError",
+    "TooLargeError",
+    "TimeoutError",
+    "TransportError",
+    "ClosedError",
+    "NoSessionError",
+    "BusyError",
+    "NoDeviceError",
+    "UnsupportedError",
+    "ModuleError",
+    "DeviceHungError",
+    "ShuttingDownError",
+    "UnauthenticatedError",
+    "PermissionDeniedError",
+    "SessionLostError",
+]

@@ -145,7 +145,11 @@ def _open():
             errors.append("%s: no such file" % cand)
             continue
         try:
-            return ffi.dlopen(cand)
+            # RTLD_NODELETE: never unmapped. cffi dlcloses the library when its lib object is collected, at
+            # the latest while the interpreter exits, and NNG's threads (libcuasync's dependency) outlive that:
+            # a thread that woke in unmapped code (a client left open re-dialing a daemon that went) ended the
+            # exit with SIGSEGV.
+            return ffi.dlopen(cand, ffi.RTLD_NOW | ffi.RTLD_NODELETE)
         except OSError as e:
             errors.append(str(e))
     raise ImportError("cuasync: cannot load libcuasync (set $CUASYNC_LIB to its path): " + "; ".join(errors))

@@ -9,9 +9,12 @@ ClosedError too, naming it, and so does one used after it was freed.
 Threads: a Client may be used from several threads (libcuasync is thread-safe and cffi releases the GIL
 during its calls); awaiting futures is for one asyncio event loop at a time.
 """
+import atexit
 import os
 import sys
 import weakref
+
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
@@ -53,11 +56,15 @@ class _Owned:
         self._client._objects.discard(self)
         return True
 
+    def free(self) -> None:
+        """Releases it (each kind of object says how)."""
+        raise NotImplementedError
+
     def _double(self):
         raise ClosedError("%s was already released (%s): double free" % (self, self._released))
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._released is not None or self._client._c is None
 
     def __enter__(self):
@@ -82,7 +89,7 @@ class DeviceBuffer(_Owned):
     def __int__(self):
         return self.ptr
 
-    def free(self):
+    def free(self) -> None:
         """Frees the memory (after the work submitted before it, as the daemon orders it)."""
         if self._released is not None:
             self._double()
@@ -101,7 +108,7 @@ class DeviceBuffer(_Owned):
             raise BadArgumentError("the array has %d bytes, %r only %d" % (a.nbytes, self, self.nbytes))
         return ffi.from_buffer(a, require_writable=writable)
 
-    def copy_from(self, a, stream=None):
+    def copy_from(self, a: np.ndarray, stream: "Optional[Stream]" = None) -> None:
         """Copies the C-contiguous array a into the start of this buffer; returns when it is done."""
         c = self._live()
         src = self._host(a, False)
@@ -110,8 +117,8 @@ class DeviceBuffer(_Owned):
         else:
             check(lib.cua_memcpy_htod_on(c, self.ptr, src, a.nbytes, stream._handle()))
 
-    def copy_to(self, a, stream=None):
-        """Copies the start of this buffer into the writable C-contiguous array a (a.nbytes bytes)."""
+    def copy_to(self, a: np.ndarray, stream: "Optional[Stream]" = None) -> np.ndarray:
+        """Copies the start of this buffer into the writable C-contiguous array a (a.nbytes bytes); returns a."""
         c = self._live()
         dst = self._host(a, True)
         if stream is None:
@@ -120,14 +127,14 @@ class DeviceBuffer(_Owned):
             check(lib.cua_memcpy_dtoh_on(c, dst, self.ptr, a.nbytes, stream._handle()))
         return a
 
-    def to_numpy(self, dtype=np.uint8, shape=None):
+    def to_numpy(self, dtype: Any = np.uint8, shape: Any = None) -> np.ndarray:
         """A new array of dtype (shape: default as many elements as the buffer holds) copied from the buffer."""
         dtype = np.dtype(dtype)
         if shape is None:
             shape = (self.nbytes // dtype.itemsize,)
         return self.copy_to(np.empty(shape, dtype))
 
-    def memset(self, value, width=1, count=None):
+    def memset(self, value: int, width: int = 1, count: Optional[int] = None) -> None:
         """Sets count elements of width (1, 2 or 4) bytes to value (default: the whole buffer)."""
         c = self._live()
         check(lib.cua_memset(c, self.ptr, value, width, self.nbytes // width if count is None else count))
@@ -149,7 +156,7 @@ class HostBuffer(_Owned):
     def __repr__(self):
         return "<cuasync.HostBuffer at 0x%x, %d bytes>" % (int(ffi.cast("uintptr_t", self._p)), self.nbytes)
 
-    def numpy(self, dtype=np.uint8, shape=None):
+    def numpy(self, dtype: Any = np.uint8, shape: Any = None) -> np.ndarray:
         """A writable array of dtype over the buffer's memory (no copy); shape defaults to 1-D, all of it."""
         self._live()
         dtype = np.dtype(dtype)
@@ -161,7 +168,7 @@ class HostBuffer(_Owned):
         # references to the exporter besides self._cbuf and getrefcount's argument: the arrays made here
         return sys.getrefcount(self._cbuf) - 2
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -194,16 +201,16 @@ class Stream(_Owned):
         self._live()
         return self._h
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         check(lib.cua_stream_synchronize(self._live(), self._h))
 
-    def wait_event(self, event):
+    def wait_event(self, event: "Event") -> None:
         """Work sent to this stream afterwards waits until event's last record (before this call) is reached."""
         if event._client is not self._client:
             raise BadArgumentError("%r belongs to another client" % event)
         check(lib.cua_stream_wait_event(self._live(), self._h, event._handle()))
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -231,7 +238,7 @@ class Event(_Owned):
         self._live()
         return self._h
 
-    def record(self, stream):
+    def record(self, stream: "Stream") -> None:
         """Marks the point of stream (a Stream of this client) after the work sent to it so far."""
         if not isinstance(stream, Stream):
             raise BadArgumentError("record needs a Stream of this client (the pool is not ordered), not %r" % (stream,))
@@ -239,17 +246,17 @@ class Event(_Owned):
             raise BadArgumentError("%r belongs to another client" % stream)
         check(lib.cua_event_record(self._live(), self._h, stream._handle()))
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Returns when the last record has been reached (at once when never recorded)."""
         check(lib.cua_event_synchronize(self._live(), self._h))
 
-    def query(self):
+    def query(self) -> bool:
         """True when the last record has been reached (or there was none)."""
         out = ffi.new("int *")
         check(lib.cua_event_query(self._live(), self._h, out))
         return bool(out[0])
 
-    def elapsed_ms(self, end):
+    def elapsed_ms(self, end: "Event") -> float:
         """Milliseconds from this event's last record to end's (both reached; both with timing)."""
         if end._client is not self._client:
             raise BadArgumentError("%r belongs to another client" % end)
@@ -257,7 +264,7 @@ class Event(_Owned):
         check(lib.cua_event_elapsed_ms(self._live(), self._h, end._handle(), out))
         return float(out[0])
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -277,7 +284,7 @@ class Module(_Owned):
     def __repr__(self):
         return "<cuasync.Module 0x%x>" % self._h.id
 
-    def function(self, name):
+    def function(self, name: str) -> "Kernel":
         """The kernel called name, with its parameter layout (as the daemon checks launches against it)."""
         c = self._live()
         f = ffi.new("cua_function *")
@@ -288,7 +295,7 @@ class Module(_Owned):
         check(lib.cua_function_get_params(c, f[0], n, offs, sizes))
         return Kernel(self, name, f[0], [(offs[i], sizes[i]) for i in range(n[0])])
 
-    def free(self):
+    def free(self) -> None:
         if self._released is not None:
             self._double()
         c = self._live()
@@ -344,7 +351,9 @@ class Kernel:
             )
         return kind, val
 
-    def launch(self, grid, block, *args, stream=None, shared_mem=0):
+    def launch(
+        self, grid: Any, block: Any, *args: Any, stream: "Optional[Stream]" = None, shared_mem: int = 0
+    ) -> Future:
         """Launches the kernel over grid x block with args; returns a Future that completes when it has run.
 
         args: DeviceBuffer (passed as its device address) or numpy scalars (passed as their bytes; a
@@ -391,16 +400,33 @@ def _examples(size):
     }.get(size, "a numpy structured scalar (numpy.void) of that size")
 
 
+# The clients not closed yet. At interpreter exit they are closed while the interpreter is whole (atexit runs
+# before modules are torn down): left to __del__ during teardown, a client could be closed after cffi or this
+# module's globals were gone, or a Future freed after its client (cua_future_free on a freed cua_client), and
+# libcuasync's NNG threads would still be running while the interpreter goes.
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for c in list(_open_clients):
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001 (exiting: nothing to report to)
+            pass
+
+
 class Client:
     """A connection to cuasyncd and its session (cua_connect). A context manager: closes on exit."""
 
-    def __init__(self, url=None, timeout_ms=None):
+    def __init__(self, url: Optional[str] = None, timeout_ms: Optional[int] = None) -> None:
         out = ffi.new("cua_client **")
         check(lib.cua_connect(url.encode() if url is not None else ffi.NULL, out))
         self._c = out[0]
+        _open_clients.add(self)
         self.url = url
-        self._objects = weakref.WeakSet()  # the _Owned objects not released yet
-        self._futures = weakref.WeakSet()  # the Futures not freed yet
+        self._objects: "weakref.WeakSet[_Owned]" = weakref.WeakSet()  # the _Owned objects not released yet
+        self._futures: "weakref.WeakSet[Future]" = weakref.WeakSet()  # the Futures not freed yet
         self._waiters = _Waiters(self)
         if timeout_ms is not None:
             lib.cua_set_timeout(self._c, int(timeout_ms))
@@ -414,7 +440,7 @@ class Client:
         return self._c
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._c is None
 
     def __enter__(self):
@@ -423,7 +449,7 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         """Waits for the futures in flight (keeping their results), closes the session (the daemon frees
         everything it still holds) and marks every object of this client closed. A second close does nothing."""
         if self._c is None:
@@ -434,6 +460,7 @@ class Client:
         for o in list(self._objects):
             o._release("its client was closed")
         c, self._c = self._c, None
+        _open_clients.discard(self)
         lib.cua_disconnect(c)
 
     def __del__(self):
@@ -443,10 +470,10 @@ class Client:
             pass
 
     # ---- what the daemon says
-    def ping(self):
+    def ping(self) -> None:
         check(lib.cua_ping(self._live()))
 
-    def status(self):
+    def status(self) -> Dict[str, int]:
         """This session's usage as the daemon counts it: a dict of allocations, alloc_bytes, modules,
         functions, streams and in_flight."""
         st = ffi.new("cua_daemon_status *")
@@ -454,12 +481,12 @@ class Client:
         s = st.session
         return {k: getattr(s, k) for k in ("allocations", "alloc_bytes", "modules", "functions", "streams", "in_flight")}
 
-    def device_count(self):
+    def device_count(self) -> int:
         n = ffi.new("int *")
         check(lib.cua_device_count(self._live(), n))
         return n[0]
 
-    def device_info(self, device=0):
+    def device_info(self, device: int = 0) -> Dict[str, Any]:
         d = ffi.new("cua_device_info *")
         check(lib.cua_device_get_info(self._live(), device, d))
         return {
@@ -472,22 +499,22 @@ class Client:
             "generation": d.generation,
         }
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for all work of this client; raises the first error of fire-and-forget work."""
         check(lib.cua_synchronize(self._live()))
 
     # ---- objects
-    def mem_alloc(self, nbytes, device=0):
+    def mem_alloc(self, nbytes: int, device: int = 0) -> DeviceBuffer:
         out = ffi.new("cua_deviceptr *")
         check(lib.cua_mem_alloc(self._live(), device, int(nbytes), out))
         return DeviceBuffer(self, out[0], int(nbytes), device)
 
-    def host_alloc(self, nbytes, device=0):
+    def host_alloc(self, nbytes: int, device: int = 0) -> "HostBuffer":
         out = ffi.new("void **")
         check(lib.cua_host_alloc(self._live(), device, int(nbytes), out))
         return HostBuffer(self, out[0], int(nbytes), device)
 
-    def load_module(self, image, device=0):
+    def load_module(self, image: Union[str, bytes, os.PathLike], device: int = 0) -> "Module":
         """image: a path (str or os.PathLike) of a module file, or its bytes."""
         out = ffi.new("cua_module *")
         if isinstance(image, (bytes, bytearray, memoryview)):
@@ -497,18 +524,18 @@ class Client:
             check(lib.cua_module_load_file(self._live(), device, os.fsencode(image), out))
         return Module(self, out[0], device)
 
-    def stream(self, priority=0, device=0):
+    def stream(self, priority: int = 0, device: int = 0) -> "Stream":
         out = ffi.new("cua_stream *")
         check(lib.cua_stream_create(self._live(), device, priority, out))
         return Stream(self, out[0], device)
 
-    def event(self, timing=True, device=0):
+    def event(self, timing: bool = True, device: int = 0) -> "Event":
         """A new Event; timing=False makes it a little cheaper and refuses elapsed_ms."""
         out = ffi.new("cua_event *")
         check(lib.cua_event_create_on(self._live(), device, 0 if timing else 0x2, out))
         return Event(self, out[0], device, timing)
 
 
-def connect(url=None, timeout_ms=None):
+def connect(url: Optional[str] = None, timeout_ms: Optional[int] = None) -> Client:
     """A Client connected to url (None: $CUASYNC_URL, else the default socket)."""
     return Client(url, timeout_ms)

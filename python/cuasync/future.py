@@ -6,6 +6,7 @@ loop.add_reader, and on every wake-up the fd is cleared first and then the await
 (cua_future_poll), which is the order cuasync.h asks for so that no completion is missed.
 """
 import asyncio
+from typing import Any, Optional, Tuple
 
 from ._ffi import ffi, lib
 from .errors import ClosedError, check, error_for
@@ -18,7 +19,7 @@ class Future:
         self._client = client
         self._f = handle  # the cua_future, until freed
         self._what = what
-        self._final = None  # (status, message) once read and freed
+        self._final: Optional[Tuple[int, str]] = None  # (status, message) once read and freed
         client._futures.add(self)
 
     def __repr__(self):
@@ -53,6 +54,7 @@ class Future:
             if rc == 13 and not lib.cua_future_poll(self._f):  # TIMEOUT: the future is still in flight
                 check(rc)
             self._take()
+        assert self._final is not None  # _take ran
         st, msg = self._final
         if st != 0:
             raise error_for(st, msg)
@@ -73,7 +75,9 @@ class Future:
         return self.result(0)
 
     def __del__(self):
-        if self._f is not None:
+        # A closed client finished its futures (Client.close): one still holding a cua_future here belongs to
+        # an open client, whose cua_client it needs (never free it after cua_disconnect).
+        if self._f is not None and self._client._c is not None:
             lib.cua_future_free(self._f)  # in flight: released by the library when it completes
             self._f = None
 

@@ -15,6 +15,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILDDIR = os.environ.get("CUASYNC_BUILDDIR") or os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, "build"))
 os.environ.setdefault("CUASYNC_LIB", os.path.join(BUILDDIR, "client", ".libs", "libcuasync.so.0"))
 
+
+def pytest_sessionstart(session):
+    """The package under test is the installed one (python/tests/run.sh installs it), not the source tree."""
+    where = os.environ.get("CUASYNC_TEST_INSTALLED")
+    if where:
+        import cuasync
+
+        assert os.path.abspath(cuasync.__file__).startswith(os.path.abspath(where) + os.sep), cuasync.__file__
+
+
 # The emulated device's kernel list (what tests/integration/harness.c loads without nvcc).
 EMU_IMAGE = b"cuasync-emu-module\naxpy\nfill_u32\nempty_kernel\nspin\npdl_count\nbad_write\n"
 
@@ -32,21 +42,17 @@ def _read_ready(fd, log):
     assert data.startswith(b"ready "), "cuasyncd did not start; see %s" % log
 
 
-@pytest.fixture(scope="session")
-def daemon():
-    """The URL of a running cuasyncd (--backend emu); stopped with SIGTERM at the end, which must exit 0."""
+def start_daemon(url, log, *extra):
+    """Starts cuasyncd (--backend emu) listening on url, logging to log; returns its Popen when it serves."""
     exe = os.path.join(BUILDDIR, "daemon", "cuasyncd")
     assert os.access(exe, os.X_OK), "no daemon at %s (set CUASYNC_BUILDDIR)" % exe
-    tmp = tempfile.mkdtemp(prefix="cuasync-pytest.")
-    url = "ipc://%s/d.sock" % tmp
-    log = os.path.join(tmp, "daemon.log")
     rfd, wfd = os.pipe()
-    with open(log, "wb") as logf:
+    with open(log, "ab") as logf:
         proc = subprocess.Popen(
             [exe, "--listen", url, "--ready-fd", str(wfd), "--backend", "emu", "--emu-mem", "256M",
              "--staging", "96M", "--ring", "4M",
              # more emulated-device threads than any test has streams, so streams run concurrently, as on a GPU
-             "--emu-threads", "16"],
+             "--emu-threads", "16", *extra],
             pass_fds=(wfd,), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf)
     os.close(wfd)
     try:
@@ -57,7 +63,11 @@ def daemon():
         raise
     finally:
         os.close(rfd)
-    yield url
+    return proc
+
+
+def stop_daemon(proc, log):
+    """SIGTERM, which must end it with exit status 0."""
     proc.send_signal(signal.SIGTERM)
     try:
         rc = proc.wait(60)
@@ -68,6 +78,17 @@ def daemon():
     with open(log, errors="replace") as f:
         tail = f.read()[-3000:]
     assert rc == 0, "cuasyncd exited %d:\n%s" % (rc, tail)
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    """The URL of a running cuasyncd (--backend emu); stopped with SIGTERM at the end, which must exit 0."""
+    tmp = tempfile.mkdtemp(prefix="cuasync-pytest.")
+    url = "ipc://%s/d.sock" % tmp
+    log = os.path.join(tmp, "daemon.log")
+    proc = start_daemon(url, log)
+    yield url
+    stop_daemon(proc, log)
     subprocess.run(["rm", "-rf", tmp], check=False)
 
 

@@ -1,13 +1,16 @@
 """The Python client against the real cuasyncd on the emulated device (fixtures in conftest.py)."""
 import asyncio
+import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import cuasync
+from conftest import BUILDDIR, start_daemon, stop_daemon
 
 N = 10000
 
@@ -347,3 +350,101 @@ def test_event_misuse_is_refused(client):
     with pytest.raises(cuasync.ClosedError):
         s.wait_event(e)
     s.free()
+
+
+def test_error_classes_match_the_library():
+    # declared statically (for type checkers); one per status of the library's table, named after it
+    for st in range(1, 256):
+        name = ffi_name(st)
+        if name == "UNKNOWN":
+            break
+        cls = cuasync.errors.BY_STATUS[st]
+        assert cls.name == name and cls.status == st
+        assert cls.__name__ == "".join(p.capitalize() for p in name.split("_")) + "Error"
+        assert getattr(cuasync, cls.__name__) is cls
+    assert len(cuasync.errors.BY_STATUS) == st - 1
+    assert issubclass(cuasync.TimeoutError, TimeoutError) and issubclass(cuasync.SessionLostError, cuasync.Error)
+
+
+def ffi_name(st):
+    from cuasync._ffi import ffi, lib
+
+    return ffi.string(lib.cua_strerror_name(st)).decode()
+
+
+def _assert_lost(client):
+    for call in (client.ping, client.synchronize, lambda: client.mem_alloc(4096)):
+        with pytest.raises(cuasync.SessionLostError) as ei:
+            call()
+        assert "session is gone" in ei.value.message and "cua_connect" in ei.value.message
+
+
+def test_daemon_restart_loses_the_session_then_reconnecting_works(tmp_path):
+    # the next call fails at once with SESSION_LOST (not a 5 s stall, PROTOCOL, then NO_SESSION forever)
+    url, log = "ipc://%s/r.sock" % tmp_path, str(tmp_path / "daemon.log")
+    proc = start_daemon(url, log)
+    try:
+        c = cuasync.connect(url, timeout_ms=60000)
+        c.ping()
+        stop_daemon(proc, log)
+        proc = start_daemon(url, log)
+        _assert_lost(c)
+        c.close()
+        with cuasync.connect(url, timeout_ms=60000) as c:
+            c.ping()
+    finally:
+        stop_daemon(proc, log)
+
+
+def test_operator_disconnect_loses_the_session_then_reconnecting_works(tmp_path):
+    url, op, log = "ipc://%s/r.sock" % tmp_path, "ipc://%s/op.sock" % tmp_path, str(tmp_path / "daemon.log")
+    proc = start_daemon(url, log, "--operator-url", op)
+    ctl = os.path.join(BUILDDIR, "tools", "cuasyncctl")
+    try:
+        c = cuasync.connect(url, timeout_ms=60000)
+        out = subprocess.run([ctl, "--url", op, "--json", "sessions"], check=True, capture_output=True, text=True)
+        ids = [s["id"] for s in json.loads(out.stdout)["sessions"] if s["pid"] == os.getpid()]
+        assert len(ids) == 1, out.stdout
+        subprocess.run([ctl, "--url", op, "disconnect", str(ids[0])], check=True, capture_output=True)
+        # served until the daemon closes the connection (within a second), then lost at once: nothing else
+        for _ in range(10000000):
+            try:
+                c.ping()
+            except cuasync.SessionLostError:
+                break
+        _assert_lost(c)
+        c.close()
+        with cuasync.connect(url, timeout_ms=60000) as c:
+            c.ping()
+    finally:
+        stop_daemon(proc, log)
+
+
+LEAKY_CLIENT = """
+import sys, time
+import cuasync
+c = cuasync.connect(sys.argv[1], timeout_ms=5000)
+c.ping()
+print("connected", flush=True)
+sys.stdin.readline()  # its daemon is gone now
+time.sleep(0.3)       # a window in which a re-dialing client's NNG threads wake up
+# exits with the client still open
+"""
+
+
+def test_exit_with_a_client_open_after_its_daemon_went_is_clean(tmp_path):
+    # The SIGSEGV at interpreter exit (issue 21): cffi dlclosed libcuasync (and NNG with it) when its lib object
+    # was collected during teardown, while NNG's threads kept running (re-dialing the daemon that went) into
+    # unmapped code; about one exit in three crashed. Now the library stays mapped (RTLD_NODELETE), open
+    # clients are closed at exit, and a lost session does not re-dial.
+    url, log = "ipc://%s/x.sock" % tmp_path, str(tmp_path / "daemon.log")
+    for i in range(8):
+        proc = start_daemon(url, log)
+        child = subprocess.Popen([sys.executable, "-c", LEAKY_CLIENT, url], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            assert child.stdout.readline().strip() == "connected"
+        finally:
+            stop_daemon(proc, log)
+        out, _ = child.communicate("go\n", timeout=60)
+        assert child.returncode == 0, "run %d: exit status %d: %s" % (i, child.returncode, out)
