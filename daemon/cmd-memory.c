@@ -29,13 +29,18 @@ v_mem_alloc(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_l
 	used = r->s->dev_bytes[q->device];
 	if (q->bytes == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
+	const struct tenant *t = r->s->tenant; /* its `mem` bounds its sessions together, never one's allowance */
+	bool tenant_mem = t != NULL && (t->mem != 0 || t->mem_pct != 0);
 	if (quota && (q->bytes > quota || used > quota - q->bytes))
 		return cua_err_set(e, CUA_EQUOTA,
 				   "allocating %llu bytes would pass the session's memory quota of %llu bytes on "
 				   "device %u "
-				   "(%llu in use); free memory first, or raise the quota with --session-mem",
+				   "(%llu in use); free memory first, or raise the quota with --session-mem%s%s%s",
 				   (unsigned long long)q->bytes, (unsigned long long)quota, q->device,
-				   (unsigned long long)used);
+				   (unsigned long long)used, tenant_mem ? " (tenant '" : "", tenant_mem ? t->name : "",
+				   tenant_mem ? "''s `mem` limits its sessions together; each session also stays "
+						"within --session-mem)"
+					      : "");
 	if ((rc = tenant_check_mem(fe, r->s, q->device, q->bytes, e)) != 0 ||
 	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc;

@@ -83,11 +83,12 @@ struct identity {
 	/* The certificate's subject: NNG 1.5.2 does not expose the peer certificate (no NNG_OPT_TLS_PEER_CN),
 	 * so this stays empty until a newer NNG does. */
 	char subject[128];
-	char token_name[64];   /* the --token-file entry its HELLO's token matched ("": none) */
-	bool need_token;       /* HELLO must carry a valid token before anything else is served (auth.c) */
-	bool authenticated;    /* the transport or a token vouches for the peer (kernel, certificate, token) */
-	bool operator_allowed; /* auth_is_operator: may use the operator endpoint */
-	uint32_t refused;      /* HELLOs refused (only the first is logged: a peer must not flood the log) */
+	char addr[CUA_MAX_PEER_ADDR]; /* tcp:// and tls+tcp://: the peer's "IP:port" as the socket reports it */
+	char token_name[64];          /* the --token-file entry its HELLO's token matched ("": none) */
+	bool need_token;              /* HELLO must carry a valid token before anything else is served (auth.c) */
+	bool authenticated;           /* the transport or a token vouches for the peer (kernel, certificate, token) */
+	bool operator_allowed;        /* auth_is_operator: may use the operator endpoint */
+	uint32_t refused;             /* HELLOs refused (only the first is logged: a peer must not flood the log) */
 };
 
 /* Guarded by fe->lock (cuad_fe_lock, daemon.h), every field, the tables its pointers lead to and the list links,
@@ -210,6 +211,12 @@ const struct hkind_entry *hkind(unsigned kind);
 
 /* Names s (and its tenant) and request req in the calling thread's log records (cua_log_ctx_set). */
 void do_log_ctx(const struct session *s, uint64_t req) CUA_REQUIRES(cuad_fe_lock);
+
+/* The session's start line (its HELLO was accepted: who it is, client and pid as it says them, its tenant)
+ * and end line (how long it lived, its requests and errors, who it was): at info, at debug for sessions of
+ * the operator endpoint. client is the HELLO's name (any bytes: logged escaped). */
+void do_session_log_start(const struct session *s, const cua_bytes *client, uint32_t pid) CUA_REQUIRES(cuad_fe_lock);
+void do_session_log_end(const struct session *s, uint64_t now_ms) CUA_REQUIRES(cuad_fe_lock);
 
 /* A new session for pipe, or NULL (out of memory). */
 struct session *do_session_new(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);
