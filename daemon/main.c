@@ -120,7 +120,7 @@ probe_cuda(const char *self, char *why, size_t len)
 			snprintf(cuda_uuid[i++], sizeof(cuda_uuid[0]), "%s", l);
 		return 0;
 	}
-	snprintf(why, len, "%s", strncmp(buf, "no ", 3) == 0 ? buf + 3 : "the CUDA probe failed");
+	snprintf(why, len, "%.400s", strncmp(buf, "no ", 3) == 0 ? buf + 3 : "the CUDA probe failed");
 	return -1;
 }
 

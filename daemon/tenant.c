@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include "cua_log.h"
 #include "devlink.h"
 #include "session.h"
 #include "streampool.h"

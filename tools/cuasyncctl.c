@@ -280,7 +280,7 @@ user_of(const cua_session_info *s, char *buf, size_t len)
 static json_t *
 json_session(const cua_session_info *s)
 {
-	char user[64];
+	char user[80];
 	json_t *j =
 		json_pack("{s:I,s:o,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "id", (json_int_t)s->id, "client",
 			  jstr(s->client), "pid", (int)s->pid, "peer_pid", (int)s->peer_pid, "age_ms",
@@ -328,7 +328,7 @@ cmd_sessions(cua_client *c, bool json, const char *arg)
 		}
 		/* the cells' widths (a longer value ends in "..."); the client's name and the tenant's may hold
 		 * anything and are escaped like every string */
-		char peer[16] = "-", user[64], u[13], tenant[13], via[8], addr[22], client[17];
+		char peer[16] = "-", user[80], u[13], tenant[13], via[8], addr[22], client[17];
 		if (s->peer_pid != 0)
 			snprintf(peer, sizeof(peer), "%u", s->peer_pid);
 		printf("%-7llu %-12s %-12s %-7s %-21s %8u %8s %-16s %8.1f %8llu %6llu %9llu %10.1f %7llu %7llu%s\n",

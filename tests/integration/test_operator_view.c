@@ -223,6 +223,33 @@ START_TEST(drained_device_shows)
 }
 END_TEST
 
+/* A tcp:// session: no uid, its address instead, in the table, the JSON and the log's start line. */
+static char tcp_url[64];
+
+static void
+up_tcp(void)
+{
+	snprintf(tcp_url, sizeof(tcp_url), "tcp://127.0.0.1:%d", 20000 + (int)((getpid() + 11) % 20000));
+	daemon_start(&D, (const char *const[]){"--listen", tcp_url, "--allow-insecure-tcp", NULL});
+}
+
+START_TEST(tcp_session_shows_its_address)
+{
+	cua_client *c;
+	CK(cua_connect(tcp_url, &c));
+	char *out = ctl("sessions");
+	ck_assert_msg(strstr(out, " tcp     127.0.0.1:"), "%s", out);
+	free(out);
+	out = ctl("--json sessions");
+	ck_assert_msg(strstr(out,
+			     "\"transport\":\"tcp\",\"uid\":null,\"gid\":null,\"user\":null,\"peer\":\"127.0.0.1:"),
+		      "%s", out);
+	free(out);
+	ck_assert_msg(file_has(D.log, "over tcp (insecure) from 127.0.0.1:"), "see %s", D.log);
+	cua_disconnect(c);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ a tenant's mem */
 
 static char conf_path[300];
@@ -354,7 +381,7 @@ START_TEST(devices_by_uuid)
 	if (two) { /* "GPU-" alone starts both: ambiguous; a device named twice */
 		ck_assert_int_ne(start_fails("--emu-devices 2 --devices GPU-", err, sizeof(err)), 0);
 		ck_assert_msg(strstr(err, "'GPU-' is the start of 2 devices' UUIDs") && strstr(err, u1), "%s", err);
-		snprintf(args, sizeof(args), "--emu-devices 2 --devices 0,%.12s", u0);
+		snprintf(args, sizeof(args), "--emu-devices 2 --devices 0,%s", u0);
 		ck_assert_int_ne(start_fails(args, err, sizeof(err)), 0);
 		ck_assert_msg(strstr(err, "device 0 is named twice"), "%s", err);
 	}
@@ -371,6 +398,11 @@ operator_view_suite(void)
 	tcase_add_test(tc, sessions_say_who);
 	tcase_add_test(tc, client_socket_says_own_session_only);
 	tcase_add_test(tc, drained_device_shows);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tcp");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_tcp, down);
+	tcase_add_test(tc, tcp_session_shows_its_address);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tenant_mem");
 	tcase_set_timeout(tc, 120);
