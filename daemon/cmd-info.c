@@ -67,8 +67,12 @@ v_hello(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 				 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)), e->detail);
 		return rc;
 	}
-	do_log_ctx(r->s, r->id); /* its tenant is known now */
-	do_session_log_start(r->s, &q->client, q->pid);
+	do_log_ctx(r->s, r->id);                     /* its tenant is known now */
+	char name[200], from[CUA_MAX_PEER_ADDR + 8]; /* the client's word, escaped: it may hold anything */
+	cua_log_(do_session_log_level(r->s), "session %llu: hello from '%s' (says pid %u) over %s%s, tenant %s",
+		 (unsigned long long)r->s->id, cua_log_escape(name, sizeof(name), q->client.ptr, q->client.len), q->pid,
+		 auth_describe(r->s, who, sizeof(who)), do_session_from(r->s, from, sizeof(from)),
+		 r->s->tenant ? r->s->tenant->name : "- (operator)");
 	r->s->hello = true;
 	/* kept as sent (SESSIONS returns it: it is data); whoever prints it escapes it */
 	snprintf(r->s->client, sizeof(r->s->client), "%.*s", (int)q->client.len, (const char *)q->client.ptr);

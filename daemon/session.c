@@ -71,32 +71,19 @@ do_log_ctx(const struct session *s, uint64_t req)
 	cua_log_ctx_set(s ? s->id : 0, s && s->tenant ? s->tenant->name : NULL, req);
 }
 
-/* The level of a session's start and end lines: info, but debug for the operator endpoint's sessions
- * (cuasyncctl's: one short session per command, whose lines would drown the clients'). */
-static int
-session_log_level(const struct session *s) CUA_REQUIRES(cuad_fe_lock)
+int
+do_session_log_level(const struct session *s)
 {
 	return s->operator? CUA_LOG_DEBUG : CUA_LOG_INFO;
 }
 
-/* " from IP:port" for a tcp:// or tls+tcp:// peer, else "". */
-static const char *
-from_addr(const struct session *s, char *buf, size_t len) CUA_REQUIRES(cuad_fe_lock)
+const char *
+do_session_from(const struct session *s, char *buf, size_t len)
 {
 	buf[0] = '\0';
 	if (s->ident.addr[0])
 		snprintf(buf, len, " from %s", s->ident.addr);
 	return buf;
-}
-
-void
-do_session_log_start(const struct session *s, const cua_bytes *client, uint32_t pid)
-{
-	char name[200], who[256], from[CUA_MAX_PEER_ADDR + 8]; /* the client's word, escaped: it may hold anything */
-	cua_log_(session_log_level(s), "session %llu: hello from '%s' (says pid %u) over %s%s, tenant %s",
-		 (unsigned long long)s->id, cua_log_escape(name, sizeof(name), client->ptr, client->len), pid,
-		 auth_describe(s, who, sizeof(who)), from_addr(s, from, sizeof(from)),
-		 s->tenant ? s->tenant->name : "- (operator)");
 }
 
 void
@@ -107,11 +94,11 @@ do_session_log_end(const struct session *s, uint64_t now_ms)
 		log_debug("session %llu closing before a HELLO was accepted", (unsigned long long)s->id);
 		return;
 	}
-	cua_log_(session_log_level(s),
+	cua_log_(do_session_log_level(s),
 		 "session %llu: ended (%s) after %.1f s: %llu requests, %llu errors; it was %s%s, tenant %s",
 		 (unsigned long long)s->id, s->kicked ? "disconnected by an operator" : "its connection closed",
 		 (double)(now_ms - s->born_ms) / 1000, (unsigned long long)s->requests, (unsigned long long)s->errors,
-		 auth_describe(s, who, sizeof(who)), from_addr(s, from, sizeof(from)),
+		 auth_describe(s, who, sizeof(who)), do_session_from(s, from, sizeof(from)),
 		 s->tenant ? s->tenant->name : "- (operator)");
 }
 

@@ -212,10 +212,13 @@ const struct hkind_entry *hkind(unsigned kind);
 /* Names s (and its tenant) and request req in the calling thread's log records (cua_log_ctx_set). */
 void do_log_ctx(const struct session *s, uint64_t req) CUA_REQUIRES(cuad_fe_lock);
 
-/* The session's start line (its HELLO was accepted: who it is, client and pid as it says them, its tenant)
- * and end line (how long it lived, its requests and errors, who it was): at info, at debug for sessions of
- * the operator endpoint. client is the HELLO's name (any bytes: logged escaped). */
-void do_session_log_start(const struct session *s, const cua_bytes *client, uint32_t pid) CUA_REQUIRES(cuad_fe_lock);
+/* A session's start line (its HELLO accepted: v_hello) and end line (do_session_log_end) go at this level: info,
+ * debug for sessions of the operator endpoint (cuasyncctl's: one short session per command, whose lines would
+ * drown the clients'). */
+int do_session_log_level(const struct session *s) CUA_REQUIRES(cuad_fe_lock);
+/* " from IP:port" for a tcp:// or tls+tcp:// peer, else "", in buf (CUA_MAX_PEER_ADDR + 8 bytes). */
+const char *do_session_from(const struct session *s, char *buf, size_t len) CUA_REQUIRES(cuad_fe_lock);
+/* Logs the end of s, closing now (cua_now_ms): how long it lived, its requests and errors, who it was. */
 void do_session_log_end(const struct session *s, uint64_t now_ms) CUA_REQUIRES(cuad_fe_lock);
 
 /* A new session for pipe, or NULL (out of memory). */
