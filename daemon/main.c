@@ -197,9 +197,8 @@ count_devices(struct fe *fe, int *ordinals, int max)
 			  : cfg_parse_uint(t, 0, CUA_MAX_DEVICES - 1, &v) == 0 ? (int)v
 									       : -2;
 		if (ord == -2)
-			log_error("--devices: '%s' is neither a device ordinal nor a GPU UUID (GPU-..., as nvidia-smi "
-				  "-L "
-				  "writes it)",
+			log_error("--devices: '%s' is neither a device ordinal nor a GPU UUID (GPU-..., see nvidia-smi "
+				  "-L)",
 				  t);
 		for (int k = 0; k < n && ord >= 0; k++)
 			if (ordinals[k] == ord) {

@@ -377,7 +377,8 @@ START_TEST(devices_by_uuid)
 		      "%s", err);
 	/* neither an ordinal nor a UUID */
 	ck_assert_int_ne(start_fails("--devices fast", err, sizeof(err)), 0);
-	ck_assert_msg(strstr(err, "'fast' is neither a device ordinal nor a GPU UUID"), "%s", err);
+	ck_assert_msg(strstr(err, "'fast' is neither a device ordinal nor a GPU UUID (GPU-..., see nvidia-smi -L)"),
+		      "%s", err);
 	if (two) { /* "GPU-" alone starts both: ambiguous; a device named twice */
 		ck_assert_int_ne(start_fails("--emu-devices 2 --devices GPU-", err, sizeof(err)), 0);
 		ck_assert_msg(strstr(err, "'GPU-' is the start of 2 devices' UUIDs") && strstr(err, u1), "%s", err);
