@@ -16,17 +16,20 @@ v_event_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_f
 {
 	const struct cua_req_event_create *q = &r->w.body.event_create;
 	int rc;
-	if ((rc = plan_need_device(fe, q->device, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0 ||
-	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
-		return rc;
-	if (r->s->events >= fe->cfg.session_events)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "the session holds %llu events, its limit; destroy some, or raise it with "
-				   "--session-events",
-				   (unsigned long long)r->s->events);
+	if ((rc = plan_need_device(fe, q->device, e)) != 0 || (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+		return rc; /* the limits: .reserve */
 	struct wrec_event_create c = {{WR_EVENT_CREATE, 0}, q->flags, 0};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* An event and its handle (--session-events, --session-handles). */
+static void
+rs_event_create(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe, (void)r;
+	want->n[RES_EVENTS] = 1;
+	want->n[RES_HANDLES] = 1;
 }
 
 static void
@@ -214,6 +217,7 @@ const struct cmd_entry cmd_event_create_entry = {.op = CUA_OP_EVENT_CREATE,
 						 .family = SF_EVENT,
 						 .wrec = WR_EVENT_CREATE,
 						 .validate = v_event_create,
+						 .reserve = rs_event_create,
 						 .complete = c_event_create,
 						 .reply = reply_value};
 const struct cmd_entry cmd_event_destroy_entry = {.op = CUA_OP_EVENT_DESTROY,

@@ -145,10 +145,7 @@ static int
 graph_quota(struct fe *fe, struct request *r, uint32_t n, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
-	sweep_lost(fe, s);
-	int rc = plan_handle_quota(fe, r, e);
-	if (rc != 0)
-		return rc;
+	sweep_lost(fe, s); /* its handle and bytes: .reserve */
 	if (s->ngraphs >= fe->cfg.session_graphs)
 		return cua_err_set(e, CUA_EQUOTA,
 				   "the session holds %u graphs, its limit; destroy some, or raise it with "
@@ -209,6 +206,17 @@ v_graph_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_f
 	return 0;
 }
 
+/* Its handle, and its bytes: the worker command that carries every node with its arguments is what the worker
+ * builds the graph from and keeps while it lives (up to 32 KB of arguments a node), weighed against
+ * --session-graph-bytes and the tenant's `graph-bytes`. */
+static void
+rs_graph_create(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe;
+	want->n[RES_HANDLES] = 1;
+	want->n[RES_GRAPH_BYTES] = r->cmds_len;
+}
+
 static void
 c_graph_create(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
@@ -231,6 +239,8 @@ c_graph_create(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	g->slot = cua_handle_slot(h);
 	g->gen = r->wdev->gen;
 	g->req = 0;
+	r->s->slots[g->slot].size = r->resv[RES_GRAPH_BYTES]; /* counted from now until it is forgotten */
+	r->s->graph_bytes += r->resv[RES_GRAPH_BYTES];
 	it->value = h;
 }
 
@@ -373,6 +383,8 @@ static void
 graph_forget(struct session *s, struct hslot *hs) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct fgraph *g = do_graph_by_slot(s, (uint32_t)(hs - s->slots));
+	s->graph_bytes -= hs->size;
+	hs->size = 0;
 	if (g != NULL) {
 		s->ngraphs--;
 		s->graph_nodes -= g->nnodes;
@@ -420,6 +432,7 @@ const struct cmd_entry cmd_graph_create_entry = {.op = CUA_OP_GRAPH_CREATE,
 						 .family = SF_GRAPH,
 						 .wrec = WR_GRAPH_CREATE,
 						 .validate = v_graph_create,
+						 .reserve = rs_graph_create,
 						 .complete = c_graph_create,
 						 .reply = r_graph_create,
 						 .abandon = a_graph_create};

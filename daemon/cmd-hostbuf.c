@@ -5,7 +5,6 @@
 #include "config.h"
 
 #include "cmd.h"
-#include "tenant.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +48,15 @@ open_memfd(int64_t pid, uint32_t cfd, uint64_t bytes, int *out, cua_err *e)
 	return 0;
 }
 
+/* Registered host bytes and the buffer's handle. */
+static void
+rs_host_register(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe;
+	want->n[RES_HOST_BYTES] = r->w.body.host_register.bytes;
+	want->n[RES_HANDLES] = 1;
+}
+
 static int
 v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
@@ -58,13 +66,11 @@ v_host_register(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 		return rc;
 	if (q->bytes == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot register 0 bytes");
-	if (q->bytes > fe->cfg.session_host_bytes || r->s->host_bytes > fe->cfg.session_host_bytes - q->bytes)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "registering %llu bytes would pass the session's %llu bytes of host memory (%llu in "
-				   "use); unregister some, or raise it with --session-host-bytes",
-				   (unsigned long long)q->bytes, (unsigned long long)fe->cfg.session_host_bytes,
-				   (unsigned long long)r->s->host_bytes);
-	if ((rc = tenant_check_host(fe, r->s, q->bytes, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0)
+	/* within the limits (--session-host-bytes, the tenant's `host-bytes`, --session-handles) before the client's
+	 * memory is opened; .reserve reserves them once validation passed */
+	struct resv want = {{0}};
+	rs_host_register(fe, r, &want);
+	if ((rc = do_reserve_check(fe, r, &want, e)) != 0)
 		return rc;
 	int64_t pid = fe->edge->peer_pid(r->pipe);
 	if (pid <= 0)
@@ -125,7 +131,7 @@ c_host_unregister(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	if (hb == NULL || hb->release.req != r->id)
 		return;
 	if (r->items[0].status == CUA_OK) {
-		if (!hb->stale && !r->s->closing)
+		if (!hb->stale)
 			r->s->host_bytes -= hb->size;
 		do_handle_free(r->s, hb);
 		r->s->host_buffers--;
@@ -149,6 +155,7 @@ const struct cmd_entry cmd_host_register_entry = {.op = CUA_OP_HOST_REGISTER,
 						  .family = SF_MEMORY,
 						  .wrec = WR_HOST_REGISTER,
 						  .validate = v_host_register,
+						  .reserve = rs_host_register,
 						  .complete = c_host_register,
 						  .reply = reply_value};
 const struct cmd_entry cmd_host_unregister_entry = {.op = CUA_OP_HOST_UNREGISTER,

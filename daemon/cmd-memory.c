@@ -6,47 +6,29 @@
 
 #include "cmd.h"
 #include "graphtab.h"
-#include "tenant.h"
-
-/* The most device memory one session may hold on device dev (0: no limit). */
-static uint64_t
-session_mem_limit(const struct fe *fe, uint32_t dev)
-{
-	if (fe->cfg.session_mem != 0)
-		return fe->cfg.session_mem;
-	return fe->devs[dev].info.total_mem / 100 * fe->cfg.session_mem_pct;
-}
 
 static int
 v_mem_alloc(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_mem_alloc *q = &r->w.body.mem_alloc;
-	uint64_t quota, used;
 	int rc;
 	if ((rc = plan_need_device(fe, q->device, e)) != 0)
 		return rc;
-	quota = session_mem_limit(fe, q->device);
-	used = r->s->dev_bytes[q->device];
 	if (q->bytes == 0)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "cannot allocate 0 bytes");
-	const struct tenant *t = r->s->tenant; /* its `mem` bounds its sessions together, never one's allowance */
-	bool tenant_mem = t != NULL && (t->mem != 0 || t->mem_pct != 0);
-	if (quota && (q->bytes > quota || used > quota - q->bytes))
-		return cua_err_set(e, CUA_EQUOTA,
-				   "allocating %llu bytes would pass the session's memory quota of %llu bytes on "
-				   "device %u "
-				   "(%llu in use); free memory first, or raise the quota with --session-mem%s%s%s",
-				   (unsigned long long)q->bytes, (unsigned long long)quota, q->device,
-				   (unsigned long long)used, tenant_mem ? " (tenant '" : "", tenant_mem ? t->name : "",
-				   tenant_mem ? "''s `mem` limits its sessions together; each session also stays "
-						"within --session-mem)"
-					      : "");
-	if ((rc = tenant_check_mem(fe, r->s, q->device, q->bytes, e)) != 0 ||
-	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+	if ((rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0) /* the limits: .reserve */
 		return rc;
 	struct wrec_mem_alloc c = {{WR_MEM_ALLOC, 0}, q->bytes};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* Device memory on its device, against --session-mem and the tenant's `mem`. */
+static void
+rs_mem_alloc(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe;
+	want->n[RES_MEM] = r->w.body.mem_alloc.bytes;
 }
 
 static void
@@ -138,7 +120,7 @@ c_mem_free(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 		a->release = (struct release){0, 0};
 		return;
 	}
-	if (!a->stale && !r->s->closing) { /* a closing session's counts were dropped when it closed */
+	if (!a->stale) { /* a closing session's too: it stays counted until its memory is freed (reserve.h) */
 		r->s->counts.allocations--;
 		r->s->counts.alloc_bytes -= a->len;
 		r->s->dev_bytes[a->dev] -= a->len;
@@ -153,6 +135,7 @@ const struct cmd_entry cmd_mem_alloc_entry = {.op = CUA_OP_MEM_ALLOC,
 					      .family = SF_MEMORY,
 					      .wrec = WR_MEM_ALLOC,
 					      .validate = v_mem_alloc,
+					      .reserve = rs_mem_alloc,
 					      .complete = c_mem_alloc,
 					      .reply = reply_value};
 const struct cmd_entry cmd_mem_free_entry = {.op = CUA_OP_MEM_FREE,

@@ -6,7 +6,6 @@
 
 #include "cmd.h"
 #include "graphtab.h"
-#include "tenant.h"
 
 #include <string.h>
 
@@ -22,25 +21,23 @@ v_module_load(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe
 	if (q->image.len > fe->cfg.staging_bytes)
 		return cua_err_set(e, CUA_ETOO_LARGE, "module image of %u bytes exceeds the staging area",
 				   q->image.len);
-	if (r->s->counts.modules >= fe->cfg.session_modules)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "the session holds %llu modules, its limit; unload some, or raise it with "
-				   "--session-modules",
-				   (unsigned long long)r->s->counts.modules);
-	if (r->s->module_bytes + q->image.len > fe->cfg.session_module_bytes)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "a %u-byte image would pass the session's %llu bytes of modules (%llu in use); "
-				   "unload "
-				   "some, or raise it with --session-module-bytes",
-				   q->image.len, (unsigned long long)fe->cfg.session_module_bytes,
-				   (unsigned long long)r->s->module_bytes);
-	if ((rc = tenant_check_module(fe, r->s, q->image.len, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0 ||
-	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+	if ((rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0) /* the limits: .reserve */
 		return rc;
 	struct wrec_module_load c = {{WR_MODULE_LOAD, 0}, q->format, 0, 0, q->image.len};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	r->items[0].stage = r->items[0].cmd < 0 ? -1 : plan_stage(r, q->image.len, q->image.ptr);
 	return r->items[0].stage < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* A module, its image's bytes and its handle (--session-modules, --session-module-bytes, --session-handles, the
+ * tenant's `modules` and `module-bytes`). */
+static void
+rs_module_load(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe;
+	want->n[RES_MODULES] = 1;
+	want->n[RES_MODULE_BYTES] = r->w.body.module_load.image.len;
+	want->n[RES_HANDLES] = 1;
 }
 
 static void
@@ -148,7 +145,7 @@ v_function_get(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_f
 		return rc;
 	if (q->name.len == 0 || memchr(q->name.ptr, '\0', q->name.len) != NULL)
 		return cua_err_set(e, CUA_EBAD_ARGUMENT, "kernel name must be non-empty text without NUL bytes");
-	if ((rc = plan_handle_quota(fe, r, e)) != 0 || (rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0)
+	if ((rc = plan_bind_device(fe, r, m->dev, m->gen, e)) != 0) /* its handle: .reserve */
 		return rc;
 	char name[CUA_MAX_NAME + 1];
 	memcpy(name, q->name.ptr, q->name.len);
@@ -156,6 +153,14 @@ v_function_get(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_f
 	struct wrec_function_get c = {{WR_FUNCTION_GET, 0}, m->wid};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), name, q->name.len + 1);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* A function's handle (--session-handles). */
+static void
+rs_handle(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe, (void)r;
+	want->n[RES_HANDLES] = 1;
 }
 
 static void
@@ -255,6 +260,7 @@ const struct cmd_entry cmd_module_load_entry = {.op = CUA_OP_MODULE_LOAD,
 						.family = SF_MODULE,
 						.wrec = WR_MODULE_LOAD,
 						.validate = v_module_load,
+						.reserve = rs_module_load,
 						.complete = c_module_load,
 						.reply = reply_value};
 const struct cmd_entry cmd_module_unload_entry = {.op = CUA_OP_MODULE_UNLOAD,
@@ -276,5 +282,6 @@ const struct cmd_entry cmd_function_get_entry = {.op = CUA_OP_FUNCTION_GET,
 						 .family = SF_MODULE,
 						 .wrec = WR_FUNCTION_GET,
 						 .validate = v_function_get,
+						 .reserve = rs_handle,
 						 .complete = c_function_get,
 						 .reply = r_function_get};

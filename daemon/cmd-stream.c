@@ -6,25 +6,14 @@
 
 #include "cmd.h"
 #include "streampool.h"
-#include "tenant.h"
 
 static int
 v_stream_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct cua_req_stream_create *q = &r->w.body.stream_create;
 	int rc;
-	if ((rc = plan_need_device(fe, q->device, e)) != 0 || (rc = plan_handle_quota(fe, r, e)) != 0 ||
-	    (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
-		return rc;
-	uint64_t used = r->s->counts.streams + do_spool_live(fe, r->s);
-	if (used >= fe->cfg.session_streams)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "the session holds %llu streams (its pool streams included), its limit; destroy "
-				   "some, "
-				   "or raise it with --session-streams",
-				   (unsigned long long)used);
-	if ((rc = tenant_check_stream(fe, r->s, e)) != 0)
-		return rc;
+	if ((rc = plan_need_device(fe, q->device, e)) != 0 || (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
+		return rc; /* the limits: .reserve */
 	const struct wdev_info *in = &fe->devs[q->device].info;
 	int prio = q->priority;
 	if (prio > in->prio_least)
@@ -34,6 +23,15 @@ v_stream_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 	struct wrec_stream_create c = {{WR_STREAM_CREATE, 0}, prio, 0};
 	r->items[0].cmd = plan_cmd(r, &c, sizeof(c), NULL, 0);
 	return r->items[0].cmd < 0 ? cua_err_set(e, CUA_ENOMEM, "out of memory") : 0;
+}
+
+/* A stream and its handle (--session-streams, --session-handles, the tenant's `streams`). */
+static void
+rs_stream_create(const struct fe *fe, const struct request *r, struct resv *want)
+{
+	(void)fe, (void)r;
+	want->n[RES_STREAMS] = 1;
+	want->n[RES_HANDLES] = 1;
 }
 
 static void
@@ -148,6 +146,7 @@ const struct cmd_entry cmd_stream_create_entry = {.op = CUA_OP_STREAM_CREATE,
 						  .family = SF_STREAM,
 						  .wrec = WR_STREAM_CREATE,
 						  .validate = v_stream_create,
+						  .reserve = rs_stream_create,
 						  .complete = c_stream_create,
 						  .reply = reply_value};
 const struct cmd_entry cmd_stream_destroy_entry = {.op = CUA_OP_STREAM_DESTROY,

@@ -9,6 +9,7 @@
 
 #include "devlink.h"
 #include "request.h"
+#include "reserve.h"
 
 /* An answer, as request.c hands it to the edge (which encodes it). */
 struct reply {
@@ -65,6 +66,10 @@ struct cmd_entry {
 	 * *scratch (freed after the reply was sent). 0, or a status (the client then gets INTERNAL).
 	 * NULL function: the reply has no body. */
 	int (*reply)(struct fe *fe, struct request *r, cua_rep_body *body, void **scratch);
+	/* The limited resources it makes (reserve.h), from the request as its validation planned it: the generic
+	 * code reserves them once validation passed (QUOTA past a limit of the session or its tenant) and gives them
+	 * back when the request is settled, however it ended — complete counts what was made. NULL: none. */
+	void (*reserve)(const struct fe *fe, const struct request *r, struct resv *want);
 	/* Instead of complete when the request failed as a whole (validation, or refused at dispatch after it was
 	 * validated: TOO_LARGE for the worker ring, CONTEXT_LOST, NO_DEVICE, CLOSED): undoes what validation
 	 * took that complete would have settled. Must also be harmless after a failed validation. NULL: none. */
@@ -107,8 +112,6 @@ int plan_range(struct fe *fe, struct request *r, uint64_t p, uint64_t len, int *
 /* Resolves a stream handle (0: the next pool stream of dev) to the worker's stream id. */
 int plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsid, cua_err *e)
 	CUA_REQUIRES(cuad_fe_lock);
-/* 0 when the session may hold one more handle, else QUOTA. */
-int plan_handle_quota(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* A reply row for ops whose body is the one u64 the worker produced (a handle or a device pointer). */
 int reply_value(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock);
 /* Room kept in every reply for its envelope ([version, op, status, name, message, body] with the message's

@@ -3,7 +3,7 @@
  *
  * The front-end never calls CUDA (GPU work happens in worker processes, see worker/) and its core never
  * touches NNG or msgpack: edge.c is the only file that does, and it hands the core decoded bytes and a reply
- * function (struct edge_ops). (metrics.c serves the core's counters over NNG's HTTP server; it only reads them,
+ * function (struct edge_ops). (metrics.c serves the core's counters over HTTP on NNG streams; it only reads them,
  * through stats.h.) A request's life is request.c; the parts it uses are below it:
  *
  *   edge.c ──▶ request.c ──▶ scheduler.c   (sequence order, fairness)
@@ -60,6 +60,11 @@ struct config {
 	unsigned session_handles;
 	unsigned session_graphs;      /* graphs per session (--session-graphs) */
 	unsigned session_graph_nodes; /* nodes of a session's graphs together */
+	/* bytes of a session's graphs, their nodes' arguments included (reserve.h) */
+	uint64_t session_graph_bytes;
+	/* --isolation session: workers of one session each, all sessions together; of one tenant's sessions,
+	 * unless its section sets `workers` (0: no limit) */
+	unsigned session_workers, tenant_session_workers;
 	unsigned session_inflight;
 	unsigned session_window;
 	unsigned session_pending;
@@ -95,6 +100,9 @@ struct config {
 	bool metrics_sessions;      /* --metrics-sessions: per-session series on it too */
 	const char *config_path;    /* --config (NULL: the default file, when it exists) */
 	const char *self_exe;
+
+	/* --metrics-token-file: the bearer token of operators' scrapes (NULL: none; metrics.c) */
+	const char *metrics_token_file;
 };
 
 /* The defaults of every option: the options' rows (options-table.c), which --help states too. */

@@ -32,6 +32,7 @@ struct device {
 	struct fe *fe; /* fixed */
 	int index;     /* fixed: daemon-visible index */
 	int ordinal;   /* fixed: backend device ordinal */
+	char uuid[48]; /* fixed: its UUID as nvidia-smi -L writes it, GPU-… ("": not known); set at start (main.c) */
 	enum dev_state state CUA_GUARDED_BY(cuad_fe_lock);
 	uint32_t gen CUA_GUARDED_BY(cuad_fe_lock); /* worker generation, 1.. */
 	uint32_t restarts CUA_GUARDED_BY(cuad_fe_lock);

@@ -12,12 +12,14 @@
 #include "metrics.h"
 #include "options.h"
 #include "request.h"
+#include "stats.h"
 #include "tenant.h"
 #include "worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,6 +32,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 static char default_url[PATH_MAX + 16];
 
@@ -49,25 +54,45 @@ default_listen(void)
 	return default_url;
 }
 
-/* A state change for systemd (Type=notify: READY=1, RELOADING=1, STATUS=…) without libsystemd: one datagram
- * to $NOTIFY_SOCKET, when there is one. */
+/* A state change for systemd (Type=notify: READY=1, RELOADING=1, STOPPING=1, WATCHDOG=1, STATUS=…) through
+ * libsystemd, to $NOTIFY_SOCKET when there is one. Without libsystemd (--without-libsystemd): nothing. */
 static void
-sd_notify(const char *msg)
+notify(const char *msg)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
-	    strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+#ifdef HAVE_LIBSYSTEMD
+	sd_notify(0, msg);
+#else
+	(void)msg;
+#endif
+}
+
+/* systemd's watchdog (WatchdogSec= in the unit: $WATCHDOG_USEC): WATCHDOG=1 every half period, sent by the main
+ * thread from its signal loops after it took fe->lock, so that a ping proves that the core is not stuck (every
+ * request needs that lock) and that the main thread still handles signals; 0 when off. */
+static uint64_t watchdog_ms, watchdog_next_ms;
+
+static void
+watchdog_init(void)
+{
+#ifdef HAVE_LIBSYSTEMD
+	uint64_t usec = 0;
+	if (sd_watchdog_enabled(0, &usec) > 0 && usec >= 2000)
+		watchdog_ms = usec / 2000; /* half the period */
+#endif
+	watchdog_next_ms = cua_now_ms();
+}
+
+/* Pings systemd's watchdog when one is due. Main thread, without fe->lock. */
+static void
+watchdog_tick(struct fe *fe)
+{
+	uint64_t now = cua_now_ms();
+	if (watchdog_ms == 0 || now < watchdog_next_ms)
 		return;
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	memcpy(sa.sun_path, path, strlen(path));
-	if (sa.sun_path[0] == '@')
-		sa.sun_path[0] = '\0';
-	sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&sa,
-	       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)));
-	close(fd);
+	fe_lock(fe);
+	fe_unlock(fe);
+	notify("WATCHDOG=1");
+	watchdog_next_ms = now + watchdog_ms;
 }
 
 static int cuda_count;
@@ -265,23 +290,65 @@ settle_config(struct config *c)
 	return 0;
 }
 
+/* The files the options name, opened as the daemon's user before anything starts: one it cannot read is a
+ * configuration error (exit status 2, which the unit does not restart on), said with the file, the user and what
+ * to do rather than as a TLS error from inside NNG. 0, or -1 (logged). */
+static int
+check_files(const struct config *c)
+{
+	const struct {
+		const char *opt, *path;
+	} files[] = {{"tls-cert", c->tls_cert},
+		     {"tls-key", c->tls_key},
+		     {"tls-ca", c->tls_ca},
+		     {"token-file", c->token_file}};
+	int r = 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (files[i].path == NULL)
+			continue;
+		int fd = open(files[i].path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		int e = errno;
+		const struct passwd *pw = getpwuid(geteuid());
+		const char *user = pw ? pw->pw_name : "?";
+		log_error("--%s %s: %s, as user %s (uid %u) that the daemon runs as: %s", files[i].opt, files[i].path,
+			  strerror(e), user, (unsigned)geteuid(),
+			  e == EACCES ? "make it readable by that user (a private key or the tokens by that user only: "
+					"chown it to that user, mode 0600, or root:GROUP 0640 with a group of that "
+					"user alone)"
+				      : "name an existing file");
+		r = -1;
+	}
+	return r;
+}
+
 /* Waits for the signal that stops the daemon, handling SIGHUP meanwhile. Returns that signal. */
 static int
 wait_for_stop(struct fe *fe, const sigset_t *set)
 {
 	int sig = 0;
 	for (;;) {
-		if (sigwait(set, &sig) != 0)
-			continue;
+		watchdog_tick(fe);
+		if (watchdog_ms == 0) {
+			if (sigwait(set, &sig) != 0)
+				continue;
+		} else {
+			struct timespec ts = cua_ms_ts(watchdog_ms);
+			if ((sig = sigtimedwait(set, NULL, &ts)) <= 0)
+				continue;
+		}
 		if (sig != SIGHUP)
 			return sig;
 		char msg[1200], status[1024];
 		snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
 			 (unsigned long long)cua_now_ns() / 1000u);
-		sd_notify(msg);
+		notify(msg);
 		options_reload(fe, status, sizeof(status));
 		snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving; %s", status);
-		sd_notify(msg);
+		notify(msg);
 	}
 }
 
@@ -305,6 +372,7 @@ drain(struct fe *fe, struct edge *ed, const sigset_t *set)
 			break;
 		}
 		struct timespec ts = cua_ms_ts(deadline - now < 10 ? deadline - now : 10);
+		watchdog_tick(fe); /* a drain may outlast the watchdog's period */
 		int sig = sigtimedwait(set, NULL, &ts);
 		if (sig == SIGHUP) {
 			log_info("SIGHUP while shutting down: ignored");
@@ -327,9 +395,12 @@ serve(struct fe *fe)
 	sigset_t block;
 	int sig = 0, usable;
 	cua_log_set_ident("cuasyncd");
-	if (settle_config(&fe->cfg) != 0 || auth_start(fe) != 0) {
-		auth_fini(fe);
+	options_log_config_file();
+	if (settle_config(&fe->cfg) != 0)
 		return 1;
+	if (check_files(&fe->cfg) != 0 || auth_start(fe) != 0) { /* the configuration cannot work: 2 */
+		auth_fini(fe);
+		return 2;
 	}
 	/* Only this process may hold the ready pipe: a worker that inherited it would keep a reader waiting for
 	 * its end after "ready" was written and the daemon closed it. */
@@ -354,9 +425,11 @@ serve(struct fe *fe)
 		dprintf(fe->cfg.ready_fd, "ready %s\n", fe->cfg.listen[0]);
 		close(fe->cfg.ready_fd);
 	}
-	sd_notify("READY=1\nSTATUS=serving");
+	watchdog_init();
+	notify("READY=1\nSTATUS=serving");
 	sig = wait_for_stop(fe, &block);
 	log_info("signal %d: shutting down", sig);
+	notify("STOPPING=1\nSTATUS=shutting down: draining");
 	drain(fe, &ed, &block);
 	metrics_stop(&metrics); /* before the core goes: its handlers read fe */
 	edge_stop(&ed);
@@ -365,6 +438,7 @@ serve(struct fe *fe)
 	free(fe->devs);
 	auth_fini(fe);
 	tenant_table_free(fe->cfg.tenants);
+	stats_fini(&fe->stats);
 	return 0;
 }
 

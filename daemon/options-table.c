@@ -79,6 +79,13 @@ const struct opt_row options_table[] = {
 	 "CUDA graphs per session", NULL},
 	{"session-graph-nodes", OPT_UINT, OPT_RELOAD, F(session_graph_nodes), "65536", 1, 1u << 30, NULL, NULL, "N",
 	 "nodes of all of a session's graphs together", "; one graph has at most 4096"},
+	{"session-graph-bytes", OPT_SIZE, OPT_RELOAD, F(session_graph_bytes), "64M", 1, UINT64_MAX, NULL, NULL, "BYTES",
+	 "bytes of a session's graphs (nodes and their kernel arguments, held by the worker while a graph lives)", NULL},
+	{"session-workers", OPT_UINT, OPT_RELOAD, F(session_workers), "64", 1, 1u << 20, NULL, NULL, "N",
+	 "--isolation session: workers of one session each, all sessions together; past it BUSY", NULL},
+	{"tenant-session-workers", OPT_UINT, OPT_RELOAD, F(tenant_session_workers), "16", 0, 1u << 20, NULL, NULL, "N",
+	 "--isolation session: workers of one tenant's sessions, unless its section sets `workers`; past it QUOTA",
+	 ": 0: no limit"},
 	{"session-inflight", OPT_UINT, OPT_RELOAD, F(session_inflight), "65536", 1, 1u << 24, NULL, NULL, "N",
 	 "requests queued or running per session", NULL},
 	{"session-window", OPT_UINT, OPT_RELOAD, F(session_window), "8", 1, 65536, NULL, NULL, "N",
@@ -151,10 +158,16 @@ const struct opt_row options_table[] = {
 	 "group of the ipc:// socket files (with --ipc-mode 0660: only its members may connect)", NULL},
 	/* monitoring (issue 14, metrics.c) */
 	{"metrics-listen", OPT_URL, 0, F(metrics_listen), NULL, 0, 0, "http://", NULL, "URL",
-	 "serve Prometheus metrics (GET /metrics) and a health check (GET /healthz) at URL, e.g. "
+	 "serve Prometheus metrics (GET /metrics) and probes (GET /livez, /readyz) at URL, e.g. "
 	 "http://127.0.0.1:9464; port 0 picks a free port, logged", ": off"},
 	{"metrics-sessions", OPT_FLAG, 0, F(metrics_sessions), NULL, 0, 0, NULL, NULL, NULL,
-	 "add per-session series to /metrics (one set per client connection: mind the cardinality)", NULL},
+	 "add per-session series to /metrics for operators' scrapes (one set per client connection: mind the "
+	 "cardinality)",
+	 NULL},
+	{"metrics-token-file", OPT_STRING, 0, F(metrics_token_file), NULL, 0, 0, NULL, NULL, "FILE",
+	 "a bearer token (the file's first line; not readable by every user): scrapes that send it get the "
+	 "per-tenant and per-session series too; others get aggregate series only",
+	 NULL},
 	{"config", OPT_STRING, OPT_CMDLINE, F(config_path), NULL, 0, 0, NULL, NULL, "FILE",
 	 "read options from FILE: INI, its [daemon] keys are these options without the dashes, e.g. `session-mem = "
 	 "50%`; the command line wins over the file; SIGHUP re-reads it (limits take effect at once, the rest at the "

@@ -207,6 +207,17 @@ config_file(struct config *c, bool *pending, struct conf_strings *keep, char *er
 	return rc;
 }
 
+void
+options_log_config_file(void)
+{
+	if (conf.path != NULL)
+		log_info("configuration file %s read", conf.path);
+	else
+		log_warn("no configuration file: %s does not exist (--config FILE names another); the defaults and "
+			 "the command line apply",
+			 CUAD_CONF_DEFAULT);
+}
+
 /* What one option alone cannot check: 0, or -1 with why in err. */
 static int
 config_check(const struct config *c, char *err, size_t errlen)

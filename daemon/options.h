@@ -27,4 +27,11 @@ int options_parse(struct config *c, struct worker_opts *wo, int argc, char **arg
  */
 void options_reload(struct fe *fe, char *status, size_t len);
 
+/*
+ * Logs which configuration file options_parse read (--config, else the default when it existed), or, as a
+ * warning, that there was none and the defaults and the command line apply: a file in the wrong place must not
+ * go unnoticed. Main thread, after options_parse and once logging is set up.
+ */
+void options_log_config_file(void);
+
 #endif

@@ -79,17 +79,6 @@ plan_stream(struct fe *fe, struct request *r, uint64_t h, int dev, uint32_t *wsi
 	return 0;
 }
 
-int
-plan_handle_quota(struct fe *fe, struct request *r, cua_err *e)
-{
-	if (r->s->nhandles >= fe->cfg.session_handles)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "the session holds %u handles, its limit; release some, or raise it with "
-				   "--session-handles",
-				   r->s->nhandles);
-	return 0;
-}
-
 uint64_t
 plan_max_reply_data(struct fe *fe)
 {

@@ -121,16 +121,8 @@ do_request_close_session(struct fe *fe, struct session *s)
 		s->cleanup_pending++;
 		do_sched_enqueue(fe, r);
 	}
-	/* Host-side bookkeeping does not wait: quotas and status see the session gone at once. */
-	for (uint32_t i = 0; i < s->nallocs; i++)
-		if (!s->allocs[i].stale) {
-			struct device *dv = &fe->devs[s->allocs[i].dev];
-			dv->allocations--;
-			dv->alloc_bytes -= s->allocs[i].len;
-		}
-	memset(&s->counts, 0, sizeof(s->counts));
-	memset(s->dev_bytes, 0, (size_t)fe->ndevs * sizeof(*s->dev_bytes));
-	s->module_bytes = s->host_bytes = 0;
+	/* What it holds stays counted — its session's limits, its tenant's, the device's — until it is freed: its
+	 * memory is still allocated while its work drains and its cleanup runs (reserve.h). */
 	do_sched_session_release(fe, s);
 }
 

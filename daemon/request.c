@@ -145,8 +145,10 @@ do_settle(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	}
 	if (r->kind == REQ_CLIENT) {
 		do_stats_request(fe, r->op, op_family(r->op), st, cua_now_ns() - r->recv_ns);
+		do_stats_tenant(fe, s->tenant ? s->tenant->name : NULL, op_family(r->op), st);
 		do_count_work(fe, r);
 	}
+	do_unreserve(fe, r); /* made and counted by complete, or never made: either way no longer reserved */
 }
 
 /* A request's very end, after its answer: its staging back, r freed, its session freed if that was the last thing
@@ -289,6 +291,13 @@ do_validate(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 		rc = row->validate(fe, r, &e);
 	else
 		rc = row->item(fe, r, &r->w.body, &r->items[0], &e);
+	if (rc == 0 && row->reserve != NULL) { /* admission reserves what it makes (reserve.h) */
+		struct resv want = {{0}};
+		row->reserve(fe, r, &want);
+		rc = do_reserve(fe, r, &want, &e);
+	}
+	if (rc == 0)
+		rc = do_reserve_worker(fe, r, &e);
 	if (rc != 0) {
 		request_fail(r, rc, "%s", e.detail[0] ? e.detail : cua_strerror(rc));
 		r->cmds = NULL; /* the bytes stay in r->pool */
@@ -354,6 +363,7 @@ do_refuse_pending(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	}
 	fe->errors++;
 	do_stats_request(fe, r->op, op_family(r->op), CUA_EQUOTA, cua_now_ns() - r->recv_ns);
+	do_stats_tenant(fe, r->s->tenant ? r->s->tenant->name : NULL, op_family(r->op), CUA_EQUOTA);
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)

@@ -30,6 +30,7 @@ session_dev_free(struct fe *fe, struct session *s) CUA_REQUIRES(cuad_fe_lock)
 	for (int i = 0; s->spool != NULL && i < fe->ndevs; i++)
 		free(s->spool[i].wid);
 	free(s->dev_bytes);
+	free(s->dev_resv);
 	free(s->dev_in_flight);
 	free(s->worker);
 	free(s->spool);
@@ -43,10 +44,12 @@ do_session_new(struct fe *fe, uint32_t pipe)
 		return NULL;
 	size_t n = fe->ndevs > 0 ? (size_t)fe->ndevs : 1;
 	s->dev_bytes = calloc(n, sizeof(*s->dev_bytes));
+	s->dev_resv = calloc(n, sizeof(*s->dev_resv));
 	s->dev_in_flight = calloc(n, sizeof(*s->dev_in_flight));
 	s->worker = calloc(n, sizeof(*s->worker));
 	s->spool = calloc(n, sizeof(*s->spool));
-	if (s->dev_bytes == NULL || s->dev_in_flight == NULL || s->worker == NULL || s->spool == NULL) {
+	if (s->dev_bytes == NULL || s->dev_resv == NULL || s->dev_in_flight == NULL || s->worker == NULL ||
+	    s->spool == NULL) {
 		session_dev_free(fe, s);
 		free(s);
 		return NULL;
@@ -119,6 +122,13 @@ do_session_free(struct fe *fe, struct session *s)
 	if (h == s)
 		HASH_DEL(fe->by_pipe, s);
 	fe->nsessions--;
+	/* Its memory leaves the device's counts only now: a closing session's allocations stay counted until its
+	 * work drained and its cleanup freed them (or its own worker went), which is when it is freed. */
+	for (uint32_t i = 0; i < s->nallocs; i++)
+		if (!s->allocs[i].stale && s->allocs[i].dev < fe->ndevs) {
+			fe->devs[s->allocs[i].dev].allocations--;
+			fe->devs[s->allocs[i].dev].alloc_bytes -= s->allocs[i].len;
+		}
 	for (uint32_t i = 0; i < s->nslots; i++)
 		free(s->slots[i].params);
 	free(s->slots);
@@ -492,21 +502,17 @@ session_mark_stale(struct fe *fe, struct session *s, int dev, uint32_t old_gen) 
 		if (a->dev != dev || a->gen != old_gen || a->stale)
 			continue;
 		a->stale = true;
-		if (!s->closing) { /* a closing session's counts were dropped when it closed */
-			s->counts.allocations--;
-			s->counts.alloc_bytes -= a->len;
-			s->dev_bytes[dev] -= a->len;
-			fe->devs[dev].allocations--;
-			fe->devs[dev].alloc_bytes -= a->len;
-		}
+		s->counts.allocations--;
+		s->counts.alloc_bytes -= a->len;
+		s->dev_bytes[dev] -= a->len;
+		fe->devs[dev].allocations--;
+		fe->devs[dev].alloc_bytes -= a->len;
 	}
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		struct hslot *h = &s->slots[i];
 		if (!h->kind || h->dev != dev || h->gen != old_gen || h->stale)
 			continue;
 		h->stale = true;
-		if (s->closing)
-			continue;
 		const struct hkind_entry *k = hkind(h->kind);
 		if (k != NULL && k->bytes_off != 0)
 			*field(s, k->bytes_off) -= h->size;

@@ -68,6 +68,25 @@ struct global_rec {
 TAILQ_HEAD(request_queue, request);
 
 /*
+ * The limited resources of a session (daemon/reserve.h: one row each, with its limits). Admission reserves,
+ * completion confirms: a request that makes one of them reserves it when it is validated (struct request.resv,
+ * summed in struct session.resv), every limit is checked against what the session holds plus what it has reserved,
+ * and the reservation is given back when the request is settled — its row's complete has counted the object by
+ * then when it was made. RES_MEM is per device (session.dev_resv, the request's device).
+ */
+enum res_kind {
+	RES_MEM,          /* device memory, bytes, on one device */
+	RES_MODULES,      /* modules */
+	RES_MODULE_BYTES, /* bytes of module images */
+	RES_STREAMS,      /* streams (its pool streams count as held) */
+	RES_EVENTS,       /* events */
+	RES_HOST_BYTES,   /* registered host memory, bytes */
+	RES_HANDLES,      /* handles of every kind */
+	RES_GRAPH_BYTES,  /* bytes of graph nodes and their arguments, which the worker keeps while the graph lives */
+	RES_COUNT
+};
+
+/*
  * Who is on the other end of a session's connection (auth.c decides what it may do). The edge fills in what
  * the transport vouches for (edge_ops.peer) when the session is made: the kernel's credentials of an ipc://
  * peer (SO_PEERCRED, read once when the connection came), whether a tls+tcp:// peer's certificate was verified
@@ -137,6 +156,14 @@ struct session {
 	graphs CUA_GUARDED_BY(cuad_fe_lock); /* graphtab.h: its graphs and what they pin */
 	uint32_t CUA_GUARDED_BY(cuad_fe_lock) ngraphs,
 		graph_nodes; /* graphs it holds and their nodes (--session-graphs) */
+	/* what its graphs made hold in the worker (RES_GRAPH_BYTES) */
+	uint64_t graph_bytes CUA_GUARDED_BY(cuad_fe_lock);
+	/* reserved by its requests admitted and not yet settled (reserve.h); RES_MEM per device in dev_resv */
+	uint64_t resv[RES_COUNT] CUA_GUARDED_BY(cuad_fe_lock);
+	uint64_t *dev_resv CUA_GUARDED_BY(cuad_fe_lock) CUA_PT_GUARDED_BY(cuad_fe_lock);
+	/* --isolation session: the devices on which it holds a worker of its own or has one reserved (from the
+	 * validation of its first request there until it is freed: --session-workers, a tenant's `workers`) */
+	cuad_devmask workers CUA_GUARDED_BY(cuad_fe_lock);
 	cua_wire_counts counts CUA_GUARDED_BY(cuad_fe_lock);
 	uint64_t host_buffers CUA_GUARDED_BY(cuad_fe_lock);     /* live host buffers */
 	uint64_t events CUA_GUARDED_BY(cuad_fe_lock);           /* live events (--session-events) */

@@ -9,9 +9,13 @@
 #include "stats.h"
 #include "tenant.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Upper bounds of the latency buckets, in nanoseconds and as Prometheus writes them (seconds). */
 static const struct {
@@ -43,6 +47,91 @@ do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t sta
 			h->bucket[i]++;
 			break;
 		}
+}
+
+void
+do_stats_tenant(struct fe *fe, const char *tenant, enum stats_family fam, uint32_t status)
+{
+	struct stats *st = &fe->stats;
+	struct stats_tenant_ctr *t = NULL;
+	if (tenant == NULL)
+		return;
+	for (uint32_t i = 0; i < st->ntenant && t == NULL; i++) /* a few tenants: a scan beats a hash */
+		if (strcmp(st->tenant[i].name, tenant) == 0)
+			t = &st->tenant[i];
+	if (t == NULL) {
+		if (st->ntenant == st->cap_tenant) {
+			uint32_t cap = st->cap_tenant ? 2 * st->cap_tenant : 8;
+			struct stats_tenant_ctr *grown = realloc(st->tenant, cap * sizeof(*grown));
+			if (grown == NULL)
+				return;
+			st->tenant = grown;
+			st->cap_tenant = cap;
+		}
+		t = &st->tenant[st->ntenant++];
+		memset(t, 0, sizeof(*t));
+		snprintf(t->name, sizeof(t->name), "%s", tenant);
+	}
+	t->requests[fam < SF_NFAMILIES ? fam : SF_INFO]++;
+	if (status != CUA_OK)
+		t->errors[status < STATS_NSTATUS ? status : CUA_EINTERNAL]++;
+}
+
+void
+stats_fini(struct stats *st)
+{
+	free(st->tenant);
+	st->tenant = NULL;
+	st->ntenant = st->cap_tenant = 0;
+}
+
+/* ------------------------------------------------------------------ process */
+
+/* The process_ series of Prometheus's client libraries, from /proc/self (proc(5)). */
+static void
+snap_process(struct stats_snap *snap)
+{
+	char buf[2048];
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f != NULL)
+		fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* past the command name, which may hold blanks and parentheses */
+	unsigned long utime = 0, stime = 0, vsize = 0;
+	unsigned long long start = 0;
+	long rss = 0;
+	/* fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime
+	 * cstime priority nice threads itrealvalue starttime vsize rss */
+	if (p == NULL ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
+		   &utime, &stime, &start, &vsize, &rss) != 5)
+		return;
+	double tck = (double)sysconf(_SC_CLK_TCK);
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long long btime = 0;
+	if ((f = fopen("/proc/stat", "re")) != NULL) {
+		while (fgets(buf, sizeof(buf), f) != NULL && sscanf(buf, "btime %llu", &btime) != 1)
+			;
+		fclose(f);
+	}
+	uint64_t fds = 0;
+	DIR *d = opendir("/proc/self/fd");
+	for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+		fds += e->d_name[0] != '.';
+	if (d != NULL) {
+		closedir(d);
+		fds--; /* the directory's own descriptor */
+	}
+	struct rlimit rl = {0, 0};
+	getrlimit(RLIMIT_NOFILE, &rl);
+	snap->proc.cpu_seconds = (double)(utime + stime) / tck;
+	snap->proc.start_seconds = (double)btime + (double)start / tck;
+	snap->proc.vsize_bytes = vsize;
+	snap->proc.rss_bytes = (uint64_t)rss * (uint64_t)page;
+	snap->proc.open_fds = fds;
+	snap->proc.max_fds = rl.rlim_cur;
+	snap->proc.ok = true;
 }
 
 /* ------------------------------------------------------------------ snapshot */
@@ -94,6 +183,13 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 		}
 	}
 	out->c = fe->stats;
+	out->c.tenant = NULL; /* the copy's rows are out->tctr */
+	if (fe->stats.ntenant > 0) {
+		if ((out->tctr = calloc(fe->stats.ntenant, sizeof(*out->tctr))) == NULL)
+			goto out;
+		memcpy(out->tctr, fe->stats.tenant, fe->stats.ntenant * sizeof(*out->tctr));
+		out->ntctr = fe->stats.ntenant;
+	}
 	out->uptime_ms = cua_now_ms() - fe->start_ms;
 	out->requests = fe->requests;
 	out->errors = fe->errors;
@@ -108,12 +204,17 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 						    .total_bytes = d->info.total_mem,
 						    .ready = d->state == DEV_READY,
 						    .drained = (fe->drained >> i & 1u) != 0};
+		memcpy(out->dev[i].model, d->info.name, sizeof(out->dev[i].model));
+		out->dev[i].model[sizeof(out->dev[i].model) - 1] = '\0';
+		snprintf(out->dev[i].uuid, sizeof(out->dev[i].uuid), "%s", d->uuid);
 	}
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	snap_session(fe, s, out);
 	rc = 0;
 out:
 	fe_unlock(fe);
+	if (rc == 0)
+		snap_process(out);
 	return rc;
 }
 
@@ -126,6 +227,15 @@ stats_snap_free(struct stats_snap *snap)
 	free(snap->ten);
 	snap->ten = NULL;
 	snap->nten = 0;
+	free(snap->tctr);
+	snap->tctr = NULL;
+	snap->ntctr = 0;
+}
+
+void
+stats_snap_aggregate(struct stats_snap *snap)
+{
+	stats_snap_free(snap); /* what it holds are the rows: the totals stay */
 }
 
 bool
@@ -153,20 +263,36 @@ head(FILE *f, const char *name, const char *type, const char *help)
 	fprintf(f, "# HELP cuasyncd_%s %s\n# TYPE cuasyncd_%s %s\n", name, help, name, type);
 }
 
-/* One sample: name{labels} value. labels: "" or `key="value",…` without braces. The one place labels are
- * written: a tenant label goes here once tenants exist (see stats.h). */
+/* One sample: name{labels} value. labels: "" or `key="value",…` without braces (values escaped: label()). */
 static void
 sample(FILE *f, const char *name, const char *labels, unsigned long long v)
 {
 	fprintf(f, "cuasyncd_%s%s%s%s %llu\n", name, *labels ? "{" : "", labels, *labels ? "}" : "", v);
 }
 
+/* `key="value"` with the value escaped as the text format wants (backslash, quote, newline), cut to fit len. */
 static void
-sample_dev(FILE *f, const char *name, int dev, unsigned long long v)
+label(char *l, size_t len, const char *key, const char *value)
 {
-	char l[32];
-	snprintf(l, sizeof(l), "device=\"%d\"", dev);
-	sample(f, name, l, v);
+	size_t o = (size_t)snprintf(l, len, "%s=\"", key);
+	for (const char *p = value; *p && o + 4 < len; p++) {
+		if (*p == '\\' || *p == '"' || *p == '\n')
+			l[o++] = '\\';
+		l[o++] = *p == '\n' ? 'n' : *p;
+	}
+	snprintf(l + o, len - o, "\"");
+}
+
+/* A device's labels: its index, dcgm-exporter's UUID (the same name and value: series join on it) and its name
+ * as model_name (dcgm-exporter's modelName is camelCase, which promtool's lint rejects; its series give it to a
+ * join with group_left). */
+static void
+device_labels(char *l, size_t len, const struct stats_snap *snap, int dev)
+{
+	char u[160], m[600];
+	label(u, sizeof(u), "UUID", snap->dev[dev].uuid);
+	label(m, sizeof(m), "model_name", snap->dev[dev].model);
+	snprintf(l, len, "device=\"%d\",%s,%s", dev, u, m);
 }
 
 static void
@@ -259,13 +385,15 @@ fmt_devices(FILE *f, const struct stats_snap *snap)
 		{"worker_restarts_total", "counter", "Restarts of the device's worker (faults, deaths, watchdog)."},
 		{"worker_generation", "gauge", "The device's current worker generation (1 at start)."},
 	};
+	char l[800];
 	for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
 		head(f, rows[k].name, rows[k].type, rows[k].help);
 		for (int i = 0; i < snap->ndevs; i++) {
 			const struct stats_device *d = &snap->dev[i];
 			const unsigned long long v[] = {d->ready,     d->drained,  d->mem_bytes, d->total_bytes,
 							d->in_flight, d->restarts, d->generation};
-			sample_dev(f, rows[k].name, i, v[k]);
+			device_labels(l, sizeof(l), snap, i);
+			sample(f, rows[k].name, l, v[k]);
 		}
 	}
 }
@@ -299,17 +427,10 @@ fmt_sessions(FILE *f, const struct stats_snap *snap)
 	}
 }
 
-/* tenant="NAME", the name escaped as the text format wants (backslash, quote, newline). */
 static void
 tenant_label(char *l, size_t len, const char *name)
 {
-	size_t o = (size_t)snprintf(l, len, "tenant=\"");
-	for (const char *p = name; *p && o + 3 < len; p++) {
-		if (*p == '\\' || *p == '"' || *p == '\n')
-			l[o++] = '\\';
-		l[o++] = *p == '\n' ? 'n' : *p;
-	}
-	snprintf(l + o, len - o, "\"");
+	label(l, len, "tenant", name);
 }
 
 static void
@@ -340,6 +461,53 @@ fmt_tenants(FILE *f, const struct stats_snap *snap)
 	}
 }
 
+/* Per-tenant request and error counters (tenants with a request since the start). */
+static void
+fmt_tenant_requests(FILE *f, const struct stats_snap *snap)
+{
+	char l[200], t[160];
+	head(f, "tenant_requests_total", "counter",
+	     "Client requests of a tenant's sessions answered, by family of request kinds.");
+	for (uint32_t i = 0; i < snap->ntctr; i++)
+		for (int fam = SF_NONE + 1; fam < SF_NFAMILIES; fam++) {
+			tenant_label(t, sizeof(t), snap->tctr[i].name);
+			snprintf(l, sizeof(l), "%s,family=\"%s\"", t, family_names[fam]);
+			sample(f, "tenant_requests_total", l, snap->tctr[i].requests[fam]);
+		}
+	head(f, "tenant_errors_total", "counter", "Of them, those answered with an error, by error name.");
+	for (uint32_t i = 0; i < snap->ntctr; i++)
+		for (uint32_t st = 1; st < STATS_NSTATUS; st++) {
+			if (snap->tctr[i].errors[st] == 0)
+				continue;
+			tenant_label(t, sizeof(t), snap->tctr[i].name);
+			snprintf(l, sizeof(l), "%s,error=\"%s\"", t, cua_strerror_name((int)st));
+			sample(f, "tenant_errors_total", l, snap->tctr[i].errors[st]);
+		}
+}
+
+/* The process_ series, named as Prometheus's client libraries name them (no cuasyncd_ prefix). */
+static void
+fmt_process(FILE *f, const struct stats_snap *snap)
+{
+	if (!snap->proc.ok)
+		return;
+	static const struct {
+		const char *name, *type, *help;
+	} rows[] = {
+		{"process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds."},
+		{"process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds."},
+		{"process_resident_memory_bytes", "gauge", "Resident memory size in bytes."},
+		{"process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes."},
+		{"process_open_fds", "gauge", "Number of open file descriptors."},
+		{"process_max_fds", "gauge", "Maximum number of open file descriptors."},
+	};
+	const double v[] = {snap->proc.cpu_seconds,         snap->proc.start_seconds,    (double)snap->proc.rss_bytes,
+			    (double)snap->proc.vsize_bytes, (double)snap->proc.open_fds, (double)snap->proc.max_fds};
+	for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++)
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", rows[k].name, rows[k].help, rows[k].name,
+			rows[k].type, rows[k].name, v[k]);
+}
+
 char *
 stats_format(const struct stats_snap *snap, size_t *len)
 {
@@ -347,6 +515,8 @@ stats_format(const struct stats_snap *snap, size_t *len)
 	FILE *f = open_memstream(&buf, len);
 	if (f == NULL)
 		return NULL;
+	head(f, "build_info", "gauge", "Always 1; the version of the daemon in its label.");
+	fprintf(f, "cuasyncd_build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
 	head(f, "uptime_seconds", "gauge", "Seconds since the daemon started.");
 	fprintf(f, "cuasyncd_uptime_seconds %.3f\n", (double)snap->uptime_ms / 1000.0);
 	head(f, "sessions", "gauge", "Live client sessions (connections that said HELLO), the operator's included.");
@@ -361,6 +531,12 @@ stats_format(const struct stats_snap *snap, size_t *len)
 		fmt_sessions(f, snap);
 	if (snap->ten != NULL)
 		fmt_tenants(f, snap);
+	if (snap->tctr != NULL)
+		fmt_tenant_requests(f, snap);
+	head(f, "http_connections_refused_total", "counter",
+	     "Connections to this endpoint closed at once: over its bound in number (all, or from one address).");
+	sample(f, "http_connections_refused_total", "", snap->http_refused);
+	fmt_process(f, snap);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

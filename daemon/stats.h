@@ -7,10 +7,13 @@
  * gauges it derives from the sessions and devices, out under fe->lock (stats_snapshot) and formats the copy
  * without the lock (stats_format), so a slow scrape never holds up a request.
  *
- * Labels: per op and status, per op family (latency), per device, per session (--metrics-sessions only: a
- * series per client connection is unbounded cardinality). Tenants do not exist yet: when identities land,
- * counters that are per tenant gain a `tenant` label — struct stats then becomes one row per tenant, and
- * stats_format's label writer (fmt_labels) is the one place that names labels.
+ * Labels: per op and status, per op family (latency), per device (`device`, with dcgm-exporter's `UUID` beside
+ * it, so that the series join the DCGM exporter's, and `model_name`: dcgm-exporter's `modelName` is camelCase,
+ * which promtool's lint rejects), per tenant (requests by family, errors by
+ * name, usage), per session (--metrics-sessions only: a series per client connection is unbounded
+ * cardinality). Per-tenant and per-session series say who uses the GPU: metrics.c serves them to operators
+ * only (stats_snap_aggregate drops them for everyone else). Beside the cuasyncd_ series, the process_ ones of
+ * Prometheus's client libraries (CPU, memory, descriptors, start time), read from /proc at each snapshot.
  */
 #ifndef CUAD_STATS_H
 #define CUAD_STATS_H
@@ -47,6 +50,13 @@ enum stats_family {
 
 enum stats_dir { SD_HTOD, SD_DTOH, SD_DTOD, SD_NDIRS };
 
+/* One tenant's request counters (by name: they outlive configuration reloads, as its busy time does). */
+struct stats_tenant_ctr {
+	char name[64];
+	uint64_t requests[SF_NFAMILIES]; /* answered client requests by family */
+	uint64_t errors[STATS_NSTATUS];  /* of them, answered with an error, by status */
+};
+
 struct stats_hist {
 	uint64_t bucket[STATS_NBUCKETS]; /* observations <= the bucket's bound (not cumulative here) */
 	uint64_t count;
@@ -62,6 +72,8 @@ struct stats {
 	uint64_t copied[SD_NDIRS];        /* bytes copied by copies that succeeded */
 	uint64_t host_copied[SD_NDIRS];   /* … of them through shared host buffers (no socket) */
 	struct stats_hist latency[SF_NFAMILIES]; /* receive → reply (completion for fire-and-forget) */
+	struct stats_tenant_ctr *tenant;         /* per tenant, first request first (malloc'd, grown) */
+	uint32_t ntenant, cap_tenant;
 };
 
 /* A client request of kind op and family fam (its row's) was answered (or, fire-and-forget, completed) with
@@ -69,6 +81,12 @@ struct stats {
  * (launches, bytes copied) the rows' count functions add to fe->stats themselves. fe->lock held; never blocks. */
 void do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t status, uint64_t lat_ns)
 	CUA_REQUIRES(cuad_fe_lock);
+/* The same request counted for the tenant named tenant (NULL: none yet, not counted). fe->lock held; allocates
+ * only the first time a tenant is seen (out of memory: not counted). */
+void do_stats_tenant(struct fe *fe, const char *tenant, enum stats_family fam, uint32_t status)
+	CUA_REQUIRES(cuad_fe_lock);
+/* Frees the per-tenant counters (at the end, with fe). */
+void stats_fini(struct stats *st);
 
 /* One session's row in a snapshot. */
 struct stats_session {
@@ -90,6 +108,8 @@ struct stats_tenant {
 
 /* One device's row in a snapshot. */
 struct stats_device {
+	char uuid[64];   /* the GPU's UUID as nvidia-smi and dcgm-exporter write it (GPU-…), or "" */
+	char model[256]; /* its name (dcgm-exporter's modelName; model_name here) */
 	uint32_t generation, restarts, in_flight;
 	uint64_t mem_bytes;   /* device memory the sessions hold on it */
 	uint64_t total_bytes; /* the device's memory */
@@ -113,12 +133,23 @@ struct stats_snap {
 	uint32_t nsess;
 	struct stats_tenant *ten; /* one row per tenant of the configuration (malloc'd; NULL: none) */
 	uint32_t nten;
+	struct stats_tenant_ctr *tctr; /* per-tenant request counters (malloc'd; NULL: none) */
+	uint32_t ntctr;
+	uint64_t http_refused; /* metrics connections closed at once for a bound (metrics.c fills it in) */
+	struct {
+		bool ok;              /* read from /proc */
+		double cpu_seconds;   /* user and system */
+		double start_seconds; /* since the Epoch */
+		uint64_t rss_bytes, vsize_bytes, open_fds, max_fds;
+	} proc;
 };
 
 /* Copies the counters and gauges out under fe->lock (takes it; any thread without it). With with_sessions,
  * one row per live session too. 0 or CUA_ENOMEM. stats_snap_free releases it either way. */
 int stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out) CUA_EXCLUDES(cuad_fe_lock);
 void stats_snap_free(struct stats_snap *snap);
+/* Drops the per-tenant and per-session rows from snap: what a scraper that is not an operator gets. */
+void stats_snap_aggregate(struct stats_snap *snap);
 
 /* The Prometheus text format (0.0.4) of snap in a malloc'd string (*len bytes, NUL-terminated), or NULL
  * (out of memory). Pure: no lock, any thread. */

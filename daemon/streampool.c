@@ -83,7 +83,8 @@ do_spool_prepare(struct fe *fe, struct request *r, struct device *d)
 		p->failed = CUA_OK;
 		return SPOOL_FAILED;
 	}
-	uint64_t used = s->counts.streams + do_spool_live(fe, s);
+	/* streams that admitted STREAM_CREATEs reserved count too (reserve.h) */
+	uint64_t used = s->counts.streams + do_spool_live(fe, s) + s->resv[RES_STREAMS];
 	if (used + n > fe->cfg.session_streams) {
 		request_fail(r, CUA_EQUOTA,
 			     "the session's %u pool streams on device %d would pass its stream limit (%llu of %u in "

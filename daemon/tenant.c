@@ -6,7 +6,6 @@
 #include "cua_log.h"
 #include "devlink.h"
 #include "session.h"
-#include "streampool.h"
 #include "tenant.h"
 
 #include <errno.h>
@@ -180,6 +179,10 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 		rc = cfg_parse_size(v, &t->module_bytes);
 	else if (strcmp(key, "host-bytes") == 0)
 		rc = cfg_parse_size(v, &t->host_bytes);
+	else if (strcmp(key, "graph-bytes") == 0)
+		rc = cfg_parse_size(v, &t->graph_bytes);
+	else if (strcmp(key, "workers") == 0)
+		rc = parse_u32(v, &t->workers);
 	else if (strcmp(key, "modules") == 0)
 		rc = parse_u32(v, &t->modules);
 	else if (strcmp(key, "streams") == 0)
@@ -197,7 +200,8 @@ tenant_table_set(struct tenant_table *T, const char *name, const char *key, cons
 	else {
 		snprintf(why, whylen,
 			 "unknown key '%s' in [tenant %s] (who: uid, user, group, subject, token; limits: mem, "
-			 "modules, module-bytes, streams, host-bytes, sessions, in-flight; weight, isolation%s)",
+			 "modules, module-bytes, streams, host-bytes, graph-bytes, sessions, workers, in-flight; "
+			 "weight, isolation%s)",
 			 key, name, is_default ? "; refuse" : "");
 		return -1;
 	}
@@ -295,102 +299,15 @@ tenant_table_log_mem(const struct tenant_table *T, const struct config *c)
 	}
 }
 
-/* What t's live sessions hold together. */
-struct usage {
-	uint64_t dev_bytes[CUA_MAX_DEVICES], module_bytes, host_bytes;
-	uint64_t modules, streams, sessions;
-};
-
-static void
-usage_of(struct fe *fe, const struct tenant *t, struct usage *u) CUA_REQUIRES(cuad_fe_lock)
+/* t's live sessions (said HELLO, not closing). */
+static uint64_t
+sessions_of(struct fe *fe, const struct tenant *t) CUA_REQUIRES(cuad_fe_lock)
 {
 	const struct session *s;
-	memset(u, 0, sizeof(*u));
+	uint64_t n = 0;
 	TAILQ_FOREACH(s, &fe->sessions, link)
-	{
-		if (s->tenant != t || s->closing || s->pipe_gone)
-			continue;
-		for (int d = 0; d < fe->ndevs && d < (int)CUA_MAX_DEVICES; d++)
-			u->dev_bytes[d] += s->dev_bytes[d];
-		u->module_bytes += s->module_bytes;
-		u->host_bytes += s->host_bytes;
-		u->modules += s->counts.modules;
-		u->streams += s->counts.streams + do_spool_live(fe, s);
-		u->sessions += s->hello;
-	}
-}
-
-int
-tenant_check_mem(struct fe *fe, const struct session *s, uint32_t dev, uint64_t bytes, cua_err *e)
-{
-	const struct tenant *t = s->tenant;
-	if (t == NULL || (t->mem == 0 && t->mem_pct == 0))
-		return 0;
-	uint64_t limit = t->mem ? t->mem : fe->devs[dev].info.total_mem / 100 * t->mem_pct;
-	struct usage u;
-	usage_of(fe, t, &u);
-	if (bytes <= limit && u.dev_bytes[dev] <= limit - bytes)
-		return 0;
-	return cua_err_set(e, CUA_EQUOTA,
-			   "allocating %llu bytes would pass tenant '%s''s memory limit of %llu bytes on device %u "
-			   "(%llu in use by its sessions); free memory in one of them, or raise `mem` in [tenant %s]",
-			   (unsigned long long)bytes, t->name, (unsigned long long)limit, dev,
-			   (unsigned long long)u.dev_bytes[dev], t->name);
-}
-
-int
-tenant_check_module(struct fe *fe, const struct session *s, uint64_t image_bytes, cua_err *e)
-{
-	const struct tenant *t = s->tenant;
-	if (t == NULL || (t->modules == 0 && t->module_bytes == 0))
-		return 0;
-	struct usage u;
-	usage_of(fe, t, &u);
-	if (t->modules && u.modules >= t->modules)
-		return cua_err_set(e, CUA_EQUOTA,
-				   "tenant '%s''s sessions hold %llu modules, its limit; unload some, or raise "
-				   "`modules` in [tenant %s]",
-				   t->name, (unsigned long long)u.modules, t->name);
-	if (t->module_bytes && (image_bytes > t->module_bytes || u.module_bytes > t->module_bytes - image_bytes))
-		return cua_err_set(e, CUA_EQUOTA,
-				   "a %llu-byte image would pass tenant '%s''s %llu bytes of modules (%llu in use); "
-				   "unload some, or raise `module-bytes` in [tenant %s]",
-				   (unsigned long long)image_bytes, t->name, (unsigned long long)t->module_bytes,
-				   (unsigned long long)u.module_bytes, t->name);
-	return 0;
-}
-
-int
-tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e)
-{
-	const struct tenant *t = s->tenant;
-	if (t == NULL || t->streams == 0)
-		return 0;
-	struct usage u;
-	usage_of(fe, t, &u);
-	if (u.streams < t->streams)
-		return 0;
-	return cua_err_set(e, CUA_EQUOTA,
-			   "tenant '%s''s sessions hold %llu streams (pool streams included), its limit; destroy "
-			   "some, or raise `streams` in [tenant %s]",
-			   t->name, (unsigned long long)u.streams, t->name);
-}
-
-int
-tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e)
-{
-	const struct tenant *t = s->tenant;
-	if (t == NULL || t->host_bytes == 0)
-		return 0;
-	struct usage u;
-	usage_of(fe, t, &u);
-	if (bytes <= t->host_bytes && u.host_bytes <= t->host_bytes - bytes)
-		return 0;
-	return cua_err_set(e, CUA_EQUOTA,
-			   "registering %llu bytes would pass tenant '%s''s %llu bytes of host memory (%llu in use); "
-			   "unregister some, or raise `host-bytes` in [tenant %s]",
-			   (unsigned long long)bytes, t->name, (unsigned long long)t->host_bytes,
-			   (unsigned long long)u.host_bytes, t->name);
+	n += s->tenant == t && s->hello && !s->closing && !s->pipe_gone;
+	return n;
 }
 
 int
@@ -417,13 +334,12 @@ tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e)
 {
 	if (t->sessions == 0)
 		return 0;
-	struct usage u;
-	usage_of(fe, t, &u);
-	if (u.sessions < t->sessions)
+	uint64_t n = sessions_of(fe, t);
+	if (n < t->sessions)
 		return 0;
 	return cua_err_set(e, CUA_EQUOTA,
 			   "tenant '%s' has %llu sessions, its limit; close one, or raise `sessions` in [tenant %s]",
-			   t->name, (unsigned long long)u.sessions, t->name);
+			   t->name, (unsigned long long)n, t->name);
 }
 
 void

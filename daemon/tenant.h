@@ -4,12 +4,12 @@
  * The configuration file names tenants in `[tenant NAME]` sections (cuasyncd.conf(5)): who belongs to it
  * (`uid`, `user`, `group`, `subject`, `token`: any one matching is enough; the first tenant in file order that
  * matches wins) and what all its sessions together may hold (`mem` per device, `modules`, `module-bytes`,
- * `streams`, `host-bytes`, `sessions`). A session whose identity matches no tenant belongs to `default`,
+ * `streams`, `host-bytes`, `graph-bytes`, `sessions`, `workers`; reserve.h checks the resources). A session whose identity matches no tenant belongs to `default`,
  * which exists even when the file does not name it (then without limits of its own); `refuse = yes` in
  * `[tenant default]` refuses unknown identities instead. The per-session limits (--session-*) hold as well.
  *
- * Usage is not counted twice: a tenant's usage is the sum over its live sessions, taken when a request asks
- * for more, so it cannot drift from what the sessions hold. Sessions hold a pointer to their tenant; a reload
+ * Usage is not counted twice: a tenant's usage is the sum over its sessions (reserve.c: closing ones included
+ * until they are freed), taken when a request asks for more, so it cannot drift from what the sessions hold. Sessions hold a pointer to their tenant; a reload
  * builds a new table and moves every session to the tenant of the same name (else `default`).
  *
  * Names of users and groups are resolved when the table is built (start, SIGHUP; main thread), never under
@@ -46,7 +46,9 @@ struct tenant {
 	uint64_t mem;     /* device memory on each device, all sessions together (0: none) */
 	unsigned mem_pct; /* or a share of each device's memory */
 	uint64_t module_bytes, host_bytes;
+	uint64_t graph_bytes; /* bytes of its sessions' graphs (RES_GRAPH_BYTES, reserve.h; 0: none) */
 	uint32_t modules, streams, sessions;
+	uint32_t workers;   /* --isolation session: workers of its sessions' own (0: --tenant-session-workers) */
 	uint32_t in_flight; /* requests queued or running, all its sessions together (0: no limit) */
 	unsigned weight;    /* its share of the device against other busy tenants (default 1) */
 	/* usage, under fe->lock (tenant_account); carried over by name across reloads */
@@ -87,15 +89,8 @@ struct tenant *tenant_match(const struct tenant_table *t, const struct peer_iden
 /* The tenant named name in t, else t's default. */
 struct tenant *tenant_by_name(const struct tenant_table *t, const char *name);
 
-/* Whether s's tenant may take more: 0, or CUA_EQUOTA with the tenant's name, its limit and its use in e.
- * Caller holds fe->lock. */
-int tenant_check_mem(struct fe *fe, const struct session *s, uint32_t dev, uint64_t bytes, cua_err *e)
-	CUA_REQUIRES(cuad_fe_lock);
-int tenant_check_module(struct fe *fe, const struct session *s, uint64_t image_bytes, cua_err *e)
-	CUA_REQUIRES(cuad_fe_lock);
-int tenant_check_stream(struct fe *fe, const struct session *s, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
-int tenant_check_host(struct fe *fe, const struct session *s, uint64_t bytes, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
-/* Whether s's tenant may have one more request queued or running (every request but STATUS). */
+/* (The limits of resources — memory, modules, streams, host and graph bytes — are reserve.c's.)
+ * Whether s's tenant may have one more request queued or running (every request but STATUS). */
 int tenant_check_inflight(struct fe *fe, const struct session *s, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 /* Whether t may have one more session (HELLO). */
 int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e) CUA_REQUIRES(cuad_fe_lock);

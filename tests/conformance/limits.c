@@ -129,6 +129,44 @@ START_TEST(r_malformed_survives)
 }
 END_TEST
 
+/* [R:quota-reserve] Requests sent before any reply is read cannot pass a limit together: twelve MEM_ALLOCs of
+ * 8 MiB under --session-mem 32M, the first sent last so that all are admitted at once (the others wait for its
+ * seq), get exactly four OK and eight QUOTA naming the option; another session is served meanwhile. */
+START_TEST(r_quota_reserve)
+{
+	enum { N = 12 };
+	struct dmn d;
+	dmn_start(&d, (const char *const[]){"--session-mem", "32M", NULL});
+	struct conn a, b;
+	sess(&a, &d);
+	sess(&b, &d);
+	struct flight f[N];
+	struct mpb m = {0};
+	msg_build(&m, PV, OP_MEM_ALLOC, 0, "[uu]", U(0), U(8) << 20);
+	for (int k = N - 1; k >= 0; k--) {
+		mpb_free(&m);
+		msg_build(&m, PV, OP_MEM_ALLOC, (uint64_t)k + 1, "[uu]", U(0), U(8) << 20);
+		flight_send(&a, &f[k], m.p, m.n);
+	}
+	mpb_free(&m);
+	int ok = 0;
+	for (int k = 0; k < N; k++) {
+		struct reply r;
+		flight_reply(&f[k], &r);
+		ck_assert_msg(r.status == ST_OK || (r.status == ST_QUOTA && strstr(r.msg, "--session-mem") != NULL),
+			      "seq %d: %s (%s)", k + 1, r.name, r.msg);
+		ok += r.status == ST_OK;
+		reply_free(&r);
+	}
+	ck_assert_msg(ok == 4, "%d of %d pipelined 8 MiB allocations granted under --session-mem 32M, want 4", ok, N);
+	ping_ok(&b, 1);
+	alloc(&b, 8u << 20);
+	conn_close(&a);
+	conn_close(&b);
+	dmn_stop(&d);
+}
+END_TEST
+
 /* STATUS's devices[0].in_flight. */
 static uint64_t
 dev_in_flight(struct conn *c)
@@ -255,6 +293,7 @@ limit_rules(struct rule *out)
 		{"pending-quota", r_pending_quota},
 		{"malformed-survives", r_malformed_survives},
 		{"emu-sm", r_emu_sm},
+		{"quota-reserve", r_quota_reserve},
 	};
 	memcpy(out, rules, sizeof(rules));
 	return sizeof(rules) / sizeof(rules[0]);

@@ -92,6 +92,10 @@ daemon_start(struct daemon *d, const char *const *extra)
 	 * seconds; the watchdog's own tests set their deadline after this */
 	argv[n++] = "--watchdog-timeout";
 	argv[n++] = "30";
+	/* the host's own configuration file (/etc/cuasyncd/cuasyncd.conf) must not shape a test; a test's own
+	 * --config among extra comes later and wins */
+	argv[n++] = "--config";
+	argv[n++] = "/dev/null";
 	const char *iso = getenv("CUA_TEST_ISOLATION"); /* run a suite in the other mode: shared or session */
 	if (iso != NULL && *iso) {
 		argv[n++] = "--isolation";
@@ -371,13 +375,20 @@ daemon_metrics_port(const struct daemon *d)
 int
 metrics_get(int port, const char *path, char **body)
 {
+	return metrics_get_as(port, path, NULL, body);
+}
+
+int
+metrics_get_as(int port, const char *path, const char *bearer, char **body)
+{
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_ge(fd, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	char req[256];
-	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+	char req[1024];
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%s%sConnection: close\r\n\r\n",
+			 path, bearer ? "Authorization: Bearer " : "", bearer ? bearer : "", bearer ? "\r\n" : "");
 	ck_assert_int_eq(write(fd, req, (size_t)n), n);
 	size_t len = 0, cap = 1 << 16;
 	char *buf = malloc(cap);

@@ -62,6 +62,8 @@ bool status_restarted(const cua_daemon_status *s, void *ud);
 int daemon_metrics_port(const struct daemon *d);
 /* GET path from the metrics endpoint on 127.0.0.1:port: the HTTP status, the body in a malloc'd *body. */
 int metrics_get(int port, const char *path, char **body);
+/* The same with `Authorization: Bearer bearer` (NULL: none): an operator's scrape (--metrics-token-file). */
+int metrics_get_as(int port, const char *path, const char *bearer, char **body);
 /* The value of series (name with its labels, exactly as written) in Prometheus text; -1 when absent. */
 double metric_value(const char *text, const char *series);
 

@@ -288,12 +288,14 @@ START_TEST(tenant_mem_is_the_total)
 	cua_deviceptr p;
 	ck_assert_int_eq(cua_mem_alloc(a, 0, quarter + (1 << 20), &p), CUA_EQUOTA);
 	ck_assert_msg(strstr(cua_last_error(), "--session-mem") &&
-			      strstr(cua_last_error(), "tenant 'default''s `mem` limits its sessions together"),
+			      strstr(cua_last_error(), "(tenant 'default''s `mem` bounds its sessions together; each "
+						       "session also stays within --session-mem)"),
 		      "%s", cua_last_error());
 	CK(cua_mem_alloc(a, 0, quarter, &p));
 	CK(cua_mem_alloc(b, 0, quarter, &p));
 	ck_assert_int_eq(cua_mem_alloc(c, 0, 1 << 20, &p), CUA_EQUOTA);
-	ck_assert_msg(strstr(cua_last_error(), "tenant 'default''s memory limit"), "%s", cua_last_error());
+	ck_assert_msg(strstr(cua_last_error(), "tenant 'default''s sessions to") && strstr(cua_last_error(), "`mem`"),
+		      "%s", cua_last_error());
 	cua_disconnect(a);
 	cua_disconnect(b);
 	cua_disconnect(c);

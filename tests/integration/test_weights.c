@@ -82,7 +82,7 @@ drive(void *arg)
 	return NULL;
 }
 
-static char dir[64], tokens[128], conf[128];
+static char dir[64], tokens[128], conf[128], mtoken[128];
 
 static void
 write_file(const char *path, const char *text, mode_t mode)
@@ -115,13 +115,23 @@ run(unsigned heavy_weight, double *kernels, double *busy)
 	snprintf(tokens, sizeof(tokens), "%s/tokens", dir);
 	snprintf(conf, sizeof(conf), "%s/c.conf", dir);
 	write_file(tokens, "heavy:" HEAVY_TOKEN "\nlight:" LIGHT_TOKEN "\n", 0600);
+	snprintf(mtoken, sizeof(mtoken), "%s/metrics-token", dir);
+	write_file(mtoken, "operator-scrape-token\n", 0600); /* per-tenant series are for operators' scrapes */
 	snprintf(text, sizeof(text),
 		 "[tenant heavy]\ntoken = heavy\nweight = %u\n[tenant light]\ntoken = light\nweight = 1\n",
 		 heavy_weight);
 	write_file(conf, text, 0644);
-	const char *args[] =
-		{"--config", conf, "--token-file", tokens, "--metrics-listen", "http://127.0.0.1:0", "--emu-threads",
-		 "16",       NULL};
+	const char *args[] = {"--config",
+			      conf,
+			      "--token-file",
+			      tokens,
+			      "--metrics-listen",
+			      "http://127.0.0.1:0",
+			      "--metrics-token-file",
+			      mtoken,
+			      "--emu-threads",
+			      "16",
+			      NULL};
 	struct daemon d;
 	daemon_start(&d, args);
 	struct client k[4] = {{connect_as(&d, HEAVY_TOKEN), 0},
@@ -134,7 +144,7 @@ run(unsigned heavy_weight, double *kernels, double *busy)
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	char *m = NULL;
-	ck_assert_int_eq(metrics_get(daemon_metrics_port(&d), "/metrics", &m), 200);
+	ck_assert_int_eq(metrics_get_as(daemon_metrics_port(&d), "/metrics", "operator-scrape-token", &m), 200);
 	double bh = metric_value(m, "cuasyncd_tenant_busy_seconds_total{tenant=\"heavy\"}"),
 	       bl = metric_value(m, "cuasyncd_tenant_busy_seconds_total{tenant=\"light\"}");
 	free(m);

@@ -125,6 +125,7 @@ env_fini(struct env *e)
 	}
 	do_pipe_tombs_free(fe);
 	free(fe->devs);
+	stats_fini(&fe->stats);
 	pthread_cond_destroy(&fe->cond);
 	pthread_mutex_destroy(&fe->lock);
 }

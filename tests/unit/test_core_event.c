@@ -83,7 +83,9 @@ static const struct ccase cases[] = {
 	{"EVENT_CREATE queues", setup_events, CUA_OP_EVENT_CREATE, 0, b_ecreate, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
 	{"EVENT_CREATE: event quota", setup_event_quota, CUA_OP_EVENT_CREATE, 0, b_ecreate, .status = CUA_EQUOTA,
-	 .msg = "the session holds 4 events, its limit; destroy some, or raise it with --session-events",
+	 .msg = "1 more would take the session to 5 events, past its quota of 4 (4 held, 0 reserved by its requests "
+		"not "
+		"yet completed); destroy some, or raise it with --session-events",
 	 .outcome = ANSWERED},
 	{"EVENT_CREATE on a device that does not exist", setup_events, CUA_OP_EVENT_CREATE, 0, b_ecreate_dev5,
 	 .status = CUA_EBAD_ARGUMENT, .msg = "device 5 does not exist", .outcome = ANSWERED},

@@ -76,8 +76,9 @@ static const struct ccase cases[] = {
 	{"alloc: device out of range", setup_std, CUA_OP_MEM_ALLOC, 0, b_alloc_dev5, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "device 5 does not exist (2 devices)", .exact = true, .outcome = ANSWERED, .check = chk_no_queue},
 	{"alloc: memory quota", setup_mem_quota, CUA_OP_MEM_ALLOC, 0, b_alloc_1m, .status = CUA_EQUOTA,
-	 .msg = "allocating 1048576 bytes would pass the session's memory quota of 1048576 bytes on device 0 "
-		"(4096 in use); free memory first, or raise the quota with --session-mem",
+	 .msg = "1048576 more would take the session to 1052672 bytes of device memory on device 0, past its quota of "
+		"1048576 (4096 held, 0 reserved by its requests not yet completed); free some, or raise it with "
+		"--session-mem",
 	 .outcome = ANSWERED},
 	{"alloc: zero bytes", setup_std, CUA_OP_MEM_ALLOC, 0, b_alloc_0, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "cannot allocate 0 bytes", .outcome = ANSWERED},

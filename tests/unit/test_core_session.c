@@ -121,20 +121,27 @@ static const struct ccase cases[] = {
 	{"stream create queues", setup_std, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_OK, .outcome = QUEUED,
 	 .ncmds = 1},
 	{"stream create: stream quota", setup_stream_quota, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_EQUOTA,
-	 .msg = "the session holds 2 streams (its pool streams included), its limit; destroy some, or raise it with "
-		"--session-streams",
+	 .msg = "1 more would take the session to 3 streams (pool streams included), past its quota of 2 (2 held, 0 "
+		"reserved by its requests not yet completed); destroy some, or raise it with --session-streams",
 	 .outcome = ANSWERED},
 	{"module load: module quota", setup_module_quota, CUA_OP_MODULE_LOAD, 0, b_mload16, .status = CUA_EQUOTA,
-	 .msg = "the session holds 2 modules, its limit; unload some, or raise it with --session-modules",
+	 .msg = "1 more would take the session to 3 modules, past its quota of 2 (2 held, 0 reserved by its requests "
+		"not "
+		"yet completed); unload some, or raise it with --session-modules",
 	 .outcome = ANSWERED},
 	{"module load: module bytes", setup_module_bytes_quota, CUA_OP_MODULE_LOAD, 0, b_mload16, .status = CUA_EQUOTA,
-	 .msg = "(8 in use); unload some, or raise it with --session-module-bytes", .outcome = ANSWERED},
+	 .msg = "(8 held, 0 reserved by its requests not yet completed); unload some, or raise it with "
+		"--session-module-bytes",
+	 .outcome = ANSWERED},
 	{"host register: host bytes", setup_host_quota, CUA_OP_HOST_REGISTER, 0, b_hreg2m, .status = CUA_EQUOTA,
-	 .msg = "registering 2097152 bytes would pass the session's 1048576 bytes of host memory (0 in use); "
-		"unregister some, or raise it with --session-host-bytes",
+	 .msg = "2097152 more would take the session to 2097152 bytes of registered host memory, past its quota of "
+		"1048576 (0 held, 0 reserved by its requests not yet completed); unregister some, or raise it with "
+		"--session-host-bytes",
 	 .outcome = ANSWERED},
 	{"stream create: handle quota", setup_handle_quota, CUA_OP_STREAM_CREATE, 0, b_screate0, .status = CUA_EQUOTA,
-	 .msg = "the session holds 6 handles, its limit; release some, or raise it with --session-handles",
+	 .msg = "1 more would take the session to 7 handles, past its quota of 6 (6 held, 0 reserved by its requests "
+		"not "
+		"yet completed); release some, or raise it with --session-handles",
 	 .outcome = ANSWERED},
 	{"STREAM_SYNC on stream 0", setup_std, CUA_OP_STREAM_SYNC, 0, b_stream0, .status = CUA_EBAD_ARGUMENT,
 	 .msg = "stream 0 is the daemon's pool; use SYNCHRONIZE", .outcome = ANSWERED},

@@ -80,6 +80,18 @@ START_TEST(generic_flags_where_the_protocol_says)
 		ck_assert_msg(!(row->flags & CMD_HELLO) == (ops[i] == CUA_OP_HELLO || ops[i] == CUA_OP_PING), "%s",
 			      cua_op_name(ops[i]));
 	}
+	/* every op whose worker command makes a limited object reserves it at admission (daemon/reserve.h), and no
+	 * other does */
+	static const uint32_t makes[] = {WR_MEM_ALLOC,    WR_MODULE_LOAD,   WR_FUNCTION_GET, WR_STREAM_CREATE,
+					 WR_EVENT_CREATE, WR_HOST_REGISTER, WR_GRAPH_CREATE};
+	for (size_t i = 0; i < NOPS; i++) {
+		const struct cmd_entry *row = cmd_find(ops[i]);
+		bool make = false;
+		for (size_t k = 0; k < sizeof(makes) / sizeof(makes[0]); k++)
+			make = make || row->wrec == makes[k];
+		ck_assert_msg((row->reserve != NULL) == make, "%s: %s", cua_op_name(ops[i]),
+			      make ? "makes an object but reserves nothing" : "reserves but makes no object");
+	}
 	ck_assert(cmd_find(CUA_OP_DISCONNECT)->flags & CMD_OPERATOR);
 	ck_assert(cmd_find(CUA_OP_DRAIN)->flags & CMD_OPERATOR);
 	ck_assert(!(cmd_find(CUA_OP_SESSIONS)->flags & CMD_OPERATOR)); /* a client sees its own session */

@@ -63,6 +63,38 @@ START_TEST(latency_buckets_and_labels)
 }
 END_TEST
 
+/* Per-tenant counters by family and error name, the tenant's name escaped; a scrape that is not an operator's
+ * (stats_snap_aggregate) gets none of them. */
+START_TEST(tenant_counters_and_aggregate)
+{
+	fe_init(&fe);
+	do_stats_tenant(&fe, "a\"b", SF_MEMORY, CUA_OK);
+	do_stats_tenant(&fe, "a\"b", SF_MEMORY, CUA_ENOT_FOUND);
+	do_stats_tenant(&fe, "c", SF_LAUNCH, CUA_OK);
+	do_stats_tenant(&fe, NULL, SF_LAUNCH, CUA_OK); /* before HELLO: no tenant, not counted */
+	char *t = format();
+	ck_assert_double_eq(value(t, "cuasyncd_tenant_requests_total{tenant=\"a\\\"b\",family=\"memory\"}"), 2);
+	ck_assert_double_eq(value(t, "cuasyncd_tenant_errors_total{tenant=\"a\\\"b\",error=\"NOT_FOUND\"}"), 1);
+	ck_assert_double_eq(value(t, "cuasyncd_tenant_requests_total{tenant=\"c\",family=\"launch\"}"), 1);
+	ck_assert_double_eq(value(t, "cuasyncd_tenant_requests_total{tenant=\"c\",family=\"memory\"}"), 0);
+	ck_assert_ptr_null(strstr(t, "cuasyncd_tenant_errors_total{tenant=\"c\""));
+	ck_assert_double_eq(value(t, "cuasyncd_build_info{version=\"" PACKAGE_VERSION "\"}"), 1);
+	ck_assert_double_gt(value(t, "process_open_fds"), 0);
+	free(t);
+	struct stats_snap snap;
+	size_t len = 0;
+	ck_assert_int_eq(stats_snapshot(&fe, true, &snap), 0);
+	stats_snap_aggregate(&snap);
+	t = stats_format(&snap, &len);
+	stats_snap_free(&snap);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_null(strstr(t, "tenant="));
+	ck_assert_ptr_null(strstr(t, "session="));
+	free(t);
+	stats_fini(&fe.stats);
+}
+END_TEST
+
 START_TEST(health_says_why)
 {
 	fe_init(&fe);
@@ -92,6 +124,7 @@ main(void)
 	TCase *tc = tcase_create("stats");
 	tcase_add_test(tc, latency_buckets_and_labels);
 	tcase_add_test(tc, health_says_why);
+	tcase_add_test(tc, tenant_counters_and_aggregate);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
