@@ -258,10 +258,12 @@ start_devices(struct fe *fe)
 		char uuid[48];
 		fe->devs[i].index = i;
 		fe->devs[i].ordinal = ordinals[i];
+		snprintf(fe->devs[i].uuid, sizeof(fe->devs[i].uuid), "%s",
+			 strcmp(fe->backend, "cuda") != 0           ? emu_uuid(ordinals[i], uuid, sizeof(uuid))
+			 : strcmp(cuda_uuid[ordinals[i]], "-") != 0 ? cuda_uuid[ordinals[i]]
+								    : "");
 		log_info("device %d: %s device ordinal %d, UUID %s", i, fe->backend, ordinals[i],
-			 strcmp(fe->backend, "cuda") != 0 ? emu_uuid(ordinals[i], uuid, sizeof(uuid))
-			 : cuda_uuid[ordinals[i]][0]      ? cuda_uuid[ordinals[i]]
-							  : "unknown");
+			 fe->devs[i].uuid[0] ? fe->devs[i].uuid : "unknown");
 		if (dev_start(fe, &fe->devs[i], request_done) == 0)
 			usable++;
 	}
