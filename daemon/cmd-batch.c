@@ -45,6 +45,9 @@ v_batch(struct fe *fe, struct request *r, const struct cmd_entry *(*find)(uint32
 {
 	const struct cua_req_batch *q = &r->w.body.batch;
 	uint64_t used = 0;
+	/* bit 0 passes the schema's u32<=2 but is no flag of BATCH: unknown flag bits are PROTOCOL (§5) */
+	if (q->flags & ~CUA_FLAG_NO_WAIT)
+		return cua_err_set(e, CUA_EPROTOCOL, "BATCH flags %u: the only flag is NO_WAIT (2)", q->flags);
 	r->no_wait = (q->flags & CUA_FLAG_NO_WAIT) != 0;
 	if (items_init(r, q->nitems) != 0)
 		return cua_err_set(e, CUA_ENOMEM, "out of memory");

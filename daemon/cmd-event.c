@@ -16,6 +16,10 @@ v_event_create(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_f
 {
 	const struct cua_req_event_create *q = &r->w.body.event_create;
 	int rc;
+	/* 1 passes the schema's u32<=2 but is no flag of EVENT_CREATE: unknown flag bits are PROTOCOL (§5) */
+	if (q->flags & ~CUA_EVENT_FLAGS_ALL)
+		return cua_err_set(e, CUA_EPROTOCOL, "EVENT_CREATE flags %u: the only flag is DISABLE_TIMING (2)",
+				   q->flags);
 	if ((rc = plan_need_device(fe, q->device, e)) != 0 || (rc = plan_bind_device(fe, r, (int)q->device, 0, e)) != 0)
 		return rc; /* the limits: .reserve */
 	struct wrec_event_create c = {{WR_EVENT_CREATE, 0}, q->flags, 0};

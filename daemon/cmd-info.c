@@ -115,18 +115,30 @@ text(const char *s, size_t max)
 	return (cua_bytes){s, (uint32_t)strnlen(s, max)};
 }
 
+/* The worker generation and restarts of device i as session s sees them. Under --isolation session: its own
+ * worker's (its first starts at generation 1; before it has one, 1 and 0), which is the generation its handles
+ * carry (§3). Otherwise the shared worker's. */
+static void
+session_gen(struct fe *fe, const struct session *s, int i, uint32_t *gen, uint32_t *restarts) CUA_REQUIRES(cuad_fe_lock)
+{
+	const struct device *d = s->isolation == ISO_SESSION ? s->worker[i] : &fe->devs[i];
+	*gen = d != NULL ? d->gen : 1;
+	*restarts = d != NULL ? d->restarts : 0;
+}
+
 static int
 r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_REQUIRES(cuad_fe_lock)
 {
-	(void)r;
 	cua_wire_device *infos = calloc(CUA_MAX_DEVICES, sizeof(*infos));
 	uint32_t n = 0;
 	if (infos == NULL)
 		return CUA_ENOMEM;
 	for (int i = 0; i < fe->ndevs && n < CUA_MAX_DEVICES; i++) {
 		const struct device *d = &fe->devs[i];
+		uint32_t gen, restarts;
 		if (d->state == DEV_FAILED)
 			continue;
+		session_gen(fe, r->s, i, &gen, &restarts);
 		infos[n++] = (cua_wire_device){(uint32_t)i,
 					       text(d->info.name, sizeof(d->info.name)),
 					       d->info.sm_major,
@@ -136,7 +148,7 @@ r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA
 					       d->info.prio_least,
 					       d->info.prio_greatest,
 					       text(d->info.backend, sizeof(d->info.backend)),
-					       d->gen,
+					       gen,
 					       d->info.max_param_bytes,
 					       d->info.max_shared_optin,
 					       d->info.cluster_launch,
@@ -154,14 +166,20 @@ status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds) CUA
 	const struct session *s;
 	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++) {
 		const struct device *d = &fe->devs[i];
-		ds[i] = (cua_wire_dev_status){(uint32_t)i, d->gen, d->restarts, 0, d->allocations, d->alloc_bytes};
+		/* every worker of the device: the shared one's generations and restarts, and the sessions' own */
+		ds[i] = (cua_wire_dev_status){(uint32_t)i,
+					      d->gen + d->session_restarts,
+					      d->restarts + d->session_restarts,
+					      0,
+					      d->allocations,
+					      d->alloc_bytes};
 	}
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	{
 		for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
 			ds[i].in_flight += s->dev_in_flight[i];
-		if (s->closing || s->pipe_gone)
-			continue;
+		/* a closing session too, while it drains: what it holds stays held (and in the devices' counts) until
+		 * it is freed, so total agrees with dev_status; only `sessions` leaves it out */
 		b->total.allocations += s->counts.allocations;
 		b->total.alloc_bytes += s->counts.alloc_bytes;
 		b->total.modules += s->counts.modules;
@@ -175,18 +193,16 @@ status_all(struct fe *fe, struct cua_rep_status *b, cua_wire_dev_status *ds) CUA
 }
 
 /* A client's view: its own session only (its requests, its memory and work on each device); the devices'
- * generations and restarts are not usage and stay visible. */
+ * generation and restarts of the worker that serves it (session_gen: under --isolation session its own). */
 static void
 status_own(struct fe *fe, const struct session *s, struct cua_rep_status *b, cua_wire_dev_status *ds)
 	CUA_REQUIRES(cuad_fe_lock)
 {
-	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
-		ds[i] = (cua_wire_dev_status){(uint32_t)i,
-					      fe->devs[i].gen,
-					      fe->devs[i].restarts,
-					      s->dev_in_flight[i],
-					      0,
-					      0};
+	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++) {
+		uint32_t gen, restarts;
+		session_gen(fe, s, i, &gen, &restarts);
+		ds[i] = (cua_wire_dev_status){(uint32_t)i, gen, restarts, s->dev_in_flight[i], 0, 0};
+	}
 	for (uint32_t i = 0; i < s->nallocs; i++) {
 		const struct alloc_rec *a = &s->allocs[i];
 		if (a->stale || a->gen != do_session_gen(fe, s, a->dev))

@@ -49,6 +49,7 @@ struct config {
 	unsigned contexts;
 	size_t max_message;
 	uint64_t staging_bytes;
+	uint64_t isolation_staging_bytes; /* ISO_SESSION: the staging area of each session's own worker */
 	uint64_t ring_bytes;
 	uint64_t session_mem;          /* device memory per session and device, bytes (0: session_mem_pct decides) */
 	unsigned session_mem_pct;      /* … else this share of each device's memory (0: no limit) */
@@ -84,10 +85,13 @@ struct config {
 	/* --watchdog-timeout: a worker with work in flight whose heartbeat stands this long is killed and
 	 * restarted (devlink.c); 0: off */
 	unsigned watchdog_s;
-	unsigned emu_threads;    /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
-	unsigned submit_threads; /* --submit-threads: a worker's threads issuing stream work (0: derived) */
-	unsigned drain_timeout;  /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
-	unsigned hello_timeout;  /* s: a connection that has not said HELLO by then is closed (0: never) */
+	unsigned emu_threads;       /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
+	unsigned submit_threads;    /* --submit-threads: a worker's threads issuing stream work (0: derived) */
+	unsigned drain_timeout;     /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
+	unsigned hello_timeout;     /* s: a connection that has not said HELLO by then is closed (0: never) */
+	unsigned handshake_timeout; /* s: a remote connection still in its TLS/SP handshake by then is closed */
+	unsigned handshake_max;     /* remote connections in their handshakes at most; past it the oldest go */
+	unsigned fd_reserve;        /* descriptors kept free for local clients (edge-listen.c) */
 	/* authentication (auth.c) */
 	bool allow_insecure_tcp;    /* plain tcp:// listeners allowed (--allow-insecure-tcp) */
 	const char *tls_ca;         /* tls+tcp:// peers must present a certificate signed by it (--tls-ca) */

@@ -38,8 +38,8 @@ shm_create(struct fe *fe, struct device *d)
 	h.cpl_off = h.cmd_off + page_round(ring_footprint(ring));
 	h.cpl_size = ring;
 	h.staging_off = h.cpl_off + page_round(ring_footprint(ring));
-	h.staging_size = fe->cfg.staging_bytes;
-	h.total = h.staging_off + page_round(fe->cfg.staging_bytes);
+	h.staging_size = d->staging_size;
+	h.total = h.staging_off + page_round(d->staging_size);
 	char name[32];
 	snprintf(name, sizeof(name), "cuasyncd-dev%d", d->index);
 	int fd = memfd_create(name, MFD_CLOEXEC);
@@ -63,7 +63,7 @@ shm_create(struct fe *fe, struct device *d)
 	d->shm = p;
 	d->shm_len = h.total;
 	d->shm_fd = fd;
-	return extent_init(&d->staging_alloc, fe->cfg.staging_bytes, 256);
+	return extent_init(&d->staging_alloc, d->staging_size, 256);
 }
 
 static void
@@ -232,6 +232,8 @@ dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_NO_TSA
 	d->done = done;
 	d->shm_fd = -1;
 	d->gen = 1;
+	if (d->staging_size == 0) /* a shared worker (dev_spawn sets a session worker's) */
+		d->staging_size = fe->cfg.staging_bytes;
 	int rc = dev_launch(fe, d);
 	if (rc != 0) {
 		d->state = DEV_FAILED;
@@ -333,6 +335,9 @@ dev_spawn(struct fe *fe, const struct device *tmpl, dev_done_fn done, struct dev
 		return CUA_ENOMEM;
 	d->index = tmpl->index;
 	d->ordinal = tmpl->ordinal;
+	/* a session's own worker: a smaller staging area, since the front-end maps one per session */
+	d->staging_size = fe->cfg.isolation_staging_bytes < fe->cfg.staging_bytes ? fe->cfg.isolation_staging_bytes
+										  : fe->cfg.staging_bytes;
 	int rc = dev_start(fe, d, done);
 	if (rc != 0) {
 		free(d);
@@ -402,12 +407,26 @@ do_fill_stages(struct device *d, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 int
 do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
 {
-	(void)fe;
 	size_t len = sizeof(struct wrec_req) + r->cmds_len;
 	if (len > ring_max_record(d->cmd)) { /* can never fit: fail it rather than wait forever */
 		r->status = CUA_ETOO_LARGE;
 		free(r->status_msg);
 		r->status_msg = strdup("request too large for the worker ring; split the batch");
+		return CUA_ETOO_LARGE;
+	}
+	uint64_t staged = 0; /* the same for its bulk bytes: a session's own worker has a smaller staging area */
+	for (uint32_t i = 0; i < r->nstages; i++)
+		staged += (r->stages[i].len + 255u) & ~(uint64_t)255u;
+	if (staged > d->staging_size) {
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+			 "request of %llu bulk bytes exceeds the %llu-byte staging area of %s; split it",
+			 (unsigned long long)staged, (unsigned long long)d->staging_size,
+			 d->staging_size < fe->cfg.staging_bytes ? "this session's own worker (--isolation-staging)"
+								 : "the device's worker (--staging)");
+		r->status = CUA_ETOO_LARGE;
+		free(r->status_msg);
+		r->status_msg = strdup(msg);
 		return CUA_ETOO_LARGE;
 	}
 	if (do_place(d, r) != 0)
@@ -649,6 +668,8 @@ restart(struct fe *fe, struct device *d, int st)
 	fe_lock(fe);
 	d->gen++;
 	d->restarts++;
+	if (d != &fe->devs[d->index]) /* a session's own worker: the device's operator-visible count shows it too */
+		fe->devs[d->index].session_restarts++;
 	do_sessions_mark_stale(fe, d, old);
 	fe_unlock(fe);
 	d->hung_s = 0;
@@ -658,7 +679,8 @@ restart(struct fe *fe, struct device *d, int st)
 	fe_lock(fe);
 	if (rc == 0) {
 		d->state = DEV_READY;
-		log_info("device %d: worker generation %u ready", d->index, d->gen);
+		log_info("device %d: worker generation %u ready%s", d->index, d->gen,
+			 d->owner != NULL ? " (a session's own worker)" : "");
 	} else {
 		d->state = DEV_FAILED;
 		log_error("device %d: restart failed: %s", d->index, d->why);

@@ -36,6 +36,9 @@ struct device {
 	enum dev_state state CUA_GUARDED_BY(cuad_fe_lock);
 	uint32_t gen CUA_GUARDED_BY(cuad_fe_lock); /* worker generation, 1.. */
 	uint32_t restarts CUA_GUARDED_BY(cuad_fe_lock);
+	/* fe->devs[i] only: restarts of the device's session workers (--isolation session), each of which counts its
+	 * own gen and restarts; the operator's STATUS and the metrics add them to the shared worker's */
+	uint32_t session_restarts CUA_GUARDED_BY(cuad_fe_lock);
 	/* The worker's process and what it reported: written by the completion thread while it (re)starts the worker
 	 * (state not DEV_READY: nothing is dispatched to it, fe->lock not needed for that), read by it alone otherwise
 	 * and by others only once the state they read under fe->lock is DEV_READY or DEV_FAILED. */
@@ -52,6 +55,7 @@ struct device {
 	size_t shm_len;
 	struct ring *cmd, *cpl;
 	unsigned char *staging;
+	uint64_t staging_size; /* fixed: its staging area's bytes (--staging, or --isolation-staging) */
 	struct extent_alloc staging_alloc CUA_GUARDED_BY(cuad_fe_lock);
 	pthread_t cpl_thread;    /* the thread that starts and stops the device (main, or the pool thread) */
 	bool cpl_thread_started; /* as cpl_thread */

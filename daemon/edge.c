@@ -229,14 +229,24 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	/* No NNG calls on the socket in here (it runs inside NNG's pipe handling): closing a session, which
 	 * may answer requests, is left to the dispatcher thread. */
 	if (ev == NNG_PIPE_EV_ADD_PRE) {
-		if (atomic_load(&ed->quiet))
-			nng_pipe_close(p); /* shutting down: allowed here, the socket never sees the pipe */
-	} else if (ev == NNG_PIPE_EV_ADD_POST && edge_listener_is_probe(ed, p))
+		/* shutting down, or a remote peer while descriptors are short (the reserve is for local clients):
+		 * closing is allowed here, the socket never sees the pipe */
+		bool probe = edge_listener_is_probe(ed, p);
+		if (probe)
+			atomic_fetch_add(&ed->probe_pres, 1);
+		if (atomic_load(&ed->quiet) || (!probe && edge_guard_refuse(ed, p)))
+			nng_pipe_close(p);
+	} else if (ev == NNG_PIPE_EV_ADD_POST && edge_listener_is_probe(ed, p)) {
 		atomic_fetch_add(&ed->probe_adds, 1); /* the listener watchdog's probe: not a client */
-	else if (ev == NNG_PIPE_EV_ADD_POST)
+	} else if (ev == NNG_PIPE_EV_ADD_POST) {
+		edge_guard_pipe_added(ed, p);
 		request_pipe_added(ed->fe, nng_pipe_id(p), edge_pipe_is_operator(ed, p));
-	else if (ev == NNG_PIPE_EV_REM_POST)
+	} else if (ev == NNG_PIPE_EV_REM_POST) {
+		if (edge_listener_is_probe(ed, p)) /* the pipe is still known to NNG during REM_POST */
+			atomic_fetch_add(&ed->probe_rems, 1);
+		edge_guard_pipe_removed(ed, nng_pipe_id(p));
 		request_pipe_removed(ed->fe, nng_pipe_id(p));
+	}
 }
 
 /* Opens n more contexts (up to ed->maxctxs); with recv, each starts receiving. Caller holds ed->grow_lock.
@@ -299,6 +309,7 @@ edge_start(struct edge *ed, struct fe *fe)
 	pthread_mutex_init(&ed->wd_lock, NULL);
 	pthread_cond_init(&ed->wd_cond, NULL);
 	pthread_mutex_init(&ed->grow_lock, NULL);
+	edge_guard_init(&ed->guard);
 	ed->maxctxs = fe->cfg.contexts_max > fe->cfg.contexts ? fe->cfg.contexts_max : fe->cfg.contexts;
 	if ((ed->ctxs = calloc(ed->maxctxs, sizeof(*ed->ctxs))) == NULL)
 		return -1;
@@ -381,6 +392,7 @@ edge_fini(struct edge *ed)
 	free(ed->ctxs);
 	ed->ctxs = NULL;
 	ed->nctxs = 0;
+	edge_guard_fini(&ed->guard);
 	/* Reclaims what NNG still holds, e.g. a listener that the watchdog replaced (its accept loop is dead
 	 * and its socket's close cannot reach it). */
 	nng_fini();

@@ -10,18 +10,39 @@
 
 #include "daemon.h"
 
+#include <dirent.h>
 #include <nng/nng.h>
+#include <sys/types.h>
 
 struct edge_listener {
 	const char *url;
 	nng_listener l;
-	int kind;            /* EL_IPC, EL_TCP, EL_OTHER */
-	bool operator;       /* the operator endpoint (--operator-url) */
-	nng_sockaddr_in tcp; /* bound address of a tcp listener */
+	int kind;             /* EL_IPC, EL_TCP, EL_OTHER */
+	bool operator;        /* the operator endpoint (--operator-url) */
+	nng_sockaddr_in tcp;  /* bound address of a tcp listener */
+	uint16_t remote_port; /* tcp:// and tls+tcp://: the bound port (network order), for the guard; 0: local */
 };
 enum { EL_IPC, EL_TCP, EL_OTHER };
 
 struct edge_ctx;
+struct guard_pipe;
+struct guard_conn;
+
+/* The guard over remote connections and descriptors (edge-guard.c). lock guards pipes, conns and the counts;
+ * fd_limit and fds_open are read without it. */
+struct edge_guard {
+	pthread_mutex_t lock;
+	struct guard_pipe *pipes; /* uthash on pipe id: remote pipes and their peers */
+	struct guard_conn *conns; /* uthash on socket inode: remote connections seen in /proc/self/fd */
+	DIR *fds;                 /* /proc/self/fd, open from the start (listing it then needs no new descriptor) */
+	atomic_uint fd_limit;     /* RLIMIT_NOFILE's soft limit, as of the last tick */
+	atomic_uint fds_open;     /* descriptors open, as of the last tick */
+	atomic_uint refused;      /* remote pipes refused while descriptors were short */
+	unsigned handshaking;     /* remote connections in their handshakes, as of the last tick */
+	uint64_t closed;          /* connections the guard shut down */
+	uint64_t log_window_ms[2];
+	unsigned logged[2], held[2];
+};
 
 struct edge {
 	struct fe *fe;
@@ -44,6 +65,10 @@ struct edge {
 	atomic_int stopping;
 	atomic_int quiet;  /* edge_quiesce: new connections are refused */
 	atomic_uint sends; /* replies handed to NNG whose send has not completed */
+	struct edge_guard guard;
+	atomic_uint_fast64_t probe_pres; /* probe pipes NNG has made (NNG_PIPE_EV_ADD_PRE) */
+	atomic_uint_fast64_t probe_rems; /* probe pipes NNG has finished (NNG_PIPE_EV_REM_POST) */
+	uint64_t probe_stuck_since;      /* watchdog: when a probe's pipe was first seen unfinished; 0: none */
 };
 
 /* Opens the socket, its contexts and the listeners of fe->cfg, and starts receiving. Sets fe->edge.
@@ -74,6 +99,17 @@ bool edge_listener_is_probe(struct edge *ed, nng_pipe p);
  * named (request_hello_overdue): closing a pipe is not allowed inside NNG's pipe callback, so it is done from
  * this thread. */
 int edge_watchdog_start(struct edge *ed);
+/* edge-guard.c. Init and fini: main thread (edge_start, edge_fini). pipe_added/removed: NNG's pipe callback
+ * (ADD_POST, REM_POST), any pipe (ipc ones are ignored). refuse: ADD_PRE, true when p is a remote pipe and
+ * descriptors are short (the caller closes it). short: fewer than --fd-reserve descriptors left as of the last
+ * tick. tick: the watchdog thread, every LISTENER_PROBE_MS. */
+void edge_guard_init(struct edge_guard *g);
+void edge_guard_fini(struct edge_guard *g);
+void edge_guard_pipe_added(struct edge *ed, nng_pipe p);
+void edge_guard_pipe_removed(struct edge *ed, uint32_t pipe);
+bool edge_guard_refuse(struct edge *ed, nng_pipe p);
+bool edge_guard_short(struct edge *ed);
+void edge_guard_tick(struct edge *ed);
 void edge_watchdog_stop(struct edge *ed);
 
 #endif

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -327,6 +328,36 @@ check_files(const struct config *c)
 	return r;
 }
 
+/* Raises the descriptor limit to the hard limit: every remote peer holds one while it connects, and the local
+ * listener needs one for each of its clients (edge-guard.c keeps --fd-reserve of them for those). Logged. */
+static void
+raise_fd_limit(const struct config *c)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	rlim_t was = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+			log_warn("cannot raise the descriptor limit from %llu to %llu: %s", (unsigned long long)was,
+				 (unsigned long long)rl.rlim_max, strerror(errno));
+			rl.rlim_cur = was;
+		}
+	}
+	if (rl.rlim_cur == was)
+		log_info("descriptor limit %llu (the hard limit; %u kept for local clients, --fd-reserve)",
+			 (unsigned long long)rl.rlim_cur, c->fd_reserve);
+	else
+		log_info("descriptor limit raised from %llu to the hard limit %llu (%u kept for local clients, "
+			 "--fd-reserve)",
+			 (unsigned long long)was, (unsigned long long)rl.rlim_cur, c->fd_reserve);
+	if (rl.rlim_cur < (rlim_t)c->fd_reserve * 4)
+		log_warn("the descriptor limit (%llu) is small for --fd-reserve %u: raise LimitNOFILE= (systemd) or "
+			 "ulimit -Hn",
+			 (unsigned long long)rl.rlim_cur, c->fd_reserve);
+}
+
 /* Waits for the signal that stops the daemon, handling SIGHUP meanwhile. Returns that signal. */
 static int
 wait_for_stop(struct fe *fe, const sigset_t *set)
@@ -404,6 +435,7 @@ serve(struct fe *fe)
 		auth_fini(fe);
 		return 2;
 	}
+	raise_fd_limit(&fe->cfg);
 	/* Only this process may hold the ready pipe: a worker that inherited it would keep a reader waiting for
 	 * its end after "ready" was written and the daemon closed it. */
 	if (fe->cfg.ready_fd >= 0 && fcntl(fe->cfg.ready_fd, F_SETFD, FD_CLOEXEC) != 0) {

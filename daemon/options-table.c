@@ -126,6 +126,9 @@ const struct opt_row options_table[] = {
 	 "fault ends only its own worker, at the cost of time-sliced contexts", NULL},
 	{"isolation-pool", OPT_UINT, 0, F(isolation_pool), "1", 0, 64, NULL, NULL, "N",
 	 "idle workers kept ready per device with --isolation session", NULL},
+	{"isolation-staging", OPT_SIZE, 0, F(isolation_staging_bytes), "64M", 65536, UINT64_MAX, NULL, NULL, "BYTES",
+	 "staging area of each session's own worker with --isolation session (at most --staging)",
+	 ": the front-end maps one per session worker; one request's bulk bytes must fit it"},
 	{"scrub", OPT_ENUM, 0, F(scrub), "on", 0, 0, "off|on", NULL, "on|off",
 	 "clear freed device memory before it is handed out again",
 	 ": the next session cannot read the last one's data; costs one device memset per freed block, see "
@@ -142,6 +145,15 @@ const struct opt_row options_table[] = {
 	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway", NULL},
 	{"hello-timeout", OPT_UINT, 0, F(hello_timeout), "10", 0, 86400, NULL, NULL, "SECONDS",
 	 "close a connection that has not sent HELLO after this long", "; 0: never"},
+	/* remote connections before HELLO, and the descriptors kept for local clients (issue 22, edge-listen.c) */
+	{"handshake-timeout", OPT_UINT, 0, F(handshake_timeout), "5", 1, 3600, NULL, NULL, "SECONDS",
+	 "close a tcp:// or tls+tcp:// connection whose TLS and SP handshakes are not done after this long", NULL},
+	{"handshake-max", OPT_UINT, 0, F(handshake_max), "256", 1, 1000000, NULL, NULL, "N",
+	 "at most N remote connections in their handshakes; past it the oldest are closed", NULL},
+	{"fd-reserve", OPT_UINT, 0, F(fd_reserve), "64", 8, 1000000, NULL, NULL, "N",
+	 "descriptors kept free for local clients: remote connections are closed before the daemon gets nearer to its "
+	 "limit",
+	 NULL},
 	/* authentication (issue 12, auth.c) */
 	{"allow-insecure-tcp", OPT_FLAG, 0, F(allow_insecure_tcp), NULL, 0, 0, NULL, NULL, NULL,
 	 "allow plain tcp:// listeners (unencrypted, unauthenticated: anyone reaching the port is served); without it "

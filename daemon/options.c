@@ -218,10 +218,58 @@ options_log_config_file(void)
 			 CUAD_CONF_DEFAULT);
 }
 
+/* The listener schemes the daemon serves, one row each: what --listen accepts and what its error lists. */
+static const struct listen_scheme {
+	const char *prefix, *example;
+} listen_schemes[] = {
+	{"ipc://", "ipc:///run/cuasyncd/cuasyncd.sock (local clients)"},
+	{"tls+tcp://", "tls+tcp://HOST:PORT (remote clients; with --tls-cert)"},
+	{"tcp://", "tcp://HOST:PORT (unencrypted; only with --allow-insecure-tcp)"},
+	{"tls+tcp4://", NULL}, /* NNG's IPv4- and IPv6-only forms: accepted, not listed */
+	{"tls+tcp6://", NULL},
+	{"tcp4://", NULL},
+	{"tcp6://", NULL},
+};
+
+/* One --listen URL: 0, or -1 with what is wrong and what is accepted in err. A bare path is the usual slip. */
+static int
+listen_check(const char *url, char *err, size_t errlen)
+{
+	size_t n = sizeof(listen_schemes) / sizeof(listen_schemes[0]), used;
+	for (size_t i = 0; i < n; i++) {
+		size_t plen = strlen(listen_schemes[i].prefix);
+		if (strncmp(url, listen_schemes[i].prefix, plen) != 0)
+			continue;
+		if (url[plen] != '\0')
+			return 0;
+		snprintf(err, errlen, "--listen '%s' names no address (e.g. %s)", url,
+			 listen_schemes[i].example ? listen_schemes[i].example : "HOST:PORT");
+		return -1;
+	}
+	const char *sep = strstr(url, "://");
+	if (sep == NULL && url[0] == '/')
+		used = (size_t)snprintf(err, errlen,
+					"--listen '%s' is a path, not a URL: for a local socket say ipc://%s", url,
+					url);
+	else if (sep == NULL)
+		used = (size_t)snprintf(err, errlen, "--listen '%s' is not a URL (scheme://address)", url);
+	else
+		used = (size_t)snprintf(err, errlen, "--listen '%s': unknown scheme '%.*s://'", url,
+					(int)(sep - url < 32 ? sep - url : 32), url);
+	for (size_t i = 0; i < n && used < errlen; i++)
+		if (listen_schemes[i].example != NULL)
+			used += (size_t)snprintf(err + used, errlen - used, "%s %s",
+						 i ? "," : "; the daemon listens on", listen_schemes[i].example);
+	return -1;
+}
+
 /* What one option alone cannot check: 0, or -1 with why in err. */
 static int
 config_check(const struct config *c, char *err, size_t errlen)
 {
+	for (int i = 0; i < c->nlisten; i++)
+		if (listen_check(c->listen[i], err, errlen) != 0)
+			return -1;
 	/* a session's pool counts against its streams (streampool.c): a larger pool could never be created */
 	if (c->pool_streams > c->session_streams) {
 		snprintf(err, errlen,

@@ -353,17 +353,18 @@ do_refuse_pending(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	struct session *s = r->s;
 	bool in_turn = r->seq != 0 && r->seq == s->next_seq;
 	bool ahead = r->seq > s->next_seq && s->nparked < CUAD_MAX_PARKED;
-	request_fail(r, CUA_EQUOTA,
-		     "too many unanswered requests on this connection: %u, the limit set by --session-pending is %u; "
-		     "wait for some replies",
-		     s->held - 1, fe->cfg.session_pending);
+	if (!r->undecodable) /* §5: a message that fails decoding gets that status, checked before the connection */
+		request_fail(r, CUA_EQUOTA,
+			     "too many unanswered requests on this connection: %u, the limit set by --session-pending "
+			     "is %u; wait for some replies",
+			     s->held - 1, fe->cfg.session_pending);
 	if (!in_turn && !ahead) {
 		do_request_finish(fe, r);
 		return;
 	}
 	fe->errors++;
-	do_stats_request(fe, r->op, op_family(r->op), CUA_EQUOTA, cua_now_ns() - r->recv_ns);
-	do_stats_tenant(fe, r->s->tenant ? r->s->tenant->name : NULL, op_family(r->op), CUA_EQUOTA);
+	do_stats_request(fe, r->op, op_family(r->op), r->status, cua_now_ns() - r->recv_ns);
+	do_stats_tenant(fe, r->s->tenant ? r->s->tenant->name : NULL, op_family(r->op), r->status);
 	do_answer(fe, r);
 	r->refused = true;
 	if (ahead)
@@ -413,19 +414,23 @@ do_admit(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	bool over = s->held >= fe->cfg.session_pending;
 	r->held = true;
 	s->held++;
+	/* PROTOCOL.md §5's order: the message, version and op (before_seq), then seq, then the body, then the
+	 * connection's limits. A used seq, or one past the window, is answered at once and uses up nothing. */
+	bool reused = r->seq != 0 && r->seq < s->next_seq;
+	if (reused || (r->seq > s->next_seq && s->nparked >= CUAD_MAX_PARKED)) {
+		if (!r->before_seq) /* replaces a body's decode error, which §5 checks after seq */
+			request_fail(r, CUA_EPROTOCOL, "%s",
+				     reused ? "request sequence number already used"
+					    : "too many requests ahead of a missing sequence number");
+		do_request_finish(fe, r);
+		return;
+	}
 	if (over) {
 		do_refuse_pending(fe, r);
 		return;
 	}
 	if (r->seq != 0 && r->seq != s->next_seq) {
-		if (r->seq < s->next_seq || s->nparked >= CUAD_MAX_PARKED) {
-			request_fail(r, CUA_EPROTOCOL, "%s",
-				     r->seq < s->next_seq ? "request sequence number already used"
-							  : "too many requests ahead of a missing sequence number");
-			do_request_finish(fe, r);
-		} else {
-			do_sched_park(fe, s, r);
-		}
+		do_sched_park(fe, s, r);
 		return;
 	}
 	do_take_turn(fe, r);
@@ -477,6 +482,11 @@ request_receive(struct fe *fe, const struct incoming *in)
 		}
 		request_fail(r, rc, "%s", e.detail); /* answered in its turn */
 		r->undecodable = true;
+		/* §5 checks the message's structure, version and op before seq: which of the decoder's failures was
+		 * one of those (only failures get here, so the structural walk runs twice only for them) */
+		cua_err_clear(&e);
+		r->before_seq =
+			rc == CUA_EVERSION || rc == CUA_EUNKNOWN_OP || cua_wire_check(in->body, in->len, &e) != 0;
 	}
 	r->op = r->w.op;
 	r->seq = r->w.seq;

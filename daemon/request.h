@@ -77,6 +77,8 @@ struct request {
 	bool held;           /* counted in s->held until answered (then until sent: request_reply_sent) */
 	bool refused;        /* answered QUOTA already: only its turn (its sequence number) is left to pass */
 	bool undecodable;    /* failed to decode (status says why): answered in its turn, nothing validated */
+	bool before_seq;     /* undecodable at a check PROTOCOL.md §5 makes before seq's (the message's structure,
+			      * version, op): that status wins over a used or refused seq and over --session-pending */
 	bool planned;        /* REQ_CLEANUP: its commands were planned (at dispatch) */
 	bool uses_pool;      /* names its session's pool streams (streampool.h) */
 	uint32_t status;     /* whole-request status when not OK */

@@ -199,8 +199,8 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 	out->ndevs = fe->ndevs < (int)CUA_MAX_DEVICES ? fe->ndevs : (int)CUA_MAX_DEVICES;
 	for (int i = 0; i < out->ndevs; i++) {
 		const struct device *d = &fe->devs[i];
-		out->dev[i] = (struct stats_device){.generation = d->gen,
-						    .restarts = d->restarts,
+		out->dev[i] = (struct stats_device){.generation = d->gen + d->session_restarts,
+						    .restarts = d->restarts + d->session_restarts,
 						    .total_bytes = d->info.total_mem,
 						    .ready = d->state == DEV_READY,
 						    .drained = (fe->drained >> i & 1u) != 0};
@@ -382,7 +382,8 @@ fmt_devices(FILE *f, const struct stats_snap *snap)
 		{"device_memory_used_bytes", "gauge", "Device memory the sessions hold on the device."},
 		{"device_memory_total_bytes", "gauge", "The device's memory."},
 		{"device_requests_in_flight", "gauge", "Requests in the device's workers."},
-		{"worker_restarts_total", "counter", "Restarts of the device's worker (faults, deaths, watchdog)."},
+		{"worker_restarts_total", "counter",
+		 "Restarts of the device's workers, the shared one and each session's own (faults, deaths, watchdog)."},
 		{"worker_generation", "gauge", "The device's current worker generation (1 at start)."},
 	};
 	char l[800];

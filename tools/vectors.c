@@ -54,7 +54,8 @@
 
 static const struct cua_req_hello q_hello = {1, 1, BYTES("example-client"), 4242};
 static const struct cua_req_ping q_ping = {0x0123456789abcdefull};
-static const struct cua_req_module_load q_mload = {0, CUA_IMAGE_EMU, BYTES("axpy\nglobal coeffs 16\n")};
+static const struct cua_req_module_load q_mload = {0, CUA_IMAGE_EMU,
+						   BYTES("cuasync-emu-module\naxpy\nglobal coeffs 16\n")};
 static const struct cua_req_function_get q_fget = {MODULE, BYTES("axpy")};
 static const struct cua_req_mem_alloc q_alloc = {0, 1u << 20};
 static const struct cua_req_stream_create q_screate = {0, 0, 0};
@@ -165,7 +166,7 @@ static const struct cua_rep_batch p_batch = {p_results, 5};
 static cua_wire_dev_status p_devstat[] = {{0, 1, 0, 0, 0, 0}};
 static const struct cua_rep_status p_status = {5230, 1, 41, 0, p_devstat, 1, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, 0};
 static cua_wire_session p_session_rows[] = {
-	{7, BYTES("libcuasync"), 4242, 4242, 5230, 42, 0, 0, 0, 0, 0, 0, BYTES("default"), 0}};
+	{7, BYTES("example-client"), 4242, 4242, 5230, 42, 0, 0, 0, 0, 0, 0, BYTES("default"), 0}};
 static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
 static const struct cua_req_disconnect q_disconnect = {9};
 static const struct cua_req_drain q_drain = {0, 1};
@@ -314,8 +315,9 @@ const struct vec_row vec_rows[] = {
 	ERR("rep_error_pdl", CUA_OP_LAUNCH, CUA_EPDL_UNSUPPORTED,
 	    "programmatic dependent launch requires sm_90 or newer; target sm_80",
 	    "device: a LAUNCH with flags bit 0 (PDL) on the sm_80 device"),
-	ERR("rep_error_module", CUA_OP_MODULE_LOAD, CUA_EMODULE, "empty module image",
-	    "device: the image was rejected; the message is the loader's log"),
+	ERR("rep_error_module", CUA_OP_MODULE_LOAD, CUA_EMODULE,
+	    "emulated device: not an emulated-device image: the first line must be 'cuasync-emu-module'",
+	    "device: the image was rejected (format 4 without its header line); the message is the loader's log"),
 	ERR("rep_error_unsupported", CUA_OP_HOST_REGISTER, CUA_EUNSUPPORTED,
 	    "shared host memory needs a local ipc:// connection", "capability: HOST_REGISTER over tcp://"),
 };

@@ -2,7 +2,8 @@
  * emu_graph.c — graphs on the emulated device: a graph is its stored list of nodes (kernels with a copy of their
  * arguments, memsets, device-to-device copies), queued in order on the stream it is launched on. The arguments
  * are copied into each queued job when the graph is launched, so GRAPH_SET_ARGS changes later launches only,
- * as cuGraphExecKernelNodeSetParams does. Graph ids come from E->graphs (1 and up).
+ * as cuGraphExecKernelNodeSetParams does. Launches of one graph run one after the other, whatever their streams,
+ * as cuGraphLaunch's do: each waits for an event the one before recorded. Graph ids come from E->graphs (1 and up).
  */
 #include "config.h"
 
@@ -21,6 +22,8 @@ struct emu_gnode {
 struct emu_graph {
 	struct emu_gnode *nodes;
 	uint32_t n;
+	uint64_t ev; /* an event of the device recorded after each launch's last node: the next launch, on whatever
+		      * stream, waits for it (cuGraphLaunch orders a graph's launches behind each other) */
 };
 
 static void
@@ -129,7 +132,13 @@ emu_graph_create(struct wk *w, const struct wk_gnode *nodes, uint32_t n, uint64_
 	int r = graph_build(E, nodes, n, &g, e);
 	if (r != 0)
 		return r;
+	if ((r = emu_event_create(w, CUA_EVENT_DISABLE_TIMING, &g->ev, e)) != 0) {
+		graph_free(NULL, g);
+		return r;
+	}
 	if ((r = wk_idtab_add(&E->graphs, g, id)) != 0) {
+		cua_err ee;
+		emu_event_destroy(w, g->ev, &ee);
 		graph_free(NULL, g);
 		return cua_err_set(e, r,
 				   r == CUA_EQUOTA ? "emulated device: too many graphs"
@@ -173,7 +182,9 @@ emu_graph_destroy(struct wk *w, uint64_t id, cua_err *e)
 	struct emu_graph *g = wk_idtab_take(&E->graphs, id);
 	if (g == NULL)
 		return cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
-	graph_free(NULL, g); /* its queued jobs hold copies */
+	cua_err ee;
+	emu_event_destroy(w, g->ev, &ee); /* queued records and waits keep it until they ran */
+	graph_free(NULL, g);              /* its queued jobs hold copies */
 	return 0;
 }
 
@@ -197,8 +208,12 @@ emu_graph_launch(struct wk *w, uint32_t sid, uint64_t id, struct wk_tag tag, cua
 	struct emu_graph *g = graph_get(E, id);
 	if (g == NULL)
 		r = cua_err_set(e, CUA_ENOT_FOUND, "no graph %llu", (unsigned long long)id);
+	else /* after the graph's previous launch, on whichever stream it ran */
+		r = emu_stream_wait_event(w, sid, g->ev, e);
 	for (uint32_t i = 0; g != NULL && i < g->n && r == 0; i++)
 		r = node_queue(w, sid, &g->nodes[i].n, tag, e);
+	if (r == 0)
+		r = emu_event_record(w, sid, g->ev, e);
 	pthread_mutex_unlock(&E->graphs.lock);
 	return r;
 }

@@ -160,8 +160,16 @@ emu_cluster_of(const struct wk_launch *l, const struct emu_fattr *a, uint32_t cl
 	const int32_t *q = a->req_cluster;
 	for (int i = 0; i < 3; i++)
 		cluster[i] = l->cluster[i] ? l->cluster[i] : 1;
-	if ((l->cluster[0] | l->cluster[1] | l->cluster[2]) != 0 || q[0] <= 0 || q[1] <= 0 || q[2] <= 0)
+	if ((l->cluster[0] | l->cluster[1] | l->cluster[2]) != 0 || (q[0] | q[1] | q[2]) == 0)
 		return 0;
+	/* partly set (2x0x0): CUDA checks the required cluster at launch and refuses it; with a cluster given,
+	 * launch_attr.c said so already */
+	if (q[0] <= 0 || q[1] <= 0 || q[2] <= 0)
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "CUDA_ERROR_INVALID_CLUSTER_SIZE: the kernel's REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH "
+				   "are "
+				   "%dx%dx%d: set all three or none",
+				   q[0], q[1], q[2]);
 	uint32_t size = (uint32_t)q[0] * (uint32_t)q[1] * (uint32_t)q[2]; /* each at most 16 (FUNC_SET_ATTRIBUTE) */
 	uint32_t limit = a->nonportable ? CUA_MAX_CLUSTER_SIZE : CUA_MAX_CLUSTER_PORTABLE;
 	if (size > limit)

@@ -40,6 +40,8 @@ size_t request_rules(struct rule *out);
 size_t hostbuf_rules(struct rule *out);
 size_t batch_rules(struct rule *out);
 size_t limit_rules(struct rule *out);
+/* The cases where the daemon and the document once disagreed (contract.c), at most 8. */
+size_t contract_rules(struct rule *out);
 
 /* A connection that said HELLO. */
 void sess(struct conn *c, const struct dmn *d);

@@ -2,7 +2,7 @@
  * test_conformance.c — the daemon against proto/PROTOCOL.md, one case per rule tag [R:...], driven only by
  * raw messages built from the spec's tables (tests/conformance/mp.c encodes them; no libcuasync, no common/).
  * This file assembles the suite: the cases live by family in framing.c, seq.c, session.c, handles.c, requests.c,
- * hostbuf.c, batch.c, limits.c, auth.c, kfeat.c, lattr.c, event.c and graphs.c (their helpers in rules.c), each
+ * hostbuf.c, batch.c, limits.c, auth.c, kfeat.c, lattr.c, event.c, graphs.c and contract.c (their helpers in rules.c), each
  * listing its rules. The case "spec-coverage" parses PROTOCOL.md and fails listing every tag without a case and
  * every case whose tag left the spec. Each case runs against a fresh daemon (emulated device) on a private socket.
  */
@@ -54,7 +54,7 @@ rules_get(struct rule *out, size_t cap)
 	size_t (*const families[])(struct rule *) = {framing_rules, seq_rules,     session_rules, handle_rules,
 						     request_rules, hostbuf_rules, batch_rules,   limit_rules,
 						     auth_rules,    kfeat_rules,   lattr_rules,   event_rules,
-						     graph_rules};
+						     graph_rules,   contract_rules};
 	size_t n = 0;
 	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
 		if (n + 8 > cap)

@@ -12,6 +12,7 @@
 #include "harness.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,147 @@ START_TEST(session_workers_come_and_go)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ restarts under session isolation */
+
+static struct daemon R; /* a daemon of its own: the other cases fault workers too */
+
+static void
+restarts_up(void)
+{
+	const char *args[] = {"--isolation",        "session", "--isolation-pool", "2", "--metrics-listen",
+			      "http://127.0.0.1:0", NULL};
+	daemon_start(&R, args);
+}
+
+static void
+restarts_down(void)
+{
+	daemon_stop(&R);
+}
+
+/* The value of metric name's series of device 0, whatever other labels it carries (model, UUID); -1 if none. */
+static double
+dev0_value(const char *text, const char *name)
+{
+	char prefix[128];
+	snprintf(prefix, sizeof(prefix), "\n%s{device=\"0\"", name);
+	const char *at = strstr(text, prefix), *end;
+	if (at == NULL || (end = strchr(at + 1, '\n')) == NULL)
+		return -1;
+	const char *sp = end;
+	while (sp > at && sp[-1] != ' ')
+		sp--;
+	return strtod(sp, NULL);
+}
+
+/* The operator's view (STATUS, `cuasyncctl status`, the metric) after b's worker was restarted once. */
+static void
+assert_operator_view(void)
+{
+	cua_client *op = connect_operator(&R);
+	cua_daemon_status st;
+	uint32_t one = 1;
+	ck_assert(wait_status(op, status_restarted, &one, &st));
+	ck_assert_uint_eq(st.devices[0].restarts, 1);
+	ck_assert_uint_eq(st.devices[0].generation, 2);
+	cua_disconnect(op);
+	char cmd[1024], out[4096];
+	snprintf(cmd, sizeof(cmd), "%s/tools/cuasyncctl --url %s status", builddir(), R.op_url);
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	ck_assert_msg(pclose(f) == 0, "%s failed: %s", cmd, out);
+	ck_assert_msg(strstr(out, "worker generation 2 (1 restarts)") != NULL, "cuasyncctl status: %s", out);
+	int port = daemon_metrics_port(&R);
+	ck_assert_msg(port > 0, "no metrics address in %s", R.log);
+	char *text = NULL;
+	ck_assert_int_eq(metrics_get(port, "/metrics", &text), 200);
+	ck_assert_double_eq(dev0_value(text, "cuasyncd_worker_restarts_total"), 1);
+	ck_assert_double_eq(dev0_value(text, "cuasyncd_worker_generation"), 2);
+	free(text);
+}
+
+/* Session b's own worker faults and is restarted: b sees its worker's generation 2 and 1 restart (STATUS,
+ * device info), a — whose worker never restarted — generation 1 and none, and the operator sees the device's
+ * restart in STATUS, cuasyncctl and the metrics. a is served throughout. */
+START_TEST(session_worker_restarts_are_shown)
+{
+	cua_client *a = connect_to(&R), *b = connect_to(&R);
+	cua_function fa = get_fn(a, load_kernels(a), "fill_u32"), bad = get_fn(b, load_kernels(b), "bad_write");
+	cua_deviceptr pa, pb;
+	CK(cua_mem_alloc(a, 0, WORDS * 4, &pa));
+	CK(cua_mem_alloc(b, 0, 64, &pb));
+	cua_launch *l = launch_1d(b, bad, 1, 1);
+	cua_launch_push_device_ptr(l, pb);
+	cua_future *f;
+	CK(cua_launch_submit(l, &f));
+	ck_assert_int_eq(cua_future_wait(f, -1), CUA_EDEVICE);
+	cua_future_free(f);
+	ck_assert_int_eq(cua_memcpy_dtoh(b, &(uint32_t){0}, pb, 4), CUA_ECONTEXT_LOST);
+	CK(cua_mem_alloc(b, 0, 64, &pb)); /* its restarted worker serves it */
+	cua_daemon_status st;
+	cua_device_info info;
+	CK(cua_status(b, &st));
+	ck_assert_uint_eq(st.devices[0].generation, 2);
+	ck_assert_uint_eq(st.devices[0].restarts, 1);
+	CK(cua_device_get_info(b, 0, &info));
+	ck_assert_uint_eq(info.generation, 2);
+	CK(fill(a, fa, pa, PATTERN, WORDS));
+	assert_words(a, pa, PATTERN);
+	CK(cua_status(a, &st));
+	ck_assert_uint_eq(st.devices[0].generation, 1);
+	ck_assert_uint_eq(st.devices[0].restarts, 0);
+	CK(cua_device_get_info(a, 0, &info));
+	ck_assert_uint_eq(info.generation, 1);
+	assert_operator_view();
+	cua_disconnect(a);
+	cua_disconnect(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ a session worker's staging area */
+
+static struct daemon S;
+
+static void
+staging_up(void)
+{
+	const char *args[] = {"--isolation", "session", "--isolation-staging", "1M", NULL};
+	daemon_start(&S, args);
+}
+
+static void
+staging_down(void)
+{
+	daemon_stop(&S);
+}
+
+/* --isolation-staging 1M: a copy whose bytes cannot fit a session worker's staging area is refused TOO_LARGE
+ * naming the option (it never waits for room that cannot come); smaller ones run, and so do other sessions. */
+START_TEST(session_worker_staging_is_its_own)
+{
+	cua_client *a = connect_to(&S), *b = connect_to(&S);
+	size_t big = 2u << 20, small = 512u << 10;
+	unsigned char *buf = calloc(1, big);
+	ck_assert_ptr_nonnull(buf);
+	cua_deviceptr pa, pb;
+	CK(cua_mem_alloc(a, 0, big, &pa));
+	CK(cua_mem_alloc(b, 0, big, &pb));
+	ck_assert_int_eq(cua_memcpy_htod(a, pa, buf, big), CUA_ETOO_LARGE);
+	ck_assert_msg(strstr(cua_last_error(), "--isolation-staging") != NULL, "%s", cua_last_error());
+	memset(buf, 0x5a, small);
+	CK(cua_memcpy_htod(a, pa, buf, small));
+	CK(cua_memcpy_htod(b, pb, buf, small));
+	unsigned char back[16];
+	CK(cua_memcpy_dtoh(a, back, pa + small - sizeof(back), sizeof(back)));
+	ck_assert_uint_eq(back[15], 0x5a);
+	free(buf);
+	cua_disconnect(a);
+	cua_disconnect(b);
+}
+END_TEST
+
 static Suite *
 session_mode_suite(void)
 {
@@ -185,6 +327,16 @@ session_mode_suite(void)
 	tcase_add_test(tc, sessions_have_separate_address_spaces);
 	tcase_add_test(tc, session_workers_come_and_go);
 	suite_add_tcase(s, tc);
+	TCase *rs = tcase_create("restarts");
+	tcase_add_checked_fixture(rs, restarts_up, restarts_down);
+	tcase_set_timeout(rs, 120);
+	tcase_add_test(rs, session_worker_restarts_are_shown);
+	suite_add_tcase(s, rs);
+	TCase *st = tcase_create("staging");
+	tcase_add_checked_fixture(st, staging_up, staging_down);
+	tcase_set_timeout(st, 120);
+	tcase_add_test(st, session_worker_staging_is_its_own);
+	suite_add_tcase(s, st);
 	return s;
 }
 
