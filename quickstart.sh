@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
-deps="build-essential autoconf automake libtool pkg-config libnng-dev libmbedtls-dev libmsgpack-dev uthash-dev libinih-dev libsystemd-dev check libsubunit-dev openssl python3 python3-cffi python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel"
+deps="build-essential autoconf automake libtool pkg-config libnng-dev libmbedtls-dev libmsgpack-dev uthash-dev libinih-dev libsystemd-dev libjansson-dev check libsubunit-dev openssl python3 python3-cffi python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel"
 
 missing=""
 for p in $deps; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"; done

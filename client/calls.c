@@ -164,6 +164,7 @@ cua_status(cua_client *c, cua_daemon_status *out)
 			out->devices[i].in_flight = s->devices[i].in_flight;
 			out->devices[i].allocations = s->devices[i].allocations;
 			out->devices[i].alloc_bytes = s->devices[i].alloc_bytes;
+			out->drained |= (uint64_t)(s->devices[i].drained != 0) << i;
 		}
 		memcpy(&out->session, &s->session, sizeof(out->session));
 		memcpy(&out->total, &s->total, sizeof(out->total));
@@ -201,6 +202,15 @@ cua_sessions(cua_client *c, cua_session_info **out, uint32_t *n)
 				 (const char *)w->tenant.ptr);
 			snprintf(rows[i].client, sizeof(rows[i].client), "%.*s", (int)w->client.len,
 				 (const char *)w->client.ptr);
+			bool ident = w->nfields >= CUA_SESSION_FIELDS; /* an older daemon's row has none of it */
+			rows[i].uid = ident ? w->uid : CUA_NO_UID;
+			rows[i].gid = ident ? w->gid : CUA_NO_UID;
+			snprintf(rows[i].transport, sizeof(rows[i].transport), "%.*s", (int)w->transport.len,
+				 (const char *)w->transport.ptr);
+			snprintf(rows[i].peer, sizeof(rows[i].peer), "%.*s", (int)w->peer.len,
+				 (const char *)w->peer.ptr);
+			snprintf(rows[i].token, sizeof(rows[i].token), "%.*s", (int)w->token.len,
+				 (const char *)w->token.ptr);
 		}
 		if (rows == NULL)
 			r = cuac_fail(CUA_ENOMEM, "out of memory for %u session rows", b->nsessions);

@@ -137,6 +137,7 @@ typedef struct cua_daemon_status {
 	cua_status_counts session;   /* this connection */
 	cua_status_counts total;     /* every connection */
 	uint32_t insecure_listeners; /* plain tcp:// listeners the daemon was allowed to open (--allow-insecure-tcp) */
+	uint64_t drained;            /* bit d: device d is drained (cua_drain_device): it takes no new objects */
 } cua_daemon_status;
 
 /* One session, as cua_sessions lists it. */
@@ -152,7 +153,13 @@ typedef struct cua_session_info {
 	int operator_endpoint; /* 1: connected through the operator endpoint */
 	char tenant[65];       /* its tenant (the daemon's configuration file; "" for the operator's) */
 	uint64_t busy_ns;      /* device time its work took, as the daemon's workers measure it */
+	/* who is on the other end, as the transport vouches for it (empty, and uid/gid CUA_NO_UID, from an older daemon whose rows lack it) */
+	char transport[17]; /* "ipc", "tcp" or "tls+tcp" */
+	uint32_t uid, gid;  /* ipc://: the peer process's, as the daemon's kernel saw them; CUA_NO_UID: unknown */
+	char peer[65];      /* tcp:// and tls+tcp://: the peer's address, "IP:port" */
+	char token[65];     /* the name of the daemon's --token-file entry its HELLO's token matched */
 } cua_session_info;
+#define CUA_NO_UID 4294967295u /* cua_session_info's uid and gid when the transport does not tell them */
 
 /* ---- connection ---- */
 

@@ -411,7 +411,12 @@ struct cua_rep_batch {
 typedef struct cua_wire_dev_status {
 	uint32_t index, generation, restarts, in_flight;
 	uint64_t allocations, alloc_bytes;
+	/* The optional tail (PROTOCOL.md: dev_status): nfields says how many fields are on the wire (decoded) or
+	 * to send (encoded; below CUA_DEV_STATUS_FIELDS sends 6, as older daemons do). */
+	uint32_t drained; /* 1: DRAIN took the device out of service: it takes no new objects */
+	uint32_t nfields;
 } cua_wire_dev_status;
+#define CUA_DEV_STATUS_FIELDS 7u
 typedef struct cua_wire_counts {
 	uint64_t allocations, alloc_bytes, modules, functions, streams, in_flight;
 } cua_wire_counts;
@@ -436,7 +441,17 @@ typedef struct cua_wire_session {
 	uint32_t operator; /* 1: connected through the operator endpoint */
 	cua_bytes tenant;  /* its tenant's name ("": none, the operator's) */
 	uint64_t busy_ns;  /* device time its work took (the workers' measure) */
+	/* The optional tail (PROTOCOL.md: session_info), who is on the other end as the transport vouches for
+	 * it; nfields as in cua_wire_dev_status (CUA_SESSION_FIELDS: all of them, 14: an older daemon's row). */
+	cua_bytes transport; /* "ipc", "tcp" or "tls+tcp" */
+	uint32_t uid, gid;   /* ipc://: the kernel's credentials of the peer; CUA_WIRE_NO_UID when not known */
+	cua_bytes peer;      /* tcp:// and tls+tcp://: the peer's address as "IP:port" ("[IPv6]:port"); "" for ipc:// */
+	cua_bytes token;     /* the name of the --token-file entry its HELLO's token matched ("": none) */
+	uint32_t nfields;
 } cua_wire_session;
+#define CUA_SESSION_FIELDS 19u
+#define CUA_WIRE_NO_UID UINT32_MAX /* session_info's uid and gid when the transport does not tell them */
+#define CUA_MAX_PEER_ADDR 64u      /* session_info's peer */
 struct cua_rep_sessions {
 	cua_wire_session *sessions;
 	uint32_t nsessions;

@@ -158,9 +158,11 @@ SCHEMA(s_item_result, "result", U32(cua_item_result, status, UINT32_MAX),
        BIN(cua_item_result, data, BYTES_MAX));
 SCHEMA(s_rep_batch, "BATCH reply",
        ARR(struct cua_rep_batch, results, nresults, CUA_MAX_BATCH, s_item_result, cua_item_result));
-SCHEMA(s_dev_status, "device status", U32(cua_wire_dev_status, index, CUA_MAX_DEVICES),
+SCHEMA_OPT(s_dev_status, "device status", 6, offsetof(cua_wire_dev_status, nfields),
+       U32(cua_wire_dev_status, index, CUA_MAX_DEVICES),
        U32(cua_wire_dev_status, generation, UINT32_MAX), U32(cua_wire_dev_status, restarts, UINT32_MAX),
-       U32(cua_wire_dev_status, in_flight, UINT32_MAX), U64(cua_wire_dev_status, allocations), U64(cua_wire_dev_status, alloc_bytes));
+       U32(cua_wire_dev_status, in_flight, UINT32_MAX), U64(cua_wire_dev_status, allocations), U64(cua_wire_dev_status, alloc_bytes),
+       U32(cua_wire_dev_status, drained, 1));
 SCHEMA(s_counts, "counts", U64(cua_wire_counts, allocations), U64(cua_wire_counts, alloc_bytes), U64(cua_wire_counts, modules),
        U64(cua_wire_counts, functions), U64(cua_wire_counts, streams), U64(cua_wire_counts, in_flight));
 SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
@@ -169,12 +171,16 @@ SCHEMA(s_rep_status, "STATUS reply", U64(struct cua_rep_status, uptime_ms),
        ARR(struct cua_rep_status, devices, ndevices, CUA_MAX_DEVICES, s_dev_status, cua_wire_dev_status),
        NESTED(struct cua_rep_status, session, s_counts), NESTED(struct cua_rep_status, total, s_counts),
        U32(struct cua_rep_status, insecure_listeners, UINT32_MAX));
-SCHEMA(s_session_info, "session", U64(cua_wire_session, session), STR(cua_wire_session, client, CUA_MAX_IDENT),
+SCHEMA_OPT(s_session_info, "session", 14, offsetof(cua_wire_session, nfields),
+       U64(cua_wire_session, session), STR(cua_wire_session, client, CUA_MAX_IDENT),
        U32(cua_wire_session, pid, UINT32_MAX), U32(cua_wire_session, peer_pid, UINT32_MAX),
        U64(cua_wire_session, age_ms), U64(cua_wire_session, requests), U64(cua_wire_session, errors),
        U64(cua_wire_session, in_flight), U64(cua_wire_session, alloc_bytes), U64(cua_wire_session, streams),
        U64(cua_wire_session, modules), U32(cua_wire_session, operator, 1),
-       STR(cua_wire_session, tenant, CUA_MAX_TENANT_NAME), U64(cua_wire_session, busy_ns));
+       STR(cua_wire_session, tenant, CUA_MAX_TENANT_NAME), U64(cua_wire_session, busy_ns),
+       STR(cua_wire_session, transport, 16), U32(cua_wire_session, uid, UINT32_MAX),
+       U32(cua_wire_session, gid, UINT32_MAX), STR(cua_wire_session, peer, CUA_MAX_PEER_ADDR),
+       STR(cua_wire_session, token, 64));
 SCHEMA(s_rep_sessions, "SESSIONS reply",
        ARR(struct cua_rep_sessions, sessions, nsessions, CUA_MAX_SESSIONS_LIST, s_session_info, cua_wire_session));
 SCHEMA(s_req_disconnect, "DISCONNECT", U64(struct cua_req_disconnect, session));

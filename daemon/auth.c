@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <mbedtls/constant_time.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,21 +245,23 @@ do_auth_session(struct fe *fe, struct session *s, bool operator_listener)
 	s->denied = operator_listener && !id->operator_allowed;
 }
 
-/* Compares the token with every entry, each over all CUA_MAX_TOKEN bytes, without stopping at a match or a
- * difference: how long it takes says nothing about the tokens. The matching entry, or NULL. */
+/* Compares the token with every entry, each over all CUA_MAX_TOKEN bytes (the token zero-padded like the
+ * entries) with mbedTLS's constant-time compare, without stopping at a match or a difference: how long it takes
+ * says nothing about the tokens. The matching entry, or NULL. */
 static const struct auth_token *
 token_match(const struct auth *a, const cua_bytes *token)
 {
-	const unsigned char *p = token->ptr;
+	unsigned char padded[CUA_MAX_TOKEN] = {0};
 	const struct auth_token *found = NULL;
+	if (token->len > sizeof(padded)) /* the schema bounds it (str≤CUA_MAX_TOKEN); a longer one matches none */
+		return NULL;
+	memcpy(padded, token->ptr, token->len);
 	for (unsigned k = 0; k < a->ntokens; k++) {
 		const struct auth_token *t = &a->tokens[k];
-		volatile unsigned diff = (unsigned)(token->len ^ t->len);
-		for (uint32_t i = 0; i < CUA_MAX_TOKEN; i++)
-			diff |= (unsigned)((i < token->len ? p[i] : 0) ^ t->tok[i]);
-		if (diff == 0)
+		if (((token->len ^ t->len) | (unsigned)mbedtls_ct_memcmp(padded, t->tok, sizeof(padded))) == 0)
 			found = t;
 	}
+	explicit_bzero(padded, sizeof(padded));
 	return found;
 }
 

@@ -69,11 +69,12 @@ v_hello(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_lock)
 				 cua_strerror_name(rc), auth_describe(r->s, who, sizeof(who)), e->detail);
 		return rc;
 	}
-	do_log_ctx(r->s, r->id); /* its tenant is known now */
-	char name[200]; /* the client's word, escaped: it may hold a newline or a terminal's escape sequences */
-	log_info("session %llu: hello from '%s' (says pid %u) over %s, tenant %s", (unsigned long long)r->s->id,
-		 cua_log_escape(name, sizeof(name), q->client.ptr, q->client.len), q->pid,
-		 auth_describe(r->s, who, sizeof(who)), r->s->tenant ? r->s->tenant->name : "- (operator)");
+	do_log_ctx(r->s, r->id);                     /* its tenant is known now */
+	char name[200], from[CUA_MAX_PEER_ADDR + 8]; /* the client's word, escaped: it may hold anything */
+	cua_log_(do_session_log_level(r->s), "session %llu: hello from '%s' (says pid %u) over %s%s, tenant %s",
+		 (unsigned long long)r->s->id, cua_log_escape(name, sizeof(name), q->client.ptr, q->client.len), q->pid,
+		 auth_describe(r->s, who, sizeof(who)), do_session_from(r->s, from, sizeof(from)),
+		 r->s->tenant ? r->s->tenant->name : "- (operator)");
 	r->s->hello = true;
 	/* kept as sent (SESSIONS returns it: it is data); whoever prints it escapes it */
 	snprintf(r->s->client, sizeof(r->s->client), "%.*s", (int)q->client.len, (const char *)q->client.ptr);
@@ -248,6 +249,10 @@ r_status(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA_
 		status_all(fe, &b->status, ds);
 	else
 		status_own(fe, r->s, &b->status, ds);
+	for (uint32_t i = 0; i < n; i++) { /* a drained device is no secret: its MEM_ALLOC answers NO_DEVICE */
+		ds[i].drained = (uint32_t)(fe->drained >> i & 1);
+		ds[i].nfields = CUA_DEV_STATUS_FIELDS;
+	}
 	return 0;
 }
 

@@ -12,28 +12,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One session's row of a SESSIONS reply. */
+/* The transport's name in SESSIONS (as in URLs, without "://"). */
+static const char *const transport_names[] = {"", "ipc", "tcp", "tls+tcp"}; /* by enum id_transport */
+_Static_assert(sizeof(transport_names) / sizeof(transport_names[0]) == ID_TLS + 1, "a name per transport");
+
+static cua_bytes
+str_bytes(const char *s)
+{
+	return (cua_bytes){s, (uint32_t)strlen(s)};
+}
+
+/* One session's row of a SESSIONS reply: what it said in HELLO (its word), and who it is as the transport
+ * vouches for it. The strings point into the session, which outlives the reply's encoding (fe->lock held). */
 static cua_wire_session
 session_row(struct fe *fe, const struct session *s, uint64_t now) CUA_REQUIRES(cuad_fe_lock)
 {
 	int64_t peer = fe->edge->peer_pid(s->pipe);
+	const struct identity *id = &s->ident;
 	uint64_t bytes = 0;
 	for (int i = 0; i < fe->ndevs && i < (int)CUA_MAX_DEVICES; i++)
 		bytes += s->dev_bytes[i];
-	return (cua_wire_session){s->id,
-				  {s->client, (uint32_t)strnlen(s->client, sizeof(s->client))},
-				  s->client_pid,
-				  peer > 0 && peer <= UINT32_MAX ? (uint32_t)peer : 0,
-				  now - s->born_ms,
-				  s->requests,
-				  s->errors,
-				  (uint64_t)s->queued + s->nparked + s->in_flight,
-				  bytes,
-				  s->counts.streams,
-				  s->counts.modules,
-				  (uint32_t)s->operator,
-				  {s->tenant ? s->tenant->name : "", s->tenant ? (uint32_t)strlen(s->tenant->name) : 0},
-				  s->busy_ns};
+	return (cua_wire_session){.session = s->id,
+				  .client = {s->client, (uint32_t)strnlen(s->client, sizeof(s->client))},
+				  .pid = s->client_pid,
+				  .peer_pid = peer > 0 && peer <= UINT32_MAX ? (uint32_t)peer : 0,
+				  .age_ms = now - s->born_ms,
+				  .requests = s->requests,
+				  .errors = s->errors,
+				  .in_flight = (uint64_t)s->queued + s->nparked + s->in_flight,
+				  .alloc_bytes = bytes,
+				  .streams = s->counts.streams,
+				  .modules = s->counts.modules,
+				  .operator=(uint32_t) s->operator,
+				  .tenant = str_bytes(s->tenant ? s->tenant->name : ""),
+				  .busy_ns = s->busy_ns,
+				  .transport = str_bytes(transport_names[id->transport]),
+				  .uid = id->has_cred ? id->uid : CUA_WIRE_NO_UID,
+				  .gid = id->has_cred ? id->gid : CUA_WIRE_NO_UID,
+				  .peer = str_bytes(id->addr),
+				  .token = str_bytes(id->token_name),
+				  .nfields = CUA_SESSION_FIELDS};
 }
 
 static bool

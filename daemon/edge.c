@@ -10,7 +10,9 @@
 #include "edge.h"
 #include "session.h"
 
+#include <arpa/inet.h>
 #include <nng/protocol/reqrep0/rep.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -110,6 +112,21 @@ edge_peer_pid(uint32_t pipe)
 	return nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 ? (int64_t)pid : -1;
 }
 
+/* The remote address of a tcp:// or tls+tcp:// pipe as "IP:port" ("[IPv6]:port"); "" when NNG has none. */
+static void
+peer_addr(nng_pipe p, char *buf, size_t len)
+{
+	nng_sockaddr sa;
+	char ip[INET6_ADDRSTRLEN] = "";
+	buf[0] = '\0';
+	if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0)
+		return;
+	if (sa.s_family == NNG_AF_INET && inet_ntop(AF_INET, &sa.s_in.sa_addr, ip, sizeof(ip)) != NULL)
+		snprintf(buf, len, "%s:%u", ip, ntohs(sa.s_in.sa_port));
+	else if (sa.s_family == NNG_AF_INET6 && inet_ntop(AF_INET6, sa.s_in6.sa_addr, ip, sizeof(ip)) != NULL)
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(sa.s_in6.sa_port));
+}
+
 /* edge_ops.peer: ipc:// pipes answer the kernel's credentials of the peer (NNG reads SO_PEERCRED, which holds
  * them as of connect()); tls+tcp:// pipes whether the peer's certificate was verified; anything else is tcp. */
 static void
@@ -134,6 +151,8 @@ edge_peer(uint32_t pipe, struct identity *id)
 	} else {
 		id->transport = ID_TCP;
 	}
+	if (id->transport != ID_IPC)
+		peer_addr(p, id->addr, sizeof(id->addr));
 }
 
 static const struct edge_ops nng_edge_ops = {.reply = edge_reply,

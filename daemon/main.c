@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -97,6 +98,17 @@ watchdog_tick(struct fe *fe)
 }
 
 static int cuda_count;
+/* The GPUs' UUIDs by ordinal, as the CUDA probe reports them ("-": unknown), for --devices GPU-...; the emulated
+ * devices' are made up (emu_uuid). */
+static char cuda_uuid[CUA_MAX_DEVICES][48];
+
+/* The emulated device of ordinal i's UUID: fixed, so that tests and demos can name it as they would a GPU. */
+static const char *
+emu_uuid(int i, char *buf, size_t len)
+{
+	snprintf(buf, len, "GPU-e3e3e3e3-0000-4000-8000-%012x", (unsigned)i);
+	return buf;
+}
 
 /* Runs the probe in a child process and reads its verdict. */
 static int
@@ -116,7 +128,7 @@ probe_cuda(const char *self, char *why, size_t len)
 		_exit(127);
 	}
 	close(fds[1]);
-	char buf[512] = "";
+	char buf[512 + CUA_MAX_DEVICES * 48] = ""; /* a verdict, then one UUID a line */
 	size_t have = 0;
 	ssize_t n;
 	while (pid > 0 && have < sizeof(buf) - 1 && (n = read(fds[0], buf + have, sizeof(buf) - 1 - have)) > 0)
@@ -125,10 +137,17 @@ probe_cuda(const char *self, char *why, size_t len)
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
 	buf[have] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	if (strncmp(buf, "ok ", 3) == 0 && (cuda_count = atoi(buf + 3)) > 0)
+	char *rest = buf + strcspn(buf, "\n"), *save = NULL;
+	if (*rest)
+		*rest++ = '\0';
+	if (strncmp(buf, "ok ", 3) == 0 && (cuda_count = atoi(buf + 3)) > 0) {
+		int i = 0;
+		for (char *l = strtok_r(rest, "\n", &save); l && i < (int)CUA_MAX_DEVICES;
+		     l = strtok_r(NULL, "\n", &save))
+			snprintf(cuda_uuid[i++], sizeof(cuda_uuid[0]), "%s", l);
 		return 0;
-	snprintf(why, len, "%s", strncmp(buf, "no ", 3) == 0 ? buf + 3 : "the CUDA probe failed");
+	}
+	snprintf(why, len, "%.400s", strncmp(buf, "no ", 3) == 0 ? buf + 3 : "the CUDA probe failed");
 	return -1;
 }
 
@@ -154,28 +173,73 @@ choose_backend(struct fe *fe)
 	return 0;
 }
 
+/* The ordinal of the device whose UUID is uuid or starts with it (CUDA_VISIBLE_DEVICES's rule: an unambiguous
+ * prefix, "GPU-" included, case ignored), among total devices; -1 (logged) when none or several match. */
+static int
+ordinal_of_uuid(struct fe *fe, const char *uuid, int total)
+{
+	char all[CUA_MAX_DEVICES * 56] = "", mine[48];
+	int found = -1, matches = 0;
+	size_t len = strlen(uuid), k = 0;
+	for (int i = 0; i < total && i < (int)CUA_MAX_DEVICES; i++) {
+		const char *u = strcmp(fe->backend, "cuda") == 0 ? cuda_uuid[i] : emu_uuid(i, mine, sizeof(mine));
+		if (strncasecmp(u, uuid, len) == 0 && matches++ == 0)
+			found = i;
+		if (k < sizeof(all))
+			k += (size_t)snprintf(all + k, sizeof(all) - k, "%s%d %s", i ? ", " : "", i, u);
+	}
+	if (matches == 1)
+		return found;
+	char shown[CUA_LOG_ESCAPED(64)];
+	cua_log_escape(shown, sizeof(shown), uuid, len);
+	if (matches == 0)
+		log_error("--devices: no %s device has the UUID '%s'; the devices here are %s (nvidia-smi -L lists "
+			  "GPUs; a GPU hidden by CUDA_VISIBLE_DEVICES is not among them)",
+			  fe->backend, shown, all);
+	else
+		log_error("--devices: '%s' is the start of %d devices' UUIDs (%s): give more of it", shown, matches,
+			  all);
+	return -1;
+}
+
+/* The devices to serve: --devices (ordinals, GPU UUIDs or their unambiguous prefixes, as CUDA_VISIBLE_DEVICES
+ * takes them; each at most once), else all. Their count, or -1 (logged). */
 static int
 count_devices(struct fe *fe, int *ordinals, int max)
 {
-	int n = 0;
-	if (fe->cfg.devices) {
-		char *copy = strdup(fe->cfg.devices), *save = NULL;
-		for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) {
-			unsigned v;
-			if (cfg_parse_uint(t, 0, CUA_MAX_DEVICES - 1, &v) != 0) {
-				log_error("--devices: '%s' is not a device ordinal", t);
-				free(copy);
-				return -1;
-			}
-			ordinals[n++] = (int)v;
-		}
-		free(copy);
+	int n = 0, rc = 0;
+	int total = strcmp(fe->backend, "cuda") == 0 ? cuda_count : fe->cfg.emu_devices;
+	if (fe->cfg.devices == NULL) {
+		for (int i = 0; i < total && n < max; i++)
+			ordinals[n++] = i;
 		return n;
 	}
-	int total = strcmp(fe->backend, "cuda") == 0 ? cuda_count : fe->cfg.emu_devices;
-	for (int i = 0; i < total && n < max; i++)
-		ordinals[n++] = i;
-	return n;
+	char *copy = strdup(fe->cfg.devices), *save = NULL;
+	if (copy == NULL)
+		return -1;
+	for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) {
+		unsigned v;
+		bool by_uuid = strncasecmp(t, "GPU-", 4) == 0;
+		int ord = by_uuid                                              ? ordinal_of_uuid(fe, t, total)
+			  : cfg_parse_uint(t, 0, CUA_MAX_DEVICES - 1, &v) == 0 ? (int)v
+									       : -2;
+		if (ord == -2)
+			log_error("--devices: '%s' is neither a device ordinal nor a GPU UUID (GPU-..., see nvidia-smi "
+				  "-L)",
+				  t);
+		for (int k = 0; k < n && ord >= 0; k++)
+			if (ordinals[k] == ord) {
+				log_error("--devices: device %d is named twice in '%s'", ord, fe->cfg.devices);
+				ord = -1;
+			}
+		if (ord < 0) {
+			rc = -1;
+			break;
+		}
+		ordinals[n++] = ord;
+	}
+	free(copy);
+	return rc == 0 ? n : -1;
 }
 
 /* Starts one worker per device. The number of usable ones, or -1. */
@@ -193,8 +257,15 @@ start_devices(struct fe *fe)
 		return -1;
 	fe->ndevs = ndev;
 	for (int i = 0; i < ndev; i++) {
+		char uuid[48];
 		fe->devs[i].index = i;
 		fe->devs[i].ordinal = ordinals[i];
+		snprintf(fe->devs[i].uuid, sizeof(fe->devs[i].uuid), "%s",
+			 strcmp(fe->backend, "cuda") != 0           ? emu_uuid(ordinals[i], uuid, sizeof(uuid))
+			 : strcmp(cuda_uuid[ordinals[i]], "-") != 0 ? cuda_uuid[ordinals[i]]
+								    : "");
+		log_info("device %d: %s device ordinal %d, UUID %s", i, fe->backend, ordinals[i],
+			 fe->devs[i].uuid[0] ? fe->devs[i].uuid : "unknown");
 		if (dev_start(fe, &fe->devs[i], request_done) == 0)
 			usable++;
 	}

@@ -80,7 +80,8 @@ parse_log_level_num(struct config *c, const struct opt_row *o, const char *arg)
 	return bad;
 }
 
-/* `cuasyncd --cuda-probe`: prints "ok COUNT" or "no REASON" (run as a child: CUDA stays out of the front-end). */
+/* `cuasyncd --cuda-probe`: prints "ok COUNT" and then each device's UUID on a line of its own, in ordinal order,
+ * or "no REASON" (run as a child: CUDA stays out of the front-end). */
 static int
 parse_cuda_probe(struct config *c, const struct opt_row *o, const char *arg)
 {
@@ -91,9 +92,13 @@ parse_cuda_probe(struct config *c, const struct opt_row *o, const char *arg)
 	cua_err e;
 	cua_err_clear(&e);
 	int n = 0;
-	if (cuda_probe(&n, &e) == 0)
+	if (cuda_probe(&n, &e) == 0) {
 		printf("ok %d\n", n);
-	else
+		for (int i = 0; i < n; i++) {
+			char uuid[64];
+			printf("%s\n", cuda_probe_uuid(i, uuid, sizeof(uuid), &e) == 0 ? uuid : "-");
+		}
+	} else
 		printf("no %s\n", e.detail);
 #else
 	printf("no this cuasyncd was built without CUDA support (configure --with-cuda)\n");
@@ -327,6 +332,8 @@ options_parse(struct config *c, struct worker_opts *wo, int argc, char **argv)
 		}
 	}
 	config_settle(c, pending_given(pending));
+	if (wo->shm_fd < 0)
+		tenant_table_log_mem(c->tenants, c);
 	return -1;
 }
 
@@ -407,6 +414,7 @@ options_reload(struct fe *fe, char *status, size_t len)
 	TAILQ_FOREACH(s, &fe->sessions, link)
 	if (s->tenant != NULL)
 		s->tenant = tenant_by_name(next.tenants, s->tenant->name);
+	tenant_table_log_mem(fe->cfg.tenants, &fe->cfg);
 	fe_unlock(fe);
 	tenant_table_free(old);
 	list_add(changed, sizeof(changed), "tenants");

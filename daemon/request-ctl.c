@@ -110,6 +110,7 @@ do_request_close_session(struct fe *fe, struct session *s)
 	do_sched_take_queued(s, &q);
 	do_answer_all(fe, &q, CUA_ECLOSED, "the connection closed before this request ran");
 	s->closing = true;
+	do_session_log_end(s, cua_now_ms());
 	log_debug("session %llu closing: %u in flight, %u queued", (unsigned long long)s->id, s->in_flight, s->queued);
 	/* Release its device objects through the shared workers, after its work in flight (a session's own
 	 * workers are stopped when it is gone: request_session_gone). */

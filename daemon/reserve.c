@@ -217,12 +217,19 @@ check_session(struct fe *fe, struct session *s, unsigned k, int dev, uint64_t wa
 	char at[32];
 	if (!passes(held + resv, want, limit))
 		return 0;
+	/* A tenant's limit of the kind (`mem = 50%`) is its sessions' total, not a session's allowance: say so, so
+	 * that the session's own quota does not look like the tenant's limit silently cut down. */
+	const struct tenant *t = s->tenant;
+	bool tenant_too = t != NULL && row->tenant_limit != NULL && row->tenant_limit(fe, t, dev) != NO_LIMIT;
 	return cua_err_set(e, CUA_EQUOTA,
 			   "%llu more would take the session to %llu %s%s, past its quota of %llu (%llu held, %llu "
-			   "reserved by its requests not yet completed); %s, or raise it with --%s",
+			   "reserved by its requests not yet completed); %s, or raise it with --%s%s%s%s%s%s%s%s",
 			   (unsigned long long)want, (unsigned long long)(held + resv + want), row->noun,
 			   where(k, dev, at, sizeof(at)), (unsigned long long)limit, (unsigned long long)held,
-			   (unsigned long long)resv, row->advice, row->option);
+			   (unsigned long long)resv, row->advice, row->option, tenant_too ? " (tenant '" : "",
+			   tenant_too ? t->name : "", tenant_too ? "''s `" : "", tenant_too ? row->key : "",
+			   tenant_too ? "` bounds its sessions together; each session also stays within --" : "",
+			   tenant_too ? row->option : "", tenant_too ? ")" : "");
 }
 
 /* The tenant's limit of kind k for want more, over all its sessions (closing ones included: what they hold is

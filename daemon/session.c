@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include "auth.h"
 #include "cua_log.h"
 #include "devlink.h"
 #include "session.h"
@@ -72,6 +73,37 @@ void
 do_log_ctx(const struct session *s, uint64_t req)
 {
 	cua_log_ctx_set(s ? s->id : 0, s && s->tenant ? s->tenant->name : NULL, req);
+}
+
+int
+do_session_log_level(const struct session *s)
+{
+	return s->operator? CUA_LOG_DEBUG : CUA_LOG_INFO;
+}
+
+const char *
+do_session_from(const struct session *s, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (s->ident.addr[0])
+		snprintf(buf, len, " from %s", s->ident.addr);
+	return buf;
+}
+
+void
+do_session_log_end(const struct session *s, uint64_t now_ms)
+{
+	char who[256], from[CUA_MAX_PEER_ADDR + 8];
+	if (!s->hello) { /* refused or silent: its HELLO's refusal was logged, if it sent one */
+		log_debug("session %llu closing before a HELLO was accepted", (unsigned long long)s->id);
+		return;
+	}
+	cua_log_(do_session_log_level(s),
+		 "session %llu: ended (%s) after %.1f s: %llu requests, %llu errors; it was %s%s, tenant %s",
+		 (unsigned long long)s->id, s->kicked ? "disconnected by an operator" : "its connection closed",
+		 (double)(now_ms - s->born_ms) / 1000, (unsigned long long)s->requests, (unsigned long long)s->errors,
+		 auth_describe(s, who, sizeof(who)), do_session_from(s, from, sizeof(from)),
+		 s->tenant ? s->tenant->name : "- (operator)");
 }
 
 struct session *

@@ -104,11 +104,12 @@ struct identity {
 	/* The certificate's subject: NNG 1.5.2 does not expose the peer certificate (no NNG_OPT_TLS_PEER_CN),
 	 * so this stays empty until a newer NNG does. */
 	char subject[128];
-	char token_name[64];   /* the --token-file entry its HELLO's token matched ("": none) */
-	bool need_token;       /* HELLO must carry a valid token before anything else is served (auth.c) */
-	bool authenticated;    /* the transport or a token vouches for the peer (kernel, certificate, token) */
-	bool operator_allowed; /* auth_is_operator: may use the operator endpoint */
-	uint32_t refused;      /* HELLOs refused (only the first is logged: a peer must not flood the log) */
+	char addr[CUA_MAX_PEER_ADDR]; /* tcp:// and tls+tcp://: the peer's "IP:port" as the socket reports it */
+	char token_name[64];          /* the --token-file entry its HELLO's token matched ("": none) */
+	bool need_token;              /* HELLO must carry a valid token before anything else is served (auth.c) */
+	bool authenticated;           /* the transport or a token vouches for the peer (kernel, certificate, token) */
+	bool operator_allowed;        /* auth_is_operator: may use the operator endpoint */
+	uint32_t refused;             /* HELLOs refused (only the first is logged: a peer must not flood the log) */
 };
 
 /* Guarded by fe->lock (cuad_fe_lock, daemon.h), every field, the tables its pointers lead to and the list links,
@@ -242,6 +243,15 @@ const struct hkind_entry *hkind(unsigned kind);
 
 /* Names s (and its tenant) and request req in the calling thread's log records (cua_log_ctx_set). */
 void do_log_ctx(const struct session *s, uint64_t req) CUA_REQUIRES(cuad_fe_lock);
+
+/* A session's start line (its HELLO accepted: v_hello) and end line (do_session_log_end) go at this level: info,
+ * debug for sessions of the operator endpoint (cuasyncctl's: one short session per command, whose lines would
+ * drown the clients'). */
+int do_session_log_level(const struct session *s) CUA_REQUIRES(cuad_fe_lock);
+/* " from IP:port" for a tcp:// or tls+tcp:// peer, else "", in buf (CUA_MAX_PEER_ADDR + 8 bytes). */
+const char *do_session_from(const struct session *s, char *buf, size_t len) CUA_REQUIRES(cuad_fe_lock);
+/* Logs the end of s, closing now (cua_now_ms): how long it lived, its requests and errors, who it was. */
+void do_session_log_end(const struct session *s, uint64_t now_ms) CUA_REQUIRES(cuad_fe_lock);
 
 /* A new session for pipe, or NULL (out of memory). */
 struct session *do_session_new(struct fe *fe, uint32_t pipe) CUA_REQUIRES(cuad_fe_lock);

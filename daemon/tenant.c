@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include "cua_log.h"
 #include "devlink.h"
 #include "session.h"
 #include "tenant.h"
@@ -261,6 +262,41 @@ tenant_by_name(const struct tenant_table *T, const char *name)
 		if (strcmp(T->v[i].name, name) == 0)
 			return &T->v[i];
 	return T->def;
+}
+
+/* A memory limit as configured: "N%" of each device, or bytes. */
+static const char *
+mem_text(uint64_t bytes, unsigned pct, char *buf, size_t len)
+{
+	if (bytes != 0)
+		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+	else if (pct != 0)
+		snprintf(buf, len, "%u%% of the device's memory", pct);
+	else
+		snprintf(buf, len, "no limit");
+	return buf;
+}
+
+void
+tenant_table_log_mem(const struct tenant_table *T, const struct config *c)
+{
+	char tmem[64], smem[64];
+	for (size_t i = 0; T != NULL && i < T->n; i++) {
+		const struct tenant *t = &T->v[i];
+		if (t->mem == 0 && t->mem_pct == 0)
+			continue;
+		/* Both hold: a tenant's mem is its sessions' total, never one session's allowance. When they are of
+		 * one kind the log says whether one session alone can reach the tenant's limit. */
+		bool capped = (c->session_mem != 0 && t->mem != 0 && c->session_mem < t->mem) ||
+			      (c->session_mem == 0 && c->session_mem_pct != 0 && t->mem_pct != 0 &&
+			       c->session_mem_pct < t->mem_pct);
+		log_info("tenant %s: its sessions together may hold %s on each device (mem); each session at most %s "
+			 "(--session-mem)%s",
+			 t->name, mem_text(t->mem, t->mem_pct, tmem, sizeof(tmem)),
+			 mem_text(c->session_mem, c->session_mem_pct, smem, sizeof(smem)),
+			 capped ? ": one session alone cannot reach the tenant's limit (raise session-mem for that)"
+				: "");
+	}
 }
 
 /* t's live sessions (said HELLO, not closing). */

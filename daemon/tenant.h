@@ -78,6 +78,10 @@ int tenant_table_set(struct tenant_table *t, const char *name, const char *key, 
 
 /* Whether a tenant of t asks for `isolation = session` (the pool of one-session workers must run). */
 bool tenant_table_wants_session(const struct tenant_table *t);
+/* Logs (info) each tenant's device memory limit beside the per-session one of c (--session-mem): the tenant's
+ * `mem` bounds all its sessions together, and every session stays within --session-mem as well. At start and
+ * after a reload. */
+void tenant_table_log_mem(const struct tenant_table *t, const struct config *c);
 
 /* The tenant of id: the first that matches, else default; NULL when default refuses unknown identities. */
 struct tenant *tenant_match(const struct tenant_table *t, const struct peer_identity *id);

@@ -4,8 +4,8 @@
  *   cuasyncctl [--url URL] [--json] status     sessions, requests, errors, per-device workers and memory
  *   cuasyncctl [--url URL] [--json] devices    the devices and their backends
  *   cuasyncctl [--url URL] [--json] ping       round-trip time
- *   cuasyncctl [--url URL] [--json] sessions   one line per session: id, client and pid, requests, work in
- *                                              flight, memory, streams
+ *   cuasyncctl [--url URL] [--json] sessions   one line per session: id, user, tenant, transport and remote
+ *                                              address, pids, client, requests, work in flight, memory, streams
  *   cuasyncctl [--url URL] [--json] disconnect SESSION
  *                                              close a session's connection (operator endpoint only)
  *   cuasyncctl [--url URL] [--json] drain|undrain DEVICE
@@ -15,18 +15,21 @@
  * URL defaults to $CUASYNC_OPERATOR_URL, else the operator socket of a system daemon
  * (/run/cuasyncd/operator.sock, when it is there), else $CUASYNC_URL or the default socket. Through the
  * daemon's operator endpoint STATUS and SESSIONS show every session; through a client socket only this
- * connection's own. --json prints one JSON document on stdout and nothing else there (errors go to stderr).
+ * connection's own, and cuasyncctl says so on stderr. --json prints one JSON document on stdout and nothing else
+ * there (errors and notes go to stderr), written by jansson.
  * Exit status 0 when the daemon answered, 1 when it did not or refused, 2 for a usage error.
  *
  * Every string the daemon returns may be a client's choice (a session's HELLO name) and is printed escaped
- * (cua_log_escape in the tables and messages, JSON's escapes with --json): no byte of it reaches the terminal
- * as a control character, and no row is split.
+ * (cua_log_escape in the tables and messages; with --json the JSON is ASCII, everything else \u-escaped): no
+ * byte of it reaches the terminal as a control character, and no row is split.
  */
 #include "cua_clock.h"
 #include "cua_log.h"
 #include "cuasync.h"
 
 #include <getopt.h>
+#include <jansson.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,34 +55,58 @@ die(const char *what, int rc)
 	return 1;
 }
 
-/* s as a JSON string (RFC 8259), quotes included: '"' and '\\' escaped, control characters (C0, DEL, C1) and
- * U+2028/U+2029 as \\uXXXX, valid UTF-8 kept, every byte that is not as U+FFFD (JSON text is UTF-8). */
-static void
-json_str(const char *s)
+/* JSON goes through jansson. Its strings must be UTF-8: s with every byte that does not start a valid sequence
+ * replaced by U+FFFD, as a new JSON string (NULL: out of memory, which json_object_set_new tolerates). */
+static json_t *
+jstr(const char *s)
 {
-	putchar('"');
-	size_t left = strlen(s);
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = cua_utf8_seq(p, left);
-		unsigned cp = n == 2 ? (unsigned)(p[0] & 0x1f) << 6 | (p[1] & 0x3f) : 0;
-		if (n == 1 && (*p == '"' || *p == '\\'))
-			printf("\\%c", *p);
-		else if (n == 1 && (*p == '\n' || *p == '\r' || *p == '\t'))
-			printf("\\%c", *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't');
-		else if (n == 1 && (*p < 0x20 || *p == 0x7f))
-			printf("\\u%04x", *p);
-		else if (n == 2 && cp <= 0x9f) /* C1 */
-			printf("\\u%04x", cp);
-		else if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
-			printf("\\u%04x", 0x2000u | (p[2] & 0x3f));
-		else if (n == 0)
-			printf("\\ufffd");
-		else
-			fwrite(p, 1, n, stdout);
-		p += n ? n : 1;
-		left -= n ? n : 1;
+	size_t left = strlen(s), n, k = 0;
+	char *u = malloc(3 * left + 1); /* a bad byte (1) becomes U+FFFD (3) */
+	if (u == NULL)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)s; left > 0; p += n ? n : 1, left -= n ? n : 1) {
+		n = cua_utf8_seq(p, left);
+		memcpy(u + k, n ? (const char *)p : "\xef\xbf\xbd", n ? n : 3);
+		k += n ? n : 3;
 	}
-	putchar('"');
+	json_t *j = json_stringn(u, k);
+	free(u);
+	return j;
+}
+
+/* json_dump_callback's writer: JSON_ENSURE_ASCII leaves DEL (0x7f) as the only byte a terminal could take for
+ * a control character, and it can only stand inside a string there, where \u007f means the same. */
+static int
+put_json(const char *buf, size_t size, void *data)
+{
+	(void)data;
+	for (size_t i = 0; i < size; i++)
+		if (buf[i] == 0x7f ? fputs("\\u007f", stdout) < 0 : putchar(buf[i]) == EOF)
+			return -1;
+	return 0;
+}
+
+/* Prints doc (consumed) as one line of ASCII JSON: control characters, C1, U+2028/U+2029 and everything
+ * past ASCII as \uXXXX escapes, so that no client-chosen byte reaches a terminal raw. 0, or 1 when it cannot. */
+static int
+json_print(json_t *doc)
+{
+	int rc = doc != NULL ? json_dump_callback(doc, put_json, NULL,
+						  JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(10))
+			     : -1;
+	json_decref(doc);
+	if (rc != 0 || putchar('\n') == EOF) {
+		fprintf(stderr, "cuasyncctl: cannot write the JSON document (out of memory?)\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* x rounded to a tenth, as the tables print it. */
+static double
+tenth(double x)
+{
+	return (double)(long long)(x * 10 + (x < 0 ? -0.5 : 0.5)) / 10;
 }
 
 static void
@@ -92,14 +119,47 @@ print_counts(const char *label, const cua_status_counts *c)
 	       (unsigned long long)c->in_flight);
 }
 
-static void
-json_counts(const char *label, const cua_status_counts *c)
+static json_t *
+json_counts(const cua_status_counts *c)
 {
-	printf("\"%s\":{\"allocations\":%llu,\"alloc_bytes\":%llu,\"modules\":%llu,\"functions\":%llu,\"streams\":%llu,"
-	       "\"in_flight\":%llu}",
-	       label, (unsigned long long)c->allocations, (unsigned long long)c->alloc_bytes,
-	       (unsigned long long)c->modules, (unsigned long long)c->functions, (unsigned long long)c->streams,
-	       (unsigned long long)c->in_flight);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "allocations", (json_int_t)c->allocations, "alloc_bytes",
+			 (json_int_t)c->alloc_bytes, "modules", (json_int_t)c->modules, "functions",
+			 (json_int_t)c->functions, "streams", (json_int_t)c->streams, "in_flight",
+			 (json_int_t)c->in_flight);
+}
+
+/* Whether the daemon serves this connection as the operator's: its SESSIONS lists every session, among them
+ * this one marked as the operator endpoint's (a client socket lists its own row alone, unmarked). */
+static bool
+on_operator_endpoint(const cua_session_info *rows, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (rows[i].operator_endpoint)
+			return true;
+	return false;
+}
+
+/* Says on stderr that a view of every session was asked for but only this connection's own is shown: a
+ * client socket was reached, not the operator endpoint (a root that forgot --url saw only itself, silently). */
+static void
+note_own_session_only(void)
+{
+	fprintf(stderr, "cuasyncctl: note: this is a client socket, not the daemon's operator endpoint: only this "
+			"connection's own session is shown.\n"
+			"cuasyncctl: note: to see every session, give --url (or $CUASYNC_OPERATOR_URL) the daemon's "
+			"--operator-url (the systemd unit's: ipc://" OPERATOR_SOCKET "), as root, the daemon's "
+			"user or a member of its --operator-group.\n");
+}
+
+/* STATUS's scope: notes a client socket's on stderr (for status and sessions, whose totals would mislead). */
+static void
+check_scope(cua_client *c)
+{
+	cua_session_info *rows = NULL;
+	uint32_t n = 0;
+	if (cua_sessions(c, &rows, &n) == CUA_OK && !on_operator_endpoint(rows, n))
+		note_own_session_only();
+	free(rows);
 }
 
 static int
@@ -110,31 +170,31 @@ cmd_status(cua_client *c, bool json, const char *arg)
 	int rc = cua_status(c, &st);
 	if (rc != CUA_OK)
 		return die("status", rc);
+	check_scope(c);
 	if (json) {
-		printf("{\"uptime_ms\":%llu,\"sessions\":%u,\"requests\":%llu,\"errors\":%llu,\"devices\":[",
-		       (unsigned long long)st.uptime_ms, st.sessions, (unsigned long long)st.requests,
-		       (unsigned long long)st.errors);
+		json_t *devs = json_array();
 		for (uint32_t d = 0; d < st.ndevices; d++)
-			printf("%s{\"index\":%u,\"generation\":%u,\"restarts\":%u,\"in_flight\":%u,\"allocations\":%"
-			       "llu,"
-			       "\"alloc_bytes\":%llu}",
-			       d ? "," : "", d, st.devices[d].generation, st.devices[d].restarts,
-			       st.devices[d].in_flight, (unsigned long long)st.devices[d].allocations,
-			       (unsigned long long)st.devices[d].alloc_bytes);
-		printf("],");
-		json_counts("session", &st.session);
-		putchar(',');
-		json_counts("total", &st.total);
-		printf(",\"insecure_listeners\":%u}\n", st.insecure_listeners);
-		return 0;
+			json_array_append_new(devs, json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:b}", "index", (int)d,
+							      "generation", (int)st.devices[d].generation, "restarts",
+							      (int)st.devices[d].restarts, "in_flight",
+							      (int)st.devices[d].in_flight, "allocations",
+							      (json_int_t)st.devices[d].allocations, "alloc_bytes",
+							      (json_int_t)st.devices[d].alloc_bytes, "drained",
+							      (int)(st.drained >> d & 1)));
+		return json_print(json_pack("{s:I,s:i,s:I,s:I,s:o,s:o,s:o,s:i}", "uptime_ms", (json_int_t)st.uptime_ms,
+					    "sessions", (int)st.sessions, "requests", (json_int_t)st.requests, "errors",
+					    (json_int_t)st.errors, "devices", devs, "session", json_counts(&st.session),
+					    "total", json_counts(&st.total), "insecure_listeners",
+					    (int)st.insecure_listeners));
 	}
 	printf("uptime    %.1f s\nsessions  %u (this one included)\nrequests  %llu (%llu errors)\n",
 	       (double)st.uptime_ms / 1000, st.sessions, (unsigned long long)st.requests,
 	       (unsigned long long)st.errors);
 	for (uint32_t d = 0; d < st.ndevices; d++)
-		printf("device %u  worker generation %u (%u restarts), %u requests in flight, %llu allocations "
+		printf("device %u  %sworker generation %u (%u restarts), %u requests in flight, %llu allocations "
 		       "(%.1f MiB)\n",
-		       d, st.devices[d].generation, st.devices[d].restarts, st.devices[d].in_flight,
+		       d, st.drained >> d & 1 ? "DRAINED (takes no new objects; cuasyncctl undrain), " : "",
+		       st.devices[d].generation, st.devices[d].restarts, st.devices[d].in_flight,
 		       (unsigned long long)st.devices[d].allocations, (double)st.devices[d].alloc_bytes / (1 << 20));
 	print_counts("total", &st.total);
 	if (st.insecure_listeners > 0)
@@ -143,17 +203,15 @@ cmd_status(cua_client *c, bool json, const char *arg)
 	return 0;
 }
 
-static void
-json_device(int d, const cua_device_info *in)
+static json_t *
+json_device(int d, const cua_device_info *in, bool drained)
 {
-	printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
-	json_str(in->name);
-	printf(",\"sm\":\"%d%d\",\"total_mem\":%llu,\"multiprocessors\":%d,\"priority_least\":%d,"
-	       "\"priority_greatest\":%d,\"backend\":",
-	       in->sm_major, in->sm_minor, (unsigned long long)in->total_mem, in->multiprocessors, in->priority_least,
-	       in->priority_greatest);
-	json_str(in->backend);
-	printf(",\"generation\":%u}", in->generation);
+	char sm[16];
+	snprintf(sm, sizeof(sm), "%d%d", in->sm_major, in->sm_minor);
+	return json_pack("{s:i,s:o,s:s,s:I,s:i,s:i,s:i,s:o,s:i,s:b}", "index", d, "name", jstr(in->name), "sm", sm,
+			 "total_mem", (json_int_t)in->total_mem, "multiprocessors", in->multiprocessors,
+			 "priority_least", in->priority_least, "priority_greatest", in->priority_greatest, "backend",
+			 jstr(in->backend), "generation", (int)in->generation, "drained", (int)drained);
 }
 
 static int
@@ -161,28 +219,30 @@ cmd_devices(cua_client *c, bool json, const char *arg)
 {
 	(void)arg;
 	static cua_device_info in[64];
+	cua_daemon_status st;
 	int n = 0, rc;
 	cua_device_count(c, &n);
 	n = n < 64 ? n : 64;
 	for (int d = 0; d < n; d++) /* all of them first: a failure prints no half document */
 		if ((rc = cua_device_get_info(c, d, &in[d])) != CUA_OK)
 			return die("devices", rc);
-	if (json)
-		printf("{\"devices\":[");
+	if ((rc = cua_status(c, &st)) != CUA_OK) /* which are drained */
+		return die("devices", rc);
+	json_t *devs = json ? json_array() : NULL;
 	for (int d = 0; d < n; d++) {
 		char name[CUA_LOG_ESCAPED(sizeof(in[d].name))], backend[CUA_LOG_ESCAPED(sizeof(in[d].backend))];
+		bool drained = st.drained >> d & 1;
 		if (json)
-			json_device(d, &in[d]);
+			json_array_append_new(devs, json_device(d, &in[d], drained));
 		else
 			printf("device %d  %s  sm_%d%d  %.1f GiB  %d SMs  priorities %d..%d  %s backend  generation "
-			       "%u\n",
+			       "%u%s\n",
 			       d, esc(name, sizeof(name), in[d].name), in[d].sm_major, in[d].sm_minor,
 			       (double)in[d].total_mem / (1 << 30), in[d].multiprocessors, in[d].priority_least,
-			       in[d].priority_greatest, esc(backend, sizeof(backend), in[d].backend), in[d].generation);
+			       in[d].priority_greatest, esc(backend, sizeof(backend), in[d].backend), in[d].generation,
+			       drained ? "  DRAINED (takes no new objects)" : "");
 	}
-	if (json)
-		printf("]}\n");
-	return 0;
+	return json ? json_print(json_pack("{s:o}", "devices", devs)) : 0;
 }
 
 static int
@@ -194,20 +254,54 @@ cmd_ping(cua_client *c, bool json, const char *arg)
 	if (rc != CUA_OK)
 		return die("ping", rc);
 	double us = (double)(cua_now_ns() - a) / 1e3;
-	printf(json ? "{\"round_trip_us\":%.1f}\n" : "pong in %.1f us\n", us);
+	if (json)
+		return json_print(json_pack("{s:f}", "round_trip_us", tenth(us)));
+	printf("pong in %.1f us\n", us);
 	return 0;
 }
 
-static void
-json_session(const cua_session_info *s, bool first)
+/* The user of a session as this machine's user database names its uid (the uid itself when the name is
+ * unknown here: the uid is the daemon's host's, see OPERATIONS.md on containers); without one, "token:NAME" for
+ * a session known by its token, else "". */
+static const char *
+user_of(const cua_session_info *s, char *buf, size_t len)
 {
-	printf("%s{\"id\":%llu,\"client\":", first ? "" : ",", (unsigned long long)s->id);
-	json_str(s->client);
-	printf(",\"pid\":%u,\"peer_pid\":%u,\"age_ms\":%llu,\"requests\":%llu,\"errors\":%llu,\"in_flight\":%llu,"
-	       "\"alloc_bytes\":%llu,\"streams\":%llu,\"modules\":%llu,\"operator\":%s}",
-	       s->pid, s->peer_pid, (unsigned long long)s->age_ms, (unsigned long long)s->requests,
-	       (unsigned long long)s->errors, (unsigned long long)s->in_flight, (unsigned long long)s->alloc_bytes,
-	       (unsigned long long)s->streams, (unsigned long long)s->modules, s->operator_endpoint ? "true" : "false");
+	struct passwd pw, *res = NULL;
+	char pwbuf[1024];
+	if (s->uid == CUA_NO_UID)
+		snprintf(buf, len, "%s%s", s->token[0] ? "token:" : "", s->token);
+	else if (getpwuid_r((uid_t)s->uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res != NULL)
+		snprintf(buf, len, "%s", res->pw_name);
+	else
+		snprintf(buf, len, "%u", s->uid);
+	return buf;
+}
+
+static json_t *
+json_session(const cua_session_info *s)
+{
+	char user[80];
+	json_t *j =
+		json_pack("{s:I,s:o,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "id", (json_int_t)s->id, "client",
+			  jstr(s->client), "pid", (int)s->pid, "peer_pid", (int)s->peer_pid, "age_ms",
+			  (json_int_t)s->age_ms, "requests", (json_int_t)s->requests, "errors", (json_int_t)s->errors,
+			  "in_flight", (json_int_t)s->in_flight, "alloc_bytes", (json_int_t)s->alloc_bytes, "streams",
+			  (json_int_t)s->streams, "modules", (json_int_t)s->modules, "operator", s->operator_endpoint);
+	json_object_set_new(j, "tenant", jstr(s->tenant));
+	json_object_set_new(j, "transport", jstr(s->transport));
+	json_object_set_new(j, "uid", s->uid == CUA_NO_UID ? json_null() : json_integer(s->uid));
+	json_object_set_new(j, "gid", s->gid == CUA_NO_UID ? json_null() : json_integer(s->gid));
+	json_object_set_new(j, "user", s->uid == CUA_NO_UID ? json_null() : jstr(user_of(s, user, sizeof(user))));
+	json_object_set_new(j, "peer", jstr(s->peer));
+	json_object_set_new(j, "token", jstr(s->token));
+	return j;
+}
+
+/* One cell: s escaped, "-" when empty; cap - 1 columns at most (a longer value ends in "..."). */
+static const char *
+cell(char *buf, size_t cap, const char *s)
+{
+	return esc(buf, cap, s[0] ? s : "-");
 }
 
 static int
@@ -219,30 +313,35 @@ cmd_sessions(cua_client *c, bool json, const char *arg)
 	int rc = cua_sessions(c, &rows, &n);
 	if (rc != CUA_OK)
 		return die("sessions", rc);
-	if (json)
-		printf("{\"sessions\":[");
-	else
-		printf("%-8s %-16s %8s %8s %9s %9s %7s %9s %10s %7s %7s\n", "SESSION", "CLIENT", "PID", "PEER", "AGE_S",
-		       "REQUESTS", "ERRORS", "IN_FLIGHT", "MEMORY_MIB", "STREAMS", "MODULES");
+	if (!on_operator_endpoint(rows, n))
+		note_own_session_only();
+	json_t *list = json ? json_array() : NULL;
+	if (!json)
+		printf("%-7s %-12s %-12s %-7s %-21s %8s %8s %-16s %8s %8s %6s %9s %10s %7s %7s\n", "SESSION", "USER",
+		       "TENANT", "VIA", "ADDRESS", "PID", "PEER", "CLIENT", "AGE_S", "REQUESTS", "ERRORS", "IN_FLIGHT",
+		       "MEMORY_MIB", "STREAMS", "MODULES");
 	for (uint32_t i = 0; i < n; i++) {
 		const cua_session_info *s = &rows[i];
 		if (json) {
-			json_session(s, i == 0);
+			json_array_append_new(list, json_session(s));
 			continue;
 		}
-		char peer[16] = "-", client[17]; /* the column's 16 characters: a longer name ends in "..." */
+		/* the cells' widths (a longer value ends in "..."); the client's name and the tenant's may hold
+		 * anything and are escaped like every string */
+		char peer[16] = "-", user[80], u[13], tenant[13], via[8], addr[22], client[17];
 		if (s->peer_pid != 0)
 			snprintf(peer, sizeof(peer), "%u", s->peer_pid);
-		printf("%-8llu %-16s %8u %8s %9.1f %9llu %7llu %9llu %10.1f %7llu %7llu%s\n", (unsigned long long)s->id,
-		       esc(client, sizeof(client), s->client), s->pid, peer, (double)s->age_ms / 1000,
-		       (unsigned long long)s->requests, (unsigned long long)s->errors, (unsigned long long)s->in_flight,
-		       (double)s->alloc_bytes / (1 << 20), (unsigned long long)s->streams,
-		       (unsigned long long)s->modules, s->operator_endpoint ? "  (operator)" : "");
+		printf("%-7llu %-12s %-12s %-7s %-21s %8u %8s %-16s %8.1f %8llu %6llu %9llu %10.1f %7llu %7llu%s\n",
+		       (unsigned long long)s->id, cell(u, sizeof(u), user_of(s, user, sizeof(user))),
+		       cell(tenant, sizeof(tenant), s->tenant), cell(via, sizeof(via), s->transport),
+		       cell(addr, sizeof(addr), s->peer), s->pid, peer, cell(client, sizeof(client), s->client),
+		       (double)s->age_ms / 1000, (unsigned long long)s->requests, (unsigned long long)s->errors,
+		       (unsigned long long)s->in_flight, (double)s->alloc_bytes / (1 << 20),
+		       (unsigned long long)s->streams, (unsigned long long)s->modules,
+		       s->operator_endpoint ? "  (operator)" : "");
 	}
-	if (json)
-		printf("]}\n");
 	free(rows);
-	return 0;
+	return json ? json_print(json_pack("{s:o}", "sessions", list)) : 0;
 }
 
 static int
@@ -251,13 +350,17 @@ cmd_disconnect(cua_client *c, bool json, const char *arg)
 	char *end;
 	unsigned long long id = strtoull(arg, &end, 10);
 	if (*arg == '\0' || *end != '\0') {
-		fprintf(stderr, "cuasyncctl: disconnect: '%s' is not a session id (see cuasyncctl sessions)\n", arg);
+		char a[CUA_LOG_ESCAPED(64)];
+		fprintf(stderr, "cuasyncctl: disconnect: '%s' is not a session id (see cuasyncctl sessions)\n",
+			esc(a, sizeof(a), arg));
 		return 2;
 	}
 	int rc = cua_disconnect_session(c, id);
 	if (rc != CUA_OK)
 		return die("disconnect", rc);
-	printf(json ? "{\"disconnected\":%llu}\n" : "session %llu disconnected\n", id);
+	if (json)
+		return json_print(json_pack("{s:I}", "disconnected", (json_int_t)id));
+	printf("session %llu disconnected\n", id);
 	return 0;
 }
 
@@ -269,19 +372,20 @@ drain_cmd(cua_client *c, bool json, const char *arg, int drain)
 	long dev = strtol(arg, &end, 10);
 	uint32_t holding = 0, in_flight = 0;
 	if (*arg == '\0' || *end != '\0' || dev < 0 || dev > 63) {
-		fprintf(stderr, "cuasyncctl: '%s' is not a device index (see cuasyncctl devices)\n", arg);
+		char a[CUA_LOG_ESCAPED(64)];
+		fprintf(stderr, "cuasyncctl: '%s' is not a device index (see cuasyncctl devices)\n",
+			esc(a, sizeof(a), arg));
 		return 2;
 	}
 	int rc = cua_drain_device(c, (int)dev, drain, &holding, &in_flight);
 	if (rc != CUA_OK)
 		return die(drain ? "drain" : "undrain", rc);
 	if (json)
-		printf("{\"device\":%ld,\"drained\":%s,\"holding\":%u,\"in_flight\":%u}\n", dev,
-		       drain ? "true" : "false", holding, in_flight);
-	else
-		printf("device %ld %s; %u session(s) hold memory, streams, modules or work there, %u request(s) in "
-		       "flight\n",
-		       dev, drain ? "drained: it takes no new objects" : "takes new objects again", holding, in_flight);
+		return json_print(json_pack("{s:i,s:b,s:i,s:i}", "device", (int)dev, "drained", drain, "holding",
+					    (int)holding, "in_flight", (int)in_flight));
+	printf("device %ld %s; %u session(s) hold memory, streams, modules or work there, %u request(s) in "
+	       "flight\n",
+	       dev, drain ? "drained: it takes no new objects" : "takes new objects again", holding, in_flight);
 	return 0;
 }
 
@@ -348,18 +452,21 @@ static void
 top_print(const struct top_row *rows, unsigned n, double secs, bool json, bool tty)
 {
 	if (json) {
-		printf("{\"interval_s\":%.3f,\"tenants\":[", secs);
+		json_t *list = json_array();
 		for (unsigned i = 0; i < n; i++) {
 			const struct top_row *r = &rows[i];
-			printf("%s{\"tenant\":", i ? "," : "");
-			json_str(r->tenant);
-			printf(",\"sessions\":%u,\"requests_per_s\":%.1f,\"busy_s_per_s\":%.3f,\"in_flight\":%llu,"
-			       "\"alloc_bytes\":%llu,\"streams\":%llu,\"modules\":%llu}",
-			       r->sessions, (double)r->requests / secs, (double)r->busy_ns / 1e9 / secs,
-			       (unsigned long long)r->in_flight, (unsigned long long)r->bytes,
-			       (unsigned long long)r->streams, (unsigned long long)r->modules);
+			json_t *t =
+				json_pack("{s:o,s:i,s:f,s:f,s:I,s:I,s:I,s:I}", "tenant", jstr(r->tenant), "sessions",
+					  (int)r->sessions, "requests_per_s", tenth((double)r->requests / secs),
+					  "busy_s_per_s",
+					  (double)(long long)((double)r->busy_ns / 1e6 / secs + 0.5) / 1000,
+					  "in_flight", (json_int_t)r->in_flight, "alloc_bytes", (json_int_t)r->bytes,
+					  "streams", (json_int_t)r->streams, "modules", (json_int_t)r->modules);
+			json_array_append_new(list, t);
 		}
-		printf("]}\n");
+		json_print(json_pack("{s:f,s:o}", "interval_s", (double)(long long)(secs * 1000 + 0.5) / 1000,
+				     "tenants", list));
+		fflush(stdout);
 		return;
 	}
 	if (tty)
@@ -388,6 +495,8 @@ cmd_top(cua_client *c, bool json, const char *arg)
 	uint32_t na = 0, nb = 0;
 	int rc = cua_sessions(c, &a, &na);
 	bool tty = isatty(STDOUT_FILENO);
+	if (rc == CUA_OK && !on_operator_endpoint(a, na))
+		note_own_session_only();
 	long left = top_count >= 0 ? top_count : json ? 1 : -1;
 	while (rc == CUA_OK && left != 0) {
 		uint64_t t0 = cua_now_ns();

@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdio.h>
 
 struct cuda_drv drv;
 
@@ -94,6 +95,22 @@ cuda_probe(int *count, cua_err *e)
 		return cua_err_set(e, CUA_ENO_DEVICE, "cuDeviceGetCount: %s", errname(cr));
 	if (*count == 0)
 		return cua_err_set(e, CUA_ENO_DEVICE, "the NVIDIA driver sees no GPU");
+	return 0;
+}
+
+int
+cuda_probe_uuid(int ordinal, char *buf, size_t len, cua_err *e)
+{
+	CUdevice dev;
+	CUuuid u;
+	CUresult r = drv.cuDeviceGet(&dev, ordinal);
+	if (r == CUDA_SUCCESS)
+		r = drv.cuDeviceGetUuid(&u, dev);
+	if (r != CUDA_SUCCESS)
+		return cerr(e, r, "cuDeviceGetUuid");
+	const unsigned char *b = (const unsigned char *)u.bytes;
+	snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+		 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 	return 0;
 }
 

@@ -38,7 +38,7 @@
 	X(cuEventQuery) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetAddressRange)       \
 	X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                   \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                     \
-	X(cuEventElapsedTime) X(cuStreamWaitEvent) X(cuEventSynchronize)
+	X(cuEventElapsedTime) X(cuStreamWaitEvent) X(cuEventSynchronize) X(cuDeviceGetUuid)
 /* Graphs (backend_cuda_graph.c); the _v2 entry points where cuda.h maps the names to them (cuGetProcAddress
  * resolves the name for CUDA_API_VERSION). */
 #define CUDA_GRAPH_FNS(X)                                                                                    \

@@ -36,6 +36,9 @@ int worker_main(const struct worker_opts *o);
 /* Loads the driver and counts devices: 0 and *count >= 1, or an error saying why no GPU is usable.
  * Initialises CUDA in the calling process: the front-end runs it in a child (`cuasyncd --cuda-probe`). */
 int cuda_probe(int *count, cua_err *e);
+/* After cuda_probe: the UUID of the device of this ordinal as nvidia-smi -L and CUDA_VISIBLE_DEVICES write it,
+ * "GPU-" and 32 hex digits in groups 8-4-4-4-12, into buf (at least 41 bytes). 0 or a status. */
+int cuda_probe_uuid(int ordinal, char *buf, size_t len, cua_err *e);
 #endif
 
 #endif

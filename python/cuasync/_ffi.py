@@ -53,6 +53,7 @@ typedef struct cua_daemon_status {
     cua_status_counts session;
     cua_status_counts total;
     uint32_t insecure_listeners;
+    uint64_t drained;
 } cua_daemon_status;
 
 typedef struct cua_launch_config {

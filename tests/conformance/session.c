@@ -128,14 +128,14 @@ START_TEST(r_status_private)
 }
 END_TEST
 
-/* SESSIONS row i of the reply r (14 fields, PROTOCOL.md §4 session_info). */
+/* SESSIONS row i of the reply r (19 fields, PROTOCOL.md §4 session_info: this daemon sends the optional tail). */
 static const struct mpv *
 session_row(const struct reply *r, uint32_t i)
 {
 	ck_assert_uint_eq(r->body->len, 1);
 	ck_assert_uint_gt(r->body->a[0].len, i);
 	const struct mpv *row = &r->body->a[0].a[i];
-	ck_assert_uint_eq(row->len, 14);
+	ck_assert_uint_eq(row->len, 19);
 	return row;
 }
 
@@ -159,6 +159,12 @@ START_TEST(r_sessions_private)
 	ck_assert_uint_eq(row->a[11].u, 0);
 	ck_assert_uint_eq(row->a[12].len, strlen("default")); /* no configuration: every session is default's */
 	ck_assert(memcmp(row->a[12].p, "default", row->a[12].len) == 0);
+	ck_assert_uint_eq(row->a[14].len, strlen("ipc")); /* transport, and the kernel's uid and gid of the peer */
+	ck_assert(memcmp(row->a[14].p, "ipc", row->a[14].len) == 0);
+	ck_assert_uint_eq(row->a[15].u, (uint64_t)geteuid());
+	ck_assert_uint_eq(row->a[16].u, (uint64_t)getegid());
+	ck_assert_uint_eq(row->a[17].len, 0); /* no address for an ipc:// peer */
+	ck_assert_uint_eq(row->a[18].len, 0); /* no token */
 	uint64_t b_id = row->a[0].u;
 	reply_free(&r);
 	expect(&a, OP_SESSIONS, 0, ST_OK, &r, "[]");
