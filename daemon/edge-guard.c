@@ -350,7 +350,8 @@ edge_guard_tick(struct edge *ed)
 		HASH_DEL(peers, gpe);
 		free(gpe);
 	}
-	qsort(hs, nhs, sizeof(*hs), by_age);
+	if (nhs > 1) /* qsort's array may not be NULL, even for 0 elements */
+		qsort(hs, nhs, sizeof(*hs), by_age);
 	unsigned limit = atomic_load(&g->fd_limit), freed = 0;
 	char why[160];
 	for (unsigned i = 0; i < nhs; i++) {
