@@ -226,6 +226,16 @@ START_TEST(r_status_closing_drain)
 	uint64_t spin = function_get(&c, module_load(&c), "spin");
 	alloc(&c, 1 << 20);
 	ck_assert_uint_eq(launch_one(&c, spin, false, 10000000000ull, 1, 2, NULL), ST_OK); /* 10 s, NO_WAIT */
+	/* NO_WAIT is answered when the launch is accepted; a close before it reached the worker would cancel it
+	 * and leave nothing to drain: close only once the device has it in flight (dev_status[3]). */
+	uint64_t dev_in_flight = 0;
+	for (int k = 0; k < 2000 && dev_in_flight == 0; k++) { /* bounded */
+		struct reply r;
+		expect(&op, OP_STATUS, 0, ST_OK, &r, "[]");
+		dev_in_flight = r.body->a[4].len > 0 ? r.body->a[4].a[0].a[3].u : 0;
+		reply_free(&r);
+	}
+	ck_assert_msg(dev_in_flight >= 1, "the 10 s kernel never reached the worker");
 	conn_close(&c);
 	for (int k = 0; k < 2000; k++) { /* bounded: the close reaches the daemon */
 		op_status(&op, &sessions, &bytes);
