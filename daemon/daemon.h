@@ -70,10 +70,12 @@ struct config {
 	unsigned session_window;
 	unsigned session_pending;
 	/* flow control (issue 10): see request.c's do_admit and edge.c's contexts */
-	uint64_t session_reply_bytes; /* bytes of replies queued for one connection before it gets QUOTA */
-	unsigned send_timeout_ms;     /* a reply not taken by its connection within it closes the connection */
-	unsigned contexts_max;        /* receive contexts grow on demand from `contexts` up to it */
-	unsigned seq_gap_timeout_ms;  /* how long ordered requests wait for a missing sequence number */
+	uint64_t session_reply_bytes;   /* bytes of replies queued for one connection before it gets QUOTA */
+	uint64_t session_request_bytes; /* bytes of one session's admitted requests not yet finished */
+	uint64_t request_bytes;         /* the same, all sessions together */
+	unsigned send_timeout_ms;       /* a reply not taken by its connection within it closes the connection */
+	unsigned contexts_max;          /* receive contexts grow on demand from `contexts` up to it */
+	unsigned seq_gap_timeout_ms;    /* how long ordered requests wait for a missing sequence number */
 	const char *tls_cert, *tls_key;
 	int ready_fd;
 	int ipc_mode;             /* -1: umask */
@@ -190,6 +192,7 @@ struct fe {
 	bool dispatcher_started;                               /* main thread */
 
 	uint64_t next_req CUA_GUARDED_BY(cuad_fe_lock);
+	uint64_t request_bytes CUA_GUARDED_BY(cuad_fe_lock); /* bytes of admitted requests not yet freed (request.c) */
 	uint64_t requests CUA_GUARDED_BY(cuad_fe_lock), errors CUA_GUARDED_BY(cuad_fe_lock);
 	uint64_t start_ms;                              /* startup */
 	uint64_t listener_restarts;                     /* unused here: the edge counts its own (struct edge) */

@@ -5,6 +5,7 @@
 
 #include "cua_log.h"
 #include "metrics.h"
+#include "nngfix.h"
 #include "stats.h"
 
 #include <arpa/inet.h>
@@ -255,9 +256,9 @@ conn_next(struct metrics_conn *c)
 	nng_aio_set_iov(c->aio, 1, &iov);
 	nng_aio_set_timeout(c->aio, (nng_duration)(c->deadline_ms - now));
 	if (c->sending)
-		nng_stream_send(c->stream, c->aio);
+		cuad_stream_send(c->stream, c->aio);
 	else
-		nng_stream_recv(c->stream, c->aio);
+		cuad_stream_recv(c->stream, c->aio);
 }
 
 /* Formats r as c's response and starts sending it (or ends c, out of memory). */

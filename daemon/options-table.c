@@ -98,6 +98,12 @@ const struct opt_row options_table[] = {
 	{"session-reply-bytes", OPT_SIZE, OPT_RELOAD, F(session_reply_bytes), "64M", 1, UINT64_MAX, NULL, NULL,
 	 "BYTES", "bytes of replies queued for a connection that does not read them; past it QUOTA and no more of its "
 	 "work runs", NULL},
+	/* the daemon's host memory held by requests (issue 22 point 6) */
+	{"session-request-bytes", OPT_SIZE, OPT_RELOAD, F(session_request_bytes), "256M", 1, UINT64_MAX, NULL, NULL,
+	 "BYTES", "bytes of one session's requests received and not yet finished (their messages stay in the "
+	 "daemon's memory until then); past it QUOTA, though a session holding none is always admitted one", NULL},
+	{"request-bytes", OPT_SIZE, OPT_RELOAD, F(request_bytes), "2G", 1, UINT64_MAX, NULL, NULL, "BYTES",
+	 "the same, all sessions together", NULL},
 	{"send-timeout", OPT_UINT, 0, F(send_timeout_ms), "10000", 1, 86400000, NULL, NULL, "MS",
 	 "a connection that does not take a reply within MS milliseconds is closed, its session cleaned up", NULL},
 	{"contexts-max", OPT_UINT, 0, F(contexts_max), "8192", 1, 1u << 20, NULL, NULL, "N",

@@ -95,6 +95,10 @@ request_free(struct fe *fe, struct request *r)
 		cua_wire_request_free(&r->w);
 	if (r->msg)
 		fe->edge->msg_free(r->msg);
+	if (r->msg_counted) { /* its session is freed only after its requests (request.c's do_admit) */
+		r->s->request_bytes -= r->msg_len;
+		fe->request_bytes -= r->msg_len;
+	}
 	for (uint32_t i = 0; i < r->nitems; i++) {
 		free(r->items[i].msg);
 		free(r->items[i].data);

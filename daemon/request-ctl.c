@@ -249,10 +249,12 @@ stop_worker(struct fe *fe, struct device *d)
 	struct request_queue q;
 	struct request *r;
 	dev_stop(d, &q);
+	fe_lock(fe); /* the counts of their bytes (request_free) */
 	while ((r = TAILQ_FIRST(&q)) != NULL) {
 		TAILQ_REMOVE(&q, r, qlink);
 		request_free(fe, r);
 	}
+	fe_unlock(fe);
 }
 
 /* Takes every session's own workers (session isolation) out of their sessions, under fe->lock, into a malloc'd

@@ -344,20 +344,16 @@ do_take_turn(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 		do_process(fe, p);
 }
 
-/* The connection already has session_pending unanswered requests: r is answered QUOTA at once. An ordered r
- * still uses up its sequence number in order: now when it is the next one (the requests parked behind it
- * then run), else when its turn comes (parked, answered). */
+/* The connection is past one of its limits: r is answered QUOTA at once (with the message r was failed with,
+ * unless it did not decode: §5 checks a message's decoding before the connection's limits). An ordered r still
+ * uses up its sequence number in order: now when it is the next one (the requests parked behind it then run),
+ * else when its turn comes (parked, answered). */
 static void
-do_refuse_pending(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
+do_refuse(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 {
 	struct session *s = r->s;
 	bool in_turn = r->seq != 0 && r->seq == s->next_seq;
 	bool ahead = r->seq > s->next_seq && s->nparked < CUAD_MAX_PARKED;
-	if (!r->undecodable) /* §5: a message that fails decoding gets that status, checked before the connection */
-		request_fail(r, CUA_EQUOTA,
-			     "too many unanswered requests on this connection: %u, the limit set by --session-pending "
-			     "is %u; wait for some replies",
-			     s->held - 1, fe->cfg.session_pending);
 	if (!in_turn && !ahead) {
 		do_request_finish(fe, r);
 		return;
@@ -426,9 +422,35 @@ do_admit(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 		return;
 	}
 	if (over) {
-		do_refuse_pending(fe, r);
+		if (!r->undecodable)
+			request_fail(r, CUA_EQUOTA,
+				     "too many unanswered requests on this connection: %u, the limit set by "
+				     "--session-pending is %u; wait for some replies",
+				     s->held - 1, fe->cfg.session_pending);
+		do_refuse(fe, r);
 		return;
 	}
+	/* The bytes of its message stay in the daemon's memory until r is finished (its decoded fields point into
+	 * them): weighed per session and in total. A session that holds none is always admitted one, whatever its
+	 * size (up to --max-message). */
+	bool mine = s->request_bytes > 0 && s->request_bytes + r->msg_len > fe->cfg.session_request_bytes;
+	if (mine || (fe->request_bytes > 0 && fe->request_bytes + r->msg_len > fe->cfg.request_bytes)) {
+		if (!r->undecodable)
+			request_fail(r, CUA_EQUOTA,
+				     mine ? "this session's requests not yet finished hold %llu bytes of the daemon's "
+					    "memory; this one (%zu bytes) would pass --session-request-bytes (%llu): "
+					    "wait for some of them to complete"
+					  : "requests not yet finished hold %llu bytes of the daemon's memory; this "
+					    "one (%zu bytes) would pass --request-bytes (%llu): try again later",
+				     (unsigned long long)(mine ? s->request_bytes : fe->request_bytes), r->msg_len,
+				     (unsigned long long)(mine ? fe->cfg.session_request_bytes
+							       : fe->cfg.request_bytes));
+		do_refuse(fe, r);
+		return;
+	}
+	r->msg_counted = true;
+	s->request_bytes += r->msg_len;
+	fe->request_bytes += r->msg_len;
 	if (r->seq != 0 && r->seq != s->next_seq) {
 		do_sched_park(fe, s, r);
 		return;
@@ -460,6 +482,7 @@ request_receive(struct fe *fe, const struct incoming *in)
 	}
 	r->recv_ns = cua_now_ns();
 	r->msg = in->msg; /* transferred */
+	r->msg_len = in->len;
 	r->reply_ctx = in->reply_ctx;
 	r->pipe = in->pipe;
 	cua_err_clear(&e);

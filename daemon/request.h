@@ -61,10 +61,12 @@ struct request {
 	struct fe *fe;
 	struct session *s;
 	enum req_kind kind;
-	void *reply_ctx; /* the edge's context to answer on; NULL once answered (fire-and-forget) or cleanup */
-	void *msg;       /* the received message the decoded fields point into (edge_ops.msg_free) */
-	uint32_t pipe;   /* the connection it came on */
-	int host_fd;     /* HOST_REGISTER: the client's memfd, opened here (-1: none) */
+	void *reply_ctx;  /* the edge's context to answer on; NULL once answered (fire-and-forget) or cleanup */
+	void *msg;        /* the received message the decoded fields point into (edge_ops.msg_free) */
+	size_t msg_len;   /* its bytes */
+	bool msg_counted; /* msg_len is counted in s->request_bytes and fe->request_bytes (until request_free) */
+	uint32_t pipe;    /* the connection it came on */
+	int host_fd;      /* HOST_REGISTER: the client's memfd, opened here (-1: none) */
 	cua_wire_request w;
 	bool decoded;
 	uint32_t op;
@@ -161,7 +163,7 @@ void request_stop(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
 struct request *request_new(struct fe *fe);
 
 /* Frees r without answering (shutdown), and with it r->pool: every pointer into it dies here. */
-void request_free(struct fe *fe, struct request *r);
+void request_free(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock);
 
 /* n bytes (uninitialised, 16-byte aligned) and at most n bytes of s as a NUL-terminated string, from r's pool:
  * they live until request_free, never free() them. NULL when out of memory. For what a request holds until it

@@ -213,8 +213,10 @@ struct session {
 	 * runs into its own limits (see request.c's do_admit). */
 	uint32_t held
 		CUA_GUARDED_BY(cuad_fe_lock); /* requests received and not yet answered, or answered and not yet sent */
-	uint64_t reply_bytes CUA_GUARDED_BY(cuad_fe_lock); /* bytes of its replies queued and not yet sent */
-	uint64_t dropped CUA_GUARDED_BY(cuad_fe_lock);     /* requests dropped unanswered at the hard limit */
+	uint64_t reply_bytes CUA_GUARDED_BY(cuad_fe_lock);   /* bytes of its replies queued and not yet sent */
+	uint64_t request_bytes CUA_GUARDED_BY(cuad_fe_lock); /* bytes of its admitted requests' messages, held until
+							       * each is finished (request.c's do_admit) */
+	uint64_t dropped CUA_GUARDED_BY(cuad_fe_lock);       /* requests dropped unanswered at the hard limit */
 
 	/* fire-and-forget errors, reported at the next SYNCHRONIZE */
 	uint32_t deferred_status CUA_GUARDED_BY(cuad_fe_lock);

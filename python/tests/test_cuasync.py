@@ -396,10 +396,8 @@ def test_daemon_restart_loses_the_session_then_reconnecting_works(tmp_path):
         stop_daemon(proc, log)
 
 
-# The client side always holds; the daemon's SIGTERM stop afterwards can hang in nng_close (NNG 1.5.2's
-# reaper defect after a dropped pipe, issue 22 point 4): seen once in a distcheck run. Not strict: it passes
-# whenever the daemon stops.
-@pytest.mark.xfail(strict=False, reason="NNG 1.5.2 reaper can hang the daemon's stop after a disconnect (issue 22.4)")
+# The daemon's SIGTERM stop afterwards used to hang in nng_close (NNG 1.5.2's reaper defect after a dropped
+# pipe, issue 22 point 4; daemon/nngfix.c).
 def test_operator_disconnect_loses_the_session_then_reconnecting_works(tmp_path):
     url, op, log = "ipc://%s/r.sock" % tmp_path, "ipc://%s/op.sock" % tmp_path, str(tmp_path / "daemon.log")
     proc = start_daemon(url, log, "--operator-url", op)

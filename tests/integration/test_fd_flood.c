@@ -61,7 +61,14 @@ flood_one(void)
 	return fd;
 }
 
-/* Closes (and marks -1) the descriptors of fds whose peer closed them; how many are still open. */
+static bool poked[FLOOD];
+
+/* Closes (and marks -1) the descriptors of fds whose peer closed them; how many are still open.
+ *
+ * Each connection, once connected, sends one byte: the first of a TLS record, a handshake begun and never
+ * finished. Besides, it is how a connection learns that the daemon's side never existed: when the listen
+ * backlog is full, Linux drops the handshake's last ACK and later the half-made connection, and a client that
+ * never sends stays ESTABLISHED forever; one that sends gets a reset. */
 static unsigned
 sweep(int *fds, int n)
 {
@@ -69,6 +76,8 @@ sweep(int *fds, int n)
 	for (int i = 0; i < n; i++) {
 		if (fds[i] < 0)
 			continue;
+		if (!poked[i] && send(fds[i], "\x16", 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+			poked[i] = true;
 		if (raw_fd_closed(fds[i], 0)) {
 			close(fds[i]);
 			fds[i] = -1;

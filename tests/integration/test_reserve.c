@@ -522,6 +522,71 @@ START_TEST(graph_arguments_are_weighed)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ point 6: requests' bytes are weighed */
+
+/* A request's message stays in the daemon's memory until the request is finished: requests waiting for their
+ * turn (parked behind a missing seq, queued behind long work) once held up to 2 × --session-pending messages of
+ * --max-message each per connection (8 GiB with the defaults). Now weighed per session and in total. */
+START_TEST(requests_bytes_are_weighed)
+{
+	const int mode = _i;
+	struct daemon d;
+	start_mode(&d, mode, (const char *const[]){"--session-request-bytes", "32M", "--request-bytes", "48M", NULL});
+	cua_client *good = connect_to(&d);
+	struct peer a, b;
+	peer_open(&a, d.url);
+	peer_open(&b, d.url);
+	const size_t sz = 10 * MB;
+	char *blob = calloc(1, sz);
+	ck_assert_ptr_nonnull(blob);
+	struct cua_req_mem_alloc ma = {0, sz};
+	struct cua_req_memcpy_htod ha = {peer_ok(&a, CUA_OP_MEM_ALLOC, &ma), 0, {blob, (uint32_t)sz}};
+	struct cua_req_memcpy_htod hb = {peer_ok(&b, CUA_OP_MEM_ALLOC, &ma), 0, {blob, (uint32_t)sz}};
+
+	/* per session: 8 copies of 10 MiB pipelined, 3 fit in 32 MiB */
+	unsigned n = pipeline_same(&a, CUA_OP_MEMCPY_HTOD, &ha, 8, "--session-request-bytes");
+	ck_assert_msg(n == 3, "%s: %u of 8 pipelined 10 MiB copies under --session-request-bytes 32M", iso_names[mode],
+		      n);
+	served(good, MB);
+
+	/* in total: a holds 30 MiB parked (seq +2..+4 wait for +1), b gets one 10 MiB copy in, not a second */
+	struct rawq qa[4], qb[3];
+	uint64_t fa = a.seq + 1, fb = b.seq + 1;
+	for (unsigned k = 1; k < 4; k++)
+		rawq_send(a.s, &qa[k], CUA_OP_MEMCPY_HTOD, fa + k, &ha);
+	for (unsigned k = 1; k < 3; k++)
+		rawq_send(b.s, &qb[k], CUA_OP_MEMCPY_HTOD, fb + k, &hb);
+	char msg[1024];
+	int st = rawq_reply(&qb[2], CUA_OP_MEMCPY_HTOD, NULL, msg, sizeof(msg)); /* refused at once */
+	ck_assert_msg(st == CUA_EQUOTA && strstr(msg, "--request-bytes") != NULL && strstr(msg, "--session") == NULL,
+		      "%s: b's second parked copy with 40 MiB held: %s: %s", iso_names[mode], cua_strerror_name(st),
+		      msg);
+	/* a well-behaved client's small requests still fit */
+	CK(cua_ping(good));
+	/* then the missing seqs: a's parked copies run, its +1 no longer fits beside them (QUOTA); b's +1 fits or not,
+	 * as a's finish before or after it arrives */
+	rawq_send(a.s, &qa[0], CUA_OP_MEMCPY_HTOD, fa, &ha);
+	rawq_send(b.s, &qb[0], CUA_OP_MEMCPY_HTOD, fb, &hb);
+	a.seq += 4;
+	b.seq += 3;
+	unsigned oka = 0, okb = 0;
+	for (unsigned k = 0; k < 4; k++)
+		oka += rawq_reply(&qa[k], CUA_OP_MEMCPY_HTOD, NULL, msg, sizeof(msg)) == CUA_OK;
+	for (unsigned k = 0; k < 2; k++)
+		okb += rawq_reply(&qb[k], CUA_OP_MEMCPY_HTOD, NULL, msg, sizeof(msg)) == CUA_OK;
+	ck_assert_msg(oka == 3 && okb >= 1, "%s: a %u of 4, b %u of 2", iso_names[mode], oka, okb);
+	/* everything finished: the bytes are back, a fresh pipeline fits as before */
+	n = pipeline_same(&a, CUA_OP_MEMCPY_HTOD, &ha, 8, "--session-request-bytes");
+	ck_assert_msg(n == 3, "%s: %u of 8 after the others finished", iso_names[mode], n);
+	served(good, 8 * MB);
+	free(blob);
+	nng_close(a.s);
+	nng_close(b.s);
+	cua_disconnect(good);
+	daemon_stop(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ point 6: session workers are bounded */
 
 /* c's first request on device 0 (an allocation): its status. */
@@ -592,6 +657,7 @@ reserve_suite(void)
 	tcase_add_loop_test(tc, pipelined_requests_stay_within_the_tenants_limits, 0, 2);
 	tcase_add_loop_test(tc, closing_session_counts_until_its_memory_is_freed, 0, 2);
 	tcase_add_loop_test(tc, graph_arguments_are_weighed, 0, 2);
+	tcase_add_loop_test(tc, requests_bytes_are_weighed, 0, 2);
 	tcase_add_test(tc, session_workers_are_bounded);
 	suite_add_tcase(s, tc);
 	return s;

@@ -8,16 +8,13 @@
  * well-behaved one; then every session must be gone, a new client must get the memory they held, and the
  * daemon's descriptors must be back to what they were before.
  *
- * Not yet in TESTS: it still fails. Where NNG waits (found with a daemon linked against libnng.a): the reaper is
- * in pipe_destroy → rep0_pipe_stop → nni_aio_stop(&p->aio_recv) → nni_task_wait, with no callback running: the
- * REP pipe's receive aio is counted busy forever. What leaves it so (NNG 1.5.2, src/sp/transport/ipc/ipc.c):
- * ipc_pipe_recv_cb re-submits rx_aio for the rest of a message (a partial read, or the body after the header)
- * without checking p->closed; when ipc_pipe_close runs on another thread between setting closed and
- * nni_aio_close(rx_aio) — here, rep0_pipe_send_cb closing the pipe because a reply could not be written to the
- * client that left, while its next pipelined request is being read — nni_aio_begin refuses the stopped rx_aio
- * silently, the REP aio stays in recv_q, and ipc_pipe_recv_cancel only aborts rx_aio, which has nothing to
- * abort. Sending no replies at all makes the test pass (tried), so it is the daemon's replies to a client that
- * left while its requests were still arriving; the fix belongs in NNG (a closed check before each re-submit).
+ * Where NNG waited (found with a daemon linked against libnng.a): the reaper in pipe_destroy → rep0_pipe_stop →
+ * nni_aio_stop(&p->aio_recv) → nni_task_wait, with no callback running: the REP pipe's receive aio was counted
+ * busy forever. NNG 1.5.2's ipc_pipe_recv_cb re-submits rx_aio for the rest of a message without checking
+ * p->closed; when the pipe is closed on another thread (rep0_pipe_send_cb, after a reply could not be written to
+ * the client that left) while its next pipelined request is being read, nni_aio_begin refuses the stopped rx_aio
+ * silently and the REP aio stays queued. daemon/nngfix.c finishes such a refused submit with NNG_ECLOSED. This
+ * test failed on every run before that fix (the daemon's descriptors never came back).
  */
 #include "config.h"
 
