@@ -31,7 +31,7 @@ struct fatbinc_wrapper {
 
 /* The length of an image given without one (cuModuleLoadData): a fat binary's from its header, an ELF
  * cubin's from its section and program header tables and sections, text (PTX, the emulated device's image)
- * up to and with its NUL. *img may move to the fat binary a wrapper points at. */
+ * up to its NUL, which is left out (the emulated device's format has none; the worker terminates PTX itself). *img may move to the fat binary a wrapper points at. */
 static size_t
 image_length(const void **img)
 {
@@ -68,7 +68,7 @@ image_length(const void **img)
 		}
 		return end;
 	}
-	return strlen((const char *)p) + 1;
+	return strlen((const char *)p);
 }
 
 static CUresult

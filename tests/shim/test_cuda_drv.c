@@ -507,6 +507,7 @@ main(void)
 	tcase_add_test(tc, proc_address);
 	suite_add_tcase(s, tc);
 	TCase *plain = tcase_create("no_daemon");
+	tcase_set_timeout(plain, 60);
 	tcase_add_test(plain, error_names);
 	tcase_add_test(plain, no_daemon);
 	suite_add_tcase(s, plain);
