@@ -126,7 +126,7 @@ for s in prolog epilog taskprolog; do
 	: >"$top/log/$s.log"
 done
 chmod 0666 "$top/log/taskprolog.log" # the TaskProlog runs as the job's user
-hw=$(slurmd -C | sed -n "s/^NodeName=[^ ]* \(.*CPUs=.*RealMemory=[0-9]*\).*/\1/p")
+hw=$(env -u SLURM_CONF slurmd -C 2>/dev/null | sed -n "s/^NodeName=[^ ]* \(.*CPUs=.*RealMemory=[0-9]*\).*/\1/p")
 [ -n "$hw" ] || die "slurmd -C says no CPUs and RealMemory"
 cat >"$SLURM_CONF" <<EOF
 ClusterName=cuatest
@@ -187,7 +187,10 @@ tenant_listed() {
 # gone NAME: wait until the tenant is not listed (the epilog runs after the job ended; a minute at most).
 gone() {
 	for _ in $(seq 600); do
-		tenant_listed "$1" || return 0
+		grc=0
+		tenant_listed "$1" || grc=$?
+		[ "$grc" != 1 ] || return 0
+		[ "$grc" = 0 ] || return 1 # cuasyncctl failed
 		sleep 0.1
 	done
 	return 1
@@ -202,11 +205,11 @@ submit() {
 }
 # report NAME: the line the job wrote on its FIFO (2 minutes at most).
 report() {
-	timeout 120 cat "$top/fifo/ready.$1" || {
-		echo "(no report from job $1:"
-		cat "$top/out/$1.out" 2>/dev/null
-		echo ")"
-	}
+	timeout 120 cat "$top/fifo/ready.$1" && return 0
+	echo "FAIL: no report from job $1 in 2 minutes; it wrote:"
+	cat "$top/out/$1.out" 2>/dev/null
+	squeue -a 2>/dev/null
+	return 1
 }
 # expect WHAT LINE PATTERN: LINE must match the case pattern.
 expect() {
@@ -217,11 +220,11 @@ M=1048576
 
 echo "== job B (4 of 8 shares) alone, then job A (2 of 8) beside it"
 jb=$(submit "$ub" B 4 $((31 * M)) $((2 * M))) || die "sbatch B failed"
-rb=$(report B)
+rb=$(report B) || die "$rb"
 expect "job B ($jb) holds 31 MiB of its 32, 2 more refused" "$rb" "tenant=slurm-job-$jb session=* alloc=OK more=QUOTA"
 if tenant_listed "slurm-job-$jb"; then ok "tenant slurm-job-$jb listed"; else bad "tenant slurm-job-$jb not listed"; fi
 ja=$(submit "$ua" A 2 $((15 * M)) $((2 * M))) || die "sbatch A failed"
-ra=$(report A)
+ra=$(report A) || die "$ra"
 # 46 MiB of 64 held: A's 2 more would fit the device, its share refuses them.
 expect "job A ($ja) beside B holds 15 MiB of its 16, 2 more refused" "$ra" \
 	"tenant=slurm-job-$ja session=* alloc=OK more=QUOTA"
@@ -249,9 +252,9 @@ runuser -u "$ua" -- env -u CUASYNC_URL LD_LIBRARY_PATH="$top/lib" \
 	srun --chdir=/ --gres=cuasync:1 -J C "$top/bin/slurm_job" "$top/fifo/ready.C" "$top/fifo/go.C" $((6 * M)) \
 	$((2 * M)) >"$top/out/C.out" 2>&1 &
 srun_pid=$!
-rc=$(report C)
-expect "srun job holds 6 MiB, 2 more refused (7.68 MiB is its share)" "$rc" "tenant=slurm-job-* session=* alloc=OK more=QUOTA"
-jc=$(echo "$rc" | sed -n 's/^tenant=slurm-job-\([0-9]*\) .*/\1/p')
+rcc=$(report C) || die "$rcc"
+expect "srun job holds 6 MiB, 2 more refused (7.68 MiB is its share)" "$rcc" "tenant=slurm-job-* session=* alloc=OK more=QUOTA"
+jc=$(echo "$rcc" | sed -n 's/^tenant=slurm-job-\([0-9]*\) .*/\1/p')
 echo go >"$top/fifo/go.C"
 wait "$srun_pid" || bad "srun exited $?: $(cat "$top/out/C.out")"
 if [ -n "$jc" ] && gone "slurm-job-$jc"; then ok "tenant slurm-job-$jc gone after srun"; else
