@@ -116,6 +116,7 @@ CUASYNC_SHARES=8
 CUASYNC_OPERATOR_URL=$CUASYNC_OPERATOR_URL
 CUASYNC_JOB_URL=ipc://$top/cuasyncd.sock
 CUASYNCCTL=$ctl
+CUASYNC_SESSIONS_PER_SHARE=2
 EOF
 # slurmd gives its scripts no environment of ours: a wrapper names the settings file (sites use the default,
 # /etc/cuasyncd/slurm.env) and keeps what the scripts say.
