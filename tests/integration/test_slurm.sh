@@ -9,7 +9,7 @@
 #   - a job of 4 shares gets 4/8 of the device and no more, and while it holds that, a job of 2 shares beside it
 #     gets 2/8 and no more (its allocation past 2/8 is refused QUOTA although the device has room);
 #   - a job's tenant is gone once it ended, and once it was cancelled (scancel);
-#   - srun --gres=cuasync:1 is served the same way.
+#   - srun --gres=cuasync:1 is served the same way, and a job that asked for no shares gets no tenant.
 # SKIP (77) when not root, when slurm-wlm or munge is missing, and when this build's cuasyncctl has no `tenant`
 # command yet. Leaves nothing behind: the daemons, users and the directory go at exit.
 srcdir=${CUASYNC_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -261,6 +261,16 @@ wait "$srun_pid" || bad "srun exited $?: $(cat "$top/out/C.out")"
 if [ -n "$jc" ] && gone "slurm-job-$jc"; then ok "tenant slurm-job-$jc gone after srun"; else
 	bad "tenant of the srun job ('$jc') still there"
 fi
+
+echo "== a job that asked for no shares gets no tenant"
+mkfifo -m 0666 "$top/fifo/ready.D" "$top/fifo/go.D"
+jd=$(runuser -u "$ua" -- env -u CUASYNC_URL LD_LIBRARY_PATH="$top/lib" sbatch --parsable --chdir=/ \
+	-o "$top/out/D.out" -J D --wrap "exec $top/bin/slurm_job $top/fifo/ready.D $top/fifo/go.D $M $M") ||
+	die "sbatch D failed"
+rd=$(report D) || die "$rd"
+expect "job D ($jd) without --gres is in the daemon's default tenant" "$rd" "tenant=default session=* alloc=OK more=OK"
+if tenant_listed "slurm-job-$jd"; then bad "job D got tenant slurm-job-$jd"; else ok "no tenant slurm-job-$jd"; fi
+echo go >"$top/fifo/go.D"
 
 echo "== the scripts said"
 for s in prolog epilog taskprolog; do sed "s/^/$s: /" "$top/log/$s.log"; done
