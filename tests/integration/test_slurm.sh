@@ -122,10 +122,12 @@ CUASYNCCTL=$ctl
 CUASYNC_SESSIONS_PER_SHARE=2
 EOF
 # slurmd gives its scripts no environment of ours: a wrapper names the settings file (sites use the default,
-# /etc/cuasyncd/slurm.env) and keeps what the scripts say.
+# /etc/cuasyncd/slurm.env) and keeps what the scripts say. The scripts are copied: the TaskProlog runs as the
+# job's user, who may not reach the source tree.
 for s in prolog epilog taskprolog; do
-	printf '#!/bin/sh\nCUASYNC_SLURM_ENV=%s/slurm.env exec %s/deploy/slurm/cuasync-%s 2>>%s/log/%s.log\n' \
-		"$top" "$srcdir" "$s" "$top" "$s" >"$top/$s"
+	install -m 0755 "$srcdir/deploy/slurm/cuasync-$s" "$top/bin/cuasync-$s"
+	printf '#!/bin/sh\nCUASYNC_SLURM_ENV=%s/slurm.env exec /bin/sh %s/bin/cuasync-%s 2>>%s/log/%s.log\n' \
+		"$top" "$top" "$s" "$top" "$s" >"$top/$s"
 	chmod 0755 "$top/$s"
 	: >"$top/log/$s.log"
 done
