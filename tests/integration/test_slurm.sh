@@ -276,6 +276,16 @@ rd=$(report D) || die "$rd"
 expect "job D ($jd) without --gres is in the daemon's default tenant" "$rd" "tenant=default session=* alloc=OK more=OK"
 if tenant_listed "slurm-job-$jd"; then bad "job D got tenant slurm-job-$jd"; else ok "no tenant slurm-job-$jd"; fi
 echo go >"$top/fifo/go.D"
+# Its epilog finds no tenant to remove (NOT_FOUND), which is no failure: the node does not drain. The job is
+# COMPLETING until its epilog ended.
+js=
+for _ in $(seq 600); do
+	js=$(scontrol show job "$jd" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+	case $js in COMPLETING | RUNNING | PENDING | CONFIGURING) sleep 0.1 ;; *) break ;; esac
+done
+expect "job D's state once its epilog ran" "$js" COMPLETED
+ns=$(scontrol show node "$node" | sed -n 's/.*State=\([^ ]*\).*/\1/p')
+expect "node $node after job D's epilog (not drained)" "$ns" IDLE
 
 echo "== the scripts said"
 for s in prolog epilog taskprolog; do sed "s/^/$s: /" "$top/log/$s.log"; done
