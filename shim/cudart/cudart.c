@@ -219,7 +219,21 @@ static const struct {
 	{"CUDA_ERROR_ASSERT", cudaErrorAssert},
 	{"CUDA_ERROR_LAUNCH_TIMEOUT", cudaErrorLaunchTimeout},
 	{"CUDA_ERROR_HARDWARE_STACK_ERROR", cudaErrorHardwareStackError},
+	/* what the driver refused without a fault: not sticky */
+	{"CUDA_ERROR_INVALID_VALUE", cudaErrorInvalidValue},
+	{"CUDA_ERROR_OUT_OF_MEMORY", cudaErrorMemoryAllocation},
+	{"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", cudaErrorLaunchOutOfResources},
+	{"CUDA_ERROR_NOT_SUPPORTED", cudaErrorNotSupported},
+	{"CUDA_ERROR_INVALID_HANDLE", cudaErrorInvalidResourceHandle},
 };
+
+/* CUASYNC_RUN_VERBOSE set and not "0". */
+static bool
+verbose(void)
+{
+	const char *v = getenv("CUASYNC_RUN_VERBOSE");
+	return v && *v && strcmp(v, "0") != 0;
+}
 
 static int
 from_status(int r, const char *msg)
@@ -231,7 +245,7 @@ from_status(int r, const char *msg)
 	for (size_t i = 0; r == CUA_EDEVICE && msg && i < sizeof(device_faults) / sizeof(device_faults[0]); i++)
 		if (strstr(msg, device_faults[i].driver_name))
 			e = device_faults[i].cuda;
-	if (e != cudaSuccess && getenv("CUASYNC_RUN_VERBOSE"))
+	if (e != cudaSuccess && verbose())
 		fprintf(stderr, "cuasync-cudart: %s: %s\n", cua_strerror_name(r), msg && *msg ? msg : cua_strerror(r));
 	return e;
 }
@@ -252,8 +266,9 @@ crt_unsupported(const char *name, const char *why)
 	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < told.n && first; i++)
 		first = strcmp(told.v[i], name) != 0;
-	if (first)
-		(void)table_add(&told, (void *)name);
+	char *copy = first ? strdup(name) : NULL; /* names may be built by the caller */
+	if (copy && table_add(&told, copy) != 0)
+		free(copy);
 	pthread_mutex_unlock(&mu);
 	if (first)
 		fprintf(stderr,
@@ -311,8 +326,7 @@ enter(cua_client **c)
 __attribute__((destructor)) static void
 crt_fini(void)
 {
-	const char *v = getenv("CUASYNC_RUN_VERBOSE");
-	if (v && strcmp(v, "0") != 0 && *v)
+	if (verbose())
 		fprintf(stderr, "cuasync-run: %llu runtime calls, %llu bytes copied, %.3f s waiting on cuasyncd\n",
 			(unsigned long long)atomic_load(&G.calls), (unsigned long long)atomic_load(&G.bytes),
 			(double)atomic_load(&G.wait_ns) / 1e9);
@@ -1353,7 +1367,7 @@ device_props(int device, struct cudaDeviceProp *p)
 	if (r != CUA_OK)
 		return r == CUA_EBAD_ARGUMENT || r == CUA_ENOT_FOUND ? record(cudaErrorInvalidDevice) : status(r);
 	memset(p, 0, sizeof(*p));
-	snprintf(p->name, sizeof(p->name), "%s", di.name);
+	snprintf(p->name, sizeof(p->name), "%.255s", di.name); /* CUDA's name is 256 bytes */
 	p->totalGlobalMem = di.total_mem;
 	p->major = di.sm_major;
 	p->minor = di.sm_minor;
@@ -1449,8 +1463,7 @@ cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 		}
 	char what[80];
 	snprintf(what, sizeof(what), "cudaDeviceGetAttribute(attribute %d)", (int)attr);
-	/* a static string per row is not needed: the refusal is told once per attribute number it names */
-	return crt_unsupported(strdup(what) ? what : "cudaDeviceGetAttribute", "cuasyncd does not report it");
+	return crt_unsupported(what, "cuasyncd does not report it"); /* told once per attribute number */
 }
 
 /* ---- errors and versions ---- */

@@ -258,7 +258,7 @@ main(int argc, char **argv)
 	CHECK_ERR(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal), cudaErrorNotSupported);
 	int can = -1;
 	CHECK_ERR(cudaDeviceCanAccessPeer(&can, 0, 0), cudaErrorNotSupported);
-	OK(cudaGetLastError());
+	CHECK_ERR(cudaGetLastError(), cudaErrorNotSupported); // the last refusal, not sticky:
 	OK(cudaGetLastError());
 
 	OK(cudaEventDestroy(start));
