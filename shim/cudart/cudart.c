@@ -638,10 +638,11 @@ cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
 	for (size_t i = 0; r == CUA_OK && i < sizeof(rows) / sizeof(rows[0]); i++) {
 		int v = 0;
 		r = cua_func_get_attribute(c, f->f, rows[i].a, &v);
+		size_t z = (size_t)v; /* the struct's fields by offset: memcpy, the rows' offsets being its own */
 		if (rows[i].is_size)
-			*(size_t *)((char *)attr + rows[i].off) = (size_t)v;
+			memcpy((char *)attr + rows[i].off, &z, sizeof(z));
 		else
-			*(int *)((char *)attr + rows[i].off) = v;
+			memcpy((char *)attr + rows[i].off, &v, sizeof(v));
 	}
 	return status(r);
 }
@@ -1453,12 +1454,14 @@ cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		if (rows[i].attr == attr) {
-			*value = *(const int *)((const char *)&p + rows[i].off);
+			memcpy(value, (const char *)&p + rows[i].off, sizeof(int));
 			return cudaSuccess;
 		}
 	for (size_t i = 0; i < sizeof(size_rows) / sizeof(size_rows[0]); i++)
 		if (size_rows[i].attr == attr) {
-			*value = (int)*(const size_t *)((const char *)&p + size_rows[i].off);
+			size_t z;
+			memcpy(&z, (const char *)&p + size_rows[i].off, sizeof(z));
+			*value = (int)z;
 			return cudaSuccess;
 		}
 	char what[80];
