@@ -243,11 +243,62 @@ check_elf_header(const unsigned char *p, size_t len, const char *what, Elf64_Ehd
 	return 0;
 }
 
-/* A cubin (CUDA ELF): every section inside the image; each kernel (a .nv.info.NAME section) built in. */
+/* The module globals of a cubin: its symbol table's objects in .nv.constant3 (__constant__) and .nv.global*
+ * (__device__), by name and size, added to info (once per name across a fatbin's entries: the largest size).
+ * Symbols whose names are not [A-Za-z0-9_]{1,128} are not addressable by MODULE_GET_GLOBAL and are left out. */
 static int
-check_cubin(const unsigned char *p, size_t len, const char *what, uint64_t *set, cua_err *e)
+cubin_globals(const unsigned char *p, const Elf64_Ehdr *h, const char *names, const Elf64_Shdr *symtab,
+	      const char *what, struct emu_image_info *info, cua_err *e)
 {
-	static const char info[] = ".nv.info.";
+	if (symtab->sh_entsize != sizeof(Elf64_Sym) || symtab->sh_link >= h->e_shnum)
+		return FAIL(e, "%s: symbol table entry size %llu or string table %u unusable", what,
+			    (unsigned long long)symtab->sh_entsize, symtab->sh_link);
+	Elf64_Shdr strs = elf_section(p, h, symtab->sh_link);
+	if (strs.sh_type == SHT_NOBITS || strs.sh_size == 0)
+		return FAIL(e, "%s: symbol string table empty", what);
+	const char *str = (const char *)p + strs.sh_offset;
+	for (size_t i = 0; i < symtab->sh_size / sizeof(Elf64_Sym); i++) {
+		Elf64_Sym sym;
+		memcpy(&sym, p + symtab->sh_offset + i * sizeof(sym), sizeof(sym));
+		if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_size == 0 || sym.st_shndx >= h->e_shnum)
+			continue;
+		const char *sec = names + elf_section(p, h, sym.st_shndx).sh_name; /* checked by check_cubin */
+		if (strcmp(sec, ".nv.constant3") != 0 && strncmp(sec, ".nv.global", 10) != 0)
+			continue;
+		if (sym.st_name >= strs.sh_size || memchr(str + sym.st_name, '\0', strs.sh_size - sym.st_name) == NULL)
+			return FAIL(e, "%s: symbol %zu: name out of bounds", what, i);
+		const char *name = str + sym.st_name;
+		size_t n = strlen(name), k = 0;
+		while (k < n && is_name_char((unsigned char)name[k]))
+			k++;
+		if (n == 0 || k < n || n > EMU_GLOBAL_NAME_MAX)
+			continue;
+		if (sym.st_size > EMU_GLOBAL_BYTES_MAX)
+			return FAIL(e, "%s: global '%s' of %llu bytes exceeds %u", what, name,
+				    (unsigned long long)sym.st_size, EMU_GLOBAL_BYTES_MAX);
+		uint32_t g = 0;
+		while (g < info->nglobals && strcmp(info->globals[g].name, name) != 0)
+			g++;
+		if (g == EMU_GLOBALS_MAX)
+			return FAIL(e, "%s: more than %u globals", what, EMU_GLOBALS_MAX);
+		if (g == info->nglobals) {
+			info->nglobals++;
+			memcpy(info->globals[g].name, name, n + 1);
+			info->globals[g].bytes = 0;
+		}
+		if (sym.st_size > info->globals[g].bytes)
+			info->globals[g].bytes = sym.st_size;
+	}
+	return 0;
+}
+
+/* A cubin (CUDA ELF): every section inside the image; each kernel (a .nv.info.NAME section) built in; its
+ * __constant__ and __device__ variables declared as module globals. */
+static int
+check_cubin(const unsigned char *p, size_t len, const char *what, uint64_t *set, struct emu_image_info *info,
+	    cua_err *e)
+{
+	static const char nvinfo[] = ".nv.info.";
 	Elf64_Ehdr h;
 	int r = check_elf_header(p, len, what, &h, e);
 	if (r != 0)
@@ -263,8 +314,14 @@ check_cubin(const unsigned char *p, size_t len, const char *what, uint64_t *set,
 		const char *name = names + s.sh_name;
 		if (s.sh_type != SHT_NOBITS && (s.sh_offset > len || s.sh_size > len - s.sh_offset))
 			return FAIL(e, "%s: section %zu '%.64s' out of bounds", what, i, name);
-		if (strncmp(name, info, sizeof(info) - 1) == 0 &&
-		    (r = add_kernel(what, "", name + sizeof(info) - 1, strlen(name + sizeof(info) - 1), set, e)) != 0)
+		if (strncmp(name, nvinfo, sizeof(nvinfo) - 1) == 0 &&
+		    (r = add_kernel(what, "", name + sizeof(nvinfo) - 1, strlen(name + sizeof(nvinfo) - 1), set, e)) !=
+			    0)
+			return r;
+	}
+	for (size_t i = 0; i < h.e_shnum; i++) {
+		Elf64_Shdr s = elf_section(p, &h, i);
+		if (s.sh_type == SHT_SYMTAB && (r = cubin_globals(p, &h, names, &s, what, info, e)) != 0)
 			return r;
 	}
 	return 0;
@@ -284,7 +341,7 @@ looks_like_text(const unsigned char *p, size_t len)
  * entries it could not read (compressed, or of another kind). */
 static int
 fatbin_entry(const unsigned char *p, size_t off, size_t end, unsigned n, size_t *next, unsigned *skipped, uint64_t *set,
-	     cua_err *e)
+	     struct emu_image_info *info, cua_err *e)
 {
 	char what[48];
 	if (end - off < 16)
@@ -303,7 +360,7 @@ fatbin_entry(const unsigned char *p, size_t off, size_t end, unsigned n, size_t 
 	*next = off + hs + (size_t)size;
 	if (kind == FATBIN_KIND_ELF && size >= SELFMAG && memcmp(pl, ELFMAG, SELFMAG) == 0) {
 		snprintf(what, sizeof(what), "fatbin entry %u (cubin)", n);
-		r = check_cubin(pl, (size_t)size, what, &own, e);
+		r = check_cubin(pl, (size_t)size, what, &own, info, e);
 	} else if (kind == FATBIN_KIND_PTX && looks_like_text(pl, (size_t)size)) {
 		snprintf(what, sizeof(what), "fatbin entry %u (PTX)", n);
 		r = check_ptx(pl, (size_t)size, what, &own, e);
@@ -315,7 +372,7 @@ fatbin_entry(const unsigned char *p, size_t off, size_t end, unsigned n, size_t 
 
 /* A fatbin: its header, then entries that exactly fill the size it gives. */
 static int
-check_fatbin(const unsigned char *p, size_t len, uint64_t *set, cua_err *e)
+check_fatbin(const unsigned char *p, size_t len, uint64_t *set, struct emu_image_info *info, cua_err *e)
 {
 	if (len < 16)
 		return FAIL(e, "fatbin header truncated (%zu of 16 bytes)", len);
@@ -332,7 +389,7 @@ check_fatbin(const unsigned char *p, size_t len, uint64_t *set, cua_err *e)
 			    (unsigned long long)size, len - hs);
 	unsigned n = 0, skipped = 0;
 	for (size_t off = hs, end = hs + (size_t)size; off < end;) {
-		int r = fatbin_entry(p, off, end, ++n, &off, &skipped, set, e);
+		int r = fatbin_entry(p, off, end, ++n, &off, &skipped, set, info, e);
 		if (r != 0)
 			return r;
 	}
@@ -399,8 +456,8 @@ emu_image_parse(const void *img, size_t len, uint32_t fmt, struct emu_image_info
 		r = check_emu(p, len, info, e);
 		set = info->kernels;
 		break;
-	case CUA_IMAGE_FATBIN: r = check_fatbin(p, len, &set, e); break;
-	case CUA_IMAGE_CUBIN: r = check_cubin(p, len, "cubin", &set, e); break;
+	case CUA_IMAGE_FATBIN: r = check_fatbin(p, len, &set, info, e); break;
+	case CUA_IMAGE_CUBIN: r = check_cubin(p, len, "cubin", &set, info, e); break;
 	case CUA_IMAGE_PTX:
 		r = check_ptx(p, len,
 			      fmt == CUA_IMAGE_AUTO ? "not a fatbin, cubin or emulated-device image; as PTX" : "PTX",

@@ -1,7 +1,7 @@
 // Kernels of the module-global, large-parameter, dynamic-shared-memory and launch-attribute tests (issue 13). The emulated
 // device (worker/emu_kernels.c) implements the same names and parameter layouts; keep the two in step. A
-// separate module from test_kernels.cu: it has a global (const_data), which the emulated device's fatbin
-// reader cannot declare, so only the GPU loads this file (the emulated device gets an image that declares it).
+// separate module from test_kernels.cu: it has a global (const_data). The emulated device reads it from the
+// cubin's symbol table too (tests/dropin/rt_basic.cu relies on that); the harness gives it an image that declares it.
 #include <cooperative_groups.h>
 #include <stdint.h>
 
