@@ -111,6 +111,16 @@ uint64_t drv_ctx_pop(void);
 /* ---- drv_errors.c ---- */
 /* The CUresult for a libcuasync status (one table); the daemon's message is read for the CUDA error it names. */
 CUresult drv_result(int status);
+
+/* Work submitted without waiting (launches, async memsets and device copies, event records and waits) bumps
+ * drv_submit; a cua_synchronize that succeeded covers everything submitted before it began (drv_sync_done).
+ * cuStreamQuery answers from that when nothing was submitted since: its own probe (an event record, then a
+ * query) races with the worker and can say NOT_READY on an idle stream (drv_stream.c). */
+void drv_submitted(void);
+/* cua_synchronize(c) as cuCtxSynchronize and cuStreamSynchronize use it, noting what it covered. */
+CUresult drv_synchronize(cua_client *c);
+/* Whether every submission so far is covered by a successful synchronize. */
+bool drv_all_synced(void);
 /* CUDA_ERROR_NOT_SUPPORTED; the first time for call, one line on stderr naming it and fix. Any thread. */
 CUresult drv_refuse(const char *call, const char *fix);
 /* The CUresult whose name is name ("CUDA_ERROR_..."), or -1. */

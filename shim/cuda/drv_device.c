@@ -334,5 +334,5 @@ cuCtxSynchronize(void)
 	cua_client *c;
 	int dev;
 	CUresult r = drv_current(&c, &dev);
-	return r != CUDA_SUCCESS ? r : drv_result(cua_synchronize(c));
+	return r != CUDA_SUCCESS ? r : drv_synchronize(c);
 }

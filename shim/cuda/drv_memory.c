@@ -108,6 +108,7 @@ queue_one(cua_client *c, cua_stream s, CUdeviceptr dst, CUdeviceptr src, uint32_
 		cua_batch_free(b);
 		return drv_result(st);
 	}
+	drv_submitted();
 	return drv_result(cua_batch_submit(b, NULL));
 }
 

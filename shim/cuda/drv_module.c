@@ -423,6 +423,7 @@ launch(CUfunction f, const CUlaunchConfig *cfg, void **kernelParams, void **extr
 		return r;
 	}
 	/* Fire and forget, as CUDA: a failure in the kernel surfaces at the next synchronisation. */
+	drv_submitted();
 	return drv_result(cua_launch_submit(l, NULL));
 }
 

@@ -7,6 +7,7 @@
 #include "drv.h"
 
 #include "cua_tsa.h"
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +191,33 @@ uint64_t
 drv_ctx_pop(void)
 {
 	return ctx_depth > 0 ? ctx_stack[--ctx_depth] : 0;
+}
+
+/* ---- what a synchronize covered (drv.h) ---- */
+
+static _Atomic uint64_t submit_count, synced_count;
+
+void
+drv_submitted(void)
+{
+	atomic_fetch_add(&submit_count, 1);
+}
+
+CUresult
+drv_synchronize(cua_client *c)
+{
+	uint64_t at = atomic_load(&submit_count);
+	int st = cua_synchronize(c);
+	if (st == CUA_OK) {
+		uint64_t seen = atomic_load(&synced_count);
+		while (seen < at && !atomic_compare_exchange_weak(&synced_count, &seen, at))
+			;
+	}
+	return drv_result(st);
+}
+
+bool
+drv_all_synced(void)
+{
+	return atomic_load(&synced_count) == atomic_load(&submit_count);
 }

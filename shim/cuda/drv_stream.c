@@ -105,7 +105,7 @@ cuStreamSynchronize(CUstream hStream)
 	CUresult r = drv_current(&c, &dev);
 	if (r == CUDA_SUCCESS)
 		r = drv_stream(hStream, &s);
-	return r != CUDA_SUCCESS ? r : drv_result(cua_synchronize(c));
+	return r != CUDA_SUCCESS ? r : drv_synchronize(c);
 }
 DRV_ALIAS(cuStreamSynchronize, cuStreamSynchronize_ptsz);
 
@@ -121,6 +121,8 @@ cuStreamQuery(CUstream hStream)
 		r = drv_stream(hStream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (drv_all_synced())
+		return CUDA_SUCCESS;
 	struct drv_obj *o = drv_handle_get((uintptr_t)hStream, DRV_STREAM);
 	int st = CUA_OK;
 	cua_mutex_lock(&probe_lock);
@@ -162,6 +164,8 @@ cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 		r = drv_stream(hStream, &s);
 	if (r == CUDA_SUCCESS && Flags != 0)
 		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS)
+		drv_submitted();
 	return r != CUDA_SUCCESS ? r : drv_result(cua_stream_wait_event(c, s, e));
 }
 DRV_ALIAS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz);
@@ -205,6 +209,8 @@ cuEventRecord(CUevent hEvent, CUstream hStream)
 	CUresult r = event(hEvent, &c, &e);
 	if (r == CUDA_SUCCESS)
 		r = drv_stream(hStream, &s);
+	if (r == CUDA_SUCCESS)
+		drv_submitted();
 	return r != CUDA_SUCCESS ? r : drv_result(cua_event_record(c, e, s));
 }
 DRV_ALIAS(cuEventRecord, cuEventRecord_ptsz);
