@@ -7,7 +7,8 @@
 # name is shortened with a hash, a hostile annotation value is refused and logged; a tenant registered before
 # the start whose pod is gone is removed; a pod that goes gets `tenant remove`, a pod re-created under its name
 # gets remove then add; bad JSON, a huge body (with and without a length), a depth bomb and items of the wrong
-# types are logged, remove nothing and do not stop it; SIGTERM ends it with 0 and leaves the tenants.
+# types are logged, remove nothing and do not stop it; SIGTERM ends it with 0 and leaves the tenants; a server
+# certificate another CA signed is refused.
 # Then the manifests in deploy/kubernetes: tests/integration/check_k8s_manifests.py (python3-yaml) and yamllint
 # when installed. SKIP (77) without python3 or openssl.
 srcdir=${CUASYNC_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -223,6 +224,31 @@ side=
 [ $rc = 0 ] && [ "$(wc -l <"$d/ctl.log")" = "$n1" ] && ok "SIGTERM: exit 0, tenants left to their pods" ||
 	bad "SIGTERM: exit $rc"
 grep -q 'stopping' "$d/sidecar.log" || bad "no stopping line"
+
+# A server whose certificate the CA does not sign: logged, no request trusted, no tenant. (Its own cuasyncctl
+# log in $d/other: the fake writes where it is told.)
+mkdir "$d/other"
+printf '#!/bin/sh\nexec python3 "%s" ctl "%s" "$@"\n' "$fake" "$d/other" >"$d/other/cuasyncctl"
+chmod +x "$d/other/cuasyncctl"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca -keyout "$d/other/ca.key" \
+	-out "$d/other/ca.crt" 2>/dev/null
+"$sidecar" --node node-1 --api-server "https://localhost:$port" --ca-file "$d/other/ca.crt" \
+	--token-file "$d/token" --cuasyncctl "$d/other/cuasyncctl" --interval-ms 50 >"$d/other.log" 2>&1 &
+side=$!
+i=0
+until [ "$(grep -c 'pods: GET' "$d/other.log")" -ge 2 ]; do
+	i=$((i + 1))
+	[ $i -le 400 ] && kill -0 $side 2>/dev/null || break
+	sleep 0.05
+done
+kill -TERM $side
+rc=0
+wait $side || rc=$?
+side=
+if [ $rc = 0 ] && grep -q 'PATCH capacity: .*TLS handshake' "$d/other.log" && grep -q 'pods: GET.*TLS handshake' "$d/other.log" &&
+	! grep -q '"add"' "$d/other/ctl.log" 2>/dev/null; then
+	ok "a server certificate from another CA: refused, logged, no tenant"
+else bad "wrong CA: rc $rc: $(head -5 "$d/other.log")"; fi
 
 # The manifests.
 if python3 -c 'import yaml' 2>/dev/null; then

@@ -157,8 +157,11 @@ exchange(struct req *q, const char *method, const char *url, const struct kube_t
 		return fail(r, "building the request: %s", nng_strerror(rv));
 	arm(q);
 	nng_http_conn_write_req(q->conn, q->req, q->aio);
-	if ((rv = step(q)) != 0)
-		return fail(r, "sending the request: %s", nng_strerror(rv));
+	if ((rv = step(q)) != 0) /* NNG's TLS handshake is done with the first write */
+		return fail(r, "sending the request%s: %s",
+			    https ? " (TLS handshake: does its certificate chain to the CA file and name the host?)"
+				  : "",
+			    nng_strerror(rv));
 
 	if ((rv = nng_http_res_alloc(&q->res)) != 0)
 		return fail(r, "%s", nng_strerror(rv));
