@@ -136,8 +136,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 			memcpy((char *)o + opt_rows[i].off, &env, sizeof(env));
 	}
 	unsigned long long v;
-	if (o->node == NULL) {
-		fprintf(stderr, "cuasync-k8s-sidecar: --node (or NODE_NAME) is required\n");
+	/* The node's name goes into URLs as it is: a DNS subdomain name ([a-z0-9.-]) needs no escaping. */
+	if (o->node == NULL || strlen(o->node) > 253 ||
+	    strspn(o->node, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(o->node) || *o->node == '\0') {
+		fprintf(stderr, "cuasync-k8s-sidecar: --node (or NODE_NAME) is required: a node name, [a-z0-9.-]\n");
 		return 2;
 	}
 	if (parse_uint(o->shares_s ? o->shares_s : "8", 1000000, &v) != 0 || v == 0) {
@@ -644,10 +646,12 @@ main(int argc, char **argv)
 {
 	struct opts o = {0};
 	int rc = parse_opts(argc, argv, &o);
-	if (rc != 0) {
-		usage(rc == 1 ? stdout : stderr);
+	if (rc == 1)
+		usage(stdout);
+	else if (rc == 2)
+		fprintf(stderr, "cuasync-k8s-sidecar: the options are in --help\n");
+	if (rc != 0)
 		return rc == 1 ? 0 : 2;
-	}
 	cua_log_set_ident("cuasync-k8s-sidecar");
 	cua_log_set_level(o.log_level ? cua_log_parse_level(o.log_level) : CUA_LOG_INFO);
 	struct sigaction sa = {.sa_handler = on_signal};
