@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -38,6 +39,7 @@ extern char **environ;
 #define RETRY_ROUNDS 12    /* rounds before a failed `tenant add` is tried again */
 #define PATCH_EVERY_S 60   /* the capacity is patched again this often, in case the node object was recreated */
 #define CTL_OUTPUT_MAX 4096
+#define CTL_TIMEOUT_S 30 /* a cuasyncctl run, at most */
 
 /* ------------------------------------------------------------------ options */
 
@@ -224,7 +226,19 @@ run_ctl(const struct opts *o, const char *const *args, char *out, size_t cap)
 	}
 	size_t len = 0;
 	char drop[512];
+	time_t deadline = time(NULL) + CTL_TIMEOUT_S;
 	for (;;) {
+		/* A cuasyncctl that hangs (a daemon that never answers) must not stop the loop: killed at the deadline. */
+		struct pollfd pfd = {.fd = fd[0], .events = POLLIN};
+		time_t left = deadline - time(NULL);
+		int pr = left > 0 ? poll(&pfd, 1, (int)left * 1000) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0) {
+			log_error("%s ran over %d s: killed", o->ctl, CTL_TIMEOUT_S);
+			kill(pid, SIGKILL);
+			break;
+		}
 		ssize_t k = len + 1 < cap ? read(fd[0], out + len, cap - 1 - len) : read(fd[0], drop, sizeof(drop));
 		if (k < 0 && errno == EINTR)
 			continue;
