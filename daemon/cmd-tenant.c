@@ -18,6 +18,7 @@
 #include "cua_log.h"
 #include "tenant.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +172,9 @@ v_tenant_add(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_
 				 "isolation = session needs the pool of one-session workers, which starts only at "
 				 "start "
 				 "or SIGHUP: name a tenant with isolation = session in the file first");
+	struct tenant *t = rc == 0 ? find(C, name) : NULL;
+	if (rc == 0 && t == NULL) /* a rule was applied, so it was made */
+		rc = cua_err_set(e, CUA_EINTERNAL, "tenant '%s' was not made", name);
 	char tok[2 * 32 + 1] = "";
 	if (rc == 0 && (q->flags & CUA_TENANT_ONE_OFF_TOKEN))
 		rc = auth_token_add(fe, name, tok, sizeof(tok), e);
@@ -179,11 +183,10 @@ v_tenant_add(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_
 		rc = cua_err_set(e, CUA_ENOMEM, "out of memory for the token");
 	}
 	explicit_bzero(tok, sizeof(tok));
-	if (rc != 0) {
+	if (rc != 0 || t == NULL) {
 		tenant_table_free(C);
 		return rc;
 	}
-	struct tenant *t = find(C, name);
 	t->runtime = true;
 	log_info("tenant %s: added at run time by operator session %llu (%s)", name, (unsigned long long)r->s->id,
 		 tenant_rule_text(t, rule, sizeof(rule)));
@@ -250,9 +253,15 @@ v_tenant_remove(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_
 		struct tenant_table *C = tenant_table_clone(fe->cfg.tenants);
 		if (C == NULL)
 			return cua_err_set(e, CUA_ENOMEM, "out of memory for the tenant table");
-		find(C, name)->removing = true;
+		struct tenant *c = find(C, name);
+		if (c == NULL) { /* a copy has every tenant */
+			tenant_table_free(C);
+			return cua_err_set(e, CUA_EINTERNAL, "tenant '%s' missing from the copy", name);
+		}
+		c->removing = true;
 		tenant_table_swap(fe, C);
-		t = find(fe->cfg.tenants, name);
+		if ((t = find(fe->cfg.tenants, name)) == NULL)
+			return cua_err_set(e, CUA_EINTERNAL, "tenant '%s' missing after the swap", name);
 	}
 	auth_token_remove(fe, name);
 	unsigned kicked = 0;

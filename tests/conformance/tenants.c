@@ -93,11 +93,12 @@ START_TEST(r_tenant_hostile)
 	char name[80];
 	sess(&a, &D);
 	sess_operator(&op, &D);
-	static const char *const bad_names[] =
-		{"",         "default",  "a b",
-		 "x;rm -rf", "\x1b[31m", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}; /* 65 */
+	static const char *const bad_names[] = {"", "default", "a b", "x;rm -rf", "\x1b[31m", "a\"b"};
 	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++)
 		expect(&op, OP_TENANT_ADD, 0, ST_BAD_ARGUMENT, NULL, "[s[[ss]]u]", bad_names[i], "uid", "1", U(0));
+	memset(name, 'a', 65); /* past the schema's str≤64: TOO_LARGE, as any value over a limit */
+	name[65] = '\0';
+	expect(&op, OP_TENANT_ADD, 0, ST_TOO_LARGE, NULL, "[s[[ss]]u]", name, "uid", "1", U(0));
 	expect(&op, OP_TENANT_ADD, 0, ST_BAD_ARGUMENT, &r, "[s[[ss]]u]", "t", "memory", "1M", U(0));
 	ck_assert_msg(strstr(r.msg, "unknown key 'memory'") != NULL, "%s", r.msg);
 	reply_free(&r);
@@ -111,7 +112,10 @@ START_TEST(r_tenant_hostile)
 	ck_assert_msg(strstr(r.msg, "no rule") != NULL, "a tenant nobody belongs to: %s", r.msg);
 	reply_free(&r);
 	expect(&op, OP_TENANT_ADD, 0, ST_BAD_ARGUMENT, NULL, "[s[[ss]]u]", "t", "user", "no-such-user-here", U(0));
-	expect(&op, OP_TENANT_ADD, 0, ST_BAD_ARGUMENT, NULL, "[s[[sb]]u]", "t", "uid", "1\0", (size_t)2, U(0));
+	expect(&op, OP_TENANT_ADD, 0, ST_BAD_ARGUMENT, NULL, "[s[[sr]]u]", "t", "uid",
+	       "\xa2"
+	       "1\0",
+	       (size_t)3, U(0)); /* a str of 2 bytes, "1" and a NUL */
 	expect(&op, OP_TENANT_ADD, 0, ST_PROTOCOL, NULL, "[s[[ss]]u]", "t", "uid", "1", U(2)); /* flags: 1 at most */
 	expect(&op, OP_TENANT_ADD, 0, ST_PROTOCOL, NULL, "[s[[s]]u]", "t", "uid", U(0));       /* a pair of one */
 	expect(&a, OP_PING, 0, ST_OK, NULL, "[u]", U(7));
