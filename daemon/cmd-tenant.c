@@ -72,10 +72,21 @@ find_runtime(struct fe *fe, const char *name, struct tenant **out, cua_err *e) C
 	return 0;
 }
 
-/* Appends key and value to t's replayed pairs. 0 or -1: out of memory. */
+/* Appends key and value to t's replayed pairs, or replaces the value of a limit given before. 0 or -1: out of
+ * memory. */
 static int
 rkv_push(struct tenant *t, const char *key, const char *value)
 {
+	/* a limit set again replaces its earlier value (rules add up): TENANT_SET in a loop does not grow it */
+	for (size_t i = 0; !tenant_key_is_rule(key) && i + 1 < t->nrkv; i += 2)
+		if (strcmp(t->rkv[i], key) == 0) {
+			char *v = strdup(value);
+			if (v == NULL)
+				return -1;
+			free(t->rkv[i + 1]);
+			t->rkv[i + 1] = v;
+			return 0;
+		}
 	char **v = realloc(t->rkv, (t->nrkv + 2) * sizeof(*v));
 	if (v == NULL)
 		return -1;
