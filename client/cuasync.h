@@ -204,7 +204,7 @@ int cua_tenant_add(cua_client *op, const char *name, const char *const *kv, char
 /* Changes limits of a tenant made at run time (rules stay): its sessions get them at once; what they hold past
  * a lowered limit stays, nothing new past it is granted. NOT_FOUND: no such tenant. */
 int cua_tenant_set(cua_client *op, const char *name, const char *const *kv);
-/* Removes a tenant made at run time: no new session or object for it; drain = 0 disconnects its sessions
+/* Removes a tenant made at run time: it claims no new session (they go to the next tenant that matches, else default) and its sessions get no new object; drain = 0 disconnects its sessions
  * (cleaned up as when a client crashes), drain = 1 lets them finish. It is gone when its last session ended.
  * NOT_FOUND: no such tenant. */
 int cua_tenant_remove(cua_client *op, const char *name, int drain);

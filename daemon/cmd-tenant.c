@@ -248,7 +248,7 @@ v_tenant_set(struct fe *fe, struct request *r, cua_err *e) CUA_REQUIRES(cuad_fe_
 	return 0;
 }
 
-/* TENANT_REMOVE: the tenant takes no new session and its sessions no new object; without drain its sessions
+/* TENANT_REMOVE: the tenant claims no new session (tenant_match) and its sessions get no new object; without drain its sessions
  * are disconnected (as DISCONNECT: closed within a second, then cleaned up as when a client crashes). It goes
  * from the table when its last session has ended; until then TENANT_LIST shows it as removing. */
 static int

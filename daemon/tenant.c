@@ -252,8 +252,8 @@ tenant_table_wants_session(const struct tenant_table *T)
 struct tenant *
 tenant_match(const struct tenant_table *T, const struct peer_identity *id)
 {
-	for (size_t i = 0; i < T->n; i++)
-		if (&T->v[i] != T->def && matches(&T->v[i], id))
+	for (size_t i = 0; i < T->n; i++) /* a tenant being removed claims no new session (a job's next tenant may) */
+		if (&T->v[i] != T->def && !T->v[i].removing && matches(&T->v[i], id))
 			return &T->v[i];
 	return T->def->refuse ? NULL : T->def;
 }

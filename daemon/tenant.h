@@ -89,7 +89,8 @@ bool tenant_table_wants_session(const struct tenant_table *t);
  * after a reload. */
 void tenant_table_log_mem(const struct tenant_table *t, const struct config *c);
 
-/* The tenant of id: the first that matches, else default; NULL when default refuses unknown identities. */
+/* The tenant of id: the first that matches (tenants being removed match nobody), else default; NULL when
+ * default refuses unknown identities. */
 struct tenant *tenant_match(const struct tenant_table *t, const struct peer_identity *id);
 
 /* The tenant named name in t, else t's default. */

@@ -155,6 +155,7 @@ START_TEST(runtime_tenant_limits_hold_change_survive_sighup_and_go)
 	CK(cua_mem_alloc(b, 0, 16u << 20, &pb)); /* the other tenant's client is served beside it */
 
 	cua_tenant_info row;
+	bool gone;
 	ck_assert(tenant_row(op, "job-a", &row));
 	ck_assert_str_eq(row.source, "runtime");
 	ck_assert_uint_eq(row.sessions, 1);
@@ -203,7 +204,7 @@ START_TEST(runtime_tenant_limits_hold_change_survive_sighup_and_go)
 	CK(cua_ping(b)); /* the other tenant's client is still served */
 	cua_disconnect(a);
 	/* gone once its session was cleaned up (the list says removing until then) */
-	bool gone = false;
+	gone = false;
 	for (long i = 0; i < 1000000 && !gone; i++)
 		gone = !tenant_row(op, "job-a", &row);
 	ck_assert_msg(gone, "job-a is still listed after its session ended");
@@ -218,7 +219,16 @@ START_TEST(runtime_tenant_limits_hold_change_survive_sighup_and_go)
 	CK(cua_mem_free(b, pb));
 	ck_assert(tenant_row(op, "job-b", &row));
 	ck_assert(row.removing);
+	cua_client *late;
+	setenv("CUASYNC_TOKEN", tok, 1); /* its one-off token is forgotten */
+	rc = cua_connect(d.url, &late);
+	unsetenv("CUASYNC_TOKEN");
+	ck_assert_msg(rc == CUA_EUNAUTHENTICATED, "HELLO with a removed tenant's token: %s", cua_strerror_name(rc));
 	cua_disconnect(b);
+	gone = false; /* and the tenant goes with its last session */
+	for (long i = 0; i < 1000000 && !gone; i++)
+		gone = !tenant_row(op, "job-b", &row);
+	ck_assert_msg(gone, "job-b is still listed after its last session ended");
 	cua_disconnect(op);
 	daemon_stop(&d);
 	close(nfd);
