@@ -26,9 +26,10 @@
 static int
 cstr(const cua_bytes *b, char *out, size_t cap)
 {
-	if (b->len >= cap || memchr(b->ptr, '\0', b->len) != NULL)
+	if (b->len >= cap || (b->len > 0 && memchr(b->ptr, '\0', b->len) != NULL)) /* "" may come as NULL */
 		return -1;
-	memcpy(out, b->ptr, b->len);
+	if (b->len > 0)
+		memcpy(out, b->ptr, b->len);
 	out[b->len] = '\0';
 	return 0;
 }

@@ -66,7 +66,10 @@ START_TEST(r_tenant_add)
 	reply_free(&r);
 	expect(&op, OP_TENANT_ADD, 0, ST_OK, &r, "[s[[ss]]u]", "ns/pod-2", "streams", "2", U(1));
 	ck_assert_uint_eq(r.body->a[0].len, 64);
-	ck_assert_uint_eq(strspn((const char *)r.body->a[0].p, "0123456789abcdef"), 64);
+	char tok[65];
+	memcpy(tok, r.body->a[0].p, 64);
+	tok[64] = '\0';
+	ck_assert_uint_eq(strspn(tok, "0123456789abcdef"), 64);
 	reply_free(&r);
 	expect(&op, OP_TENANT_LIST, 0, ST_OK, &r, "[]");
 	const struct mpv *row = list_row(&r, "job-1");
