@@ -605,3 +605,109 @@ cua_synchronize(cua_client *c)
 		return cuac_fail(local, "%s", msg);
 	return r;
 }
+
+/* ---- tenants at run time */
+
+/* kv ("key", "value", ..., NULL) as wire pairs into v (room for CUA_MAX_TENANT_KV). 0 or BAD_ARGUMENT. */
+static int
+tenant_pairs(const char *const *kv, cua_wire_kv *v, uint32_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; kv != NULL && kv[i] != NULL; i += 2) {
+		if (kv[i + 1] == NULL)
+			return cuac_fail(CUA_EBAD_ARGUMENT, "key '%s' has no value (kv is key, value, ..., NULL)",
+					 kv[i]);
+		if (*n == CUA_MAX_TENANT_KV)
+			return cuac_fail(CUA_EBAD_ARGUMENT, "more than %u key/value pairs", CUA_MAX_TENANT_KV);
+		v[(*n)++] = (cua_wire_kv){{kv[i], (uint32_t)strlen(kv[i])}, {kv[i + 1], (uint32_t)strlen(kv[i + 1])}};
+	}
+	return 0;
+}
+
+static cua_bytes
+name_bytes(const char *name)
+{
+	return (cua_bytes){name ? name : "", name ? (uint32_t)strlen(name) : 0};
+}
+
+int
+cua_tenant_add(cua_client *c, const char *name, const char *const *kv, char *token_out, size_t token_len)
+{
+	cua_wire_kv v[CUA_MAX_TENANT_KV];
+	struct cua_req_tenant q = {name_bytes(name), v, 0, token_out ? CUA_TENANT_ONE_OFF_TOKEN : 0};
+	struct cuac_reply rep;
+	if (token_out != NULL && token_len < 65)
+		return cuac_fail(CUA_EBAD_ARGUMENT, "token_out needs room for 65 bytes (64 hex digits and a NUL)");
+	int r = tenant_pairs(kv, v, &q.nkv);
+	if (r != 0)
+		return r;
+	r = cuac_rpc(c, CUA_OP_TENANT_ADD, &q, true, &rep);
+	if (r == 0 && token_out != NULL) {
+		const cua_bytes *t = &rep.w.body.tenant_add.token;
+		if (t->len >= token_len)
+			r = cuac_fail(CUA_EPROTOCOL, "the daemon's token is longer than %zu bytes", token_len - 1);
+		else
+			snprintf(token_out, token_len, "%.*s", (int)t->len, (const char *)t->ptr);
+	}
+	cuac_reply_done(&rep);
+	return r;
+}
+
+int
+cua_tenant_set(cua_client *c, const char *name, const char *const *kv)
+{
+	cua_wire_kv v[CUA_MAX_TENANT_KV];
+	struct cua_req_tenant q = {name_bytes(name), v, 0, 0};
+	int r = tenant_pairs(kv, v, &q.nkv);
+	return r != 0 ? r : cuac_call(c, CUA_OP_TENANT_SET, &q);
+}
+
+int
+cua_tenant_remove(cua_client *c, const char *name, int drain)
+{
+	struct cua_req_tenant q = {name_bytes(name), NULL, 0, drain ? CUA_TENANT_DRAIN : 0};
+	return cuac_call(c, CUA_OP_TENANT_REMOVE, &q);
+}
+
+/* A wire string into a fixed field, cut to fit. */
+static void
+bytes_to(char *out, size_t cap, const cua_bytes *b)
+{
+	snprintf(out, cap, "%.*s", (int)b->len, (const char *)b->ptr);
+}
+
+int
+cua_tenant_list(cua_client *c, cua_tenant_info **out, uint32_t *n)
+{
+	struct cuac_reply rep;
+	*out = NULL;
+	*n = 0;
+	int r = cuac_rpc(c, CUA_OP_TENANT_LIST, NULL, true, &rep);
+	if (r == 0) {
+		const struct cua_rep_tenant_list *b = &rep.w.body.tenant_list;
+		cua_tenant_info *rows = calloc(b->ntenants ? b->ntenants : 1, sizeof(*rows));
+		for (uint32_t i = 0; rows != NULL && i < b->ntenants; i++) {
+			const cua_wire_tenant *w = &b->tenants[i];
+			cua_tenant_info *t = &rows[i];
+			bytes_to(t->name, sizeof(t->name), &w->name);
+			bytes_to(t->source, sizeof(t->source), &w->source);
+			bytes_to(t->rule, sizeof(t->rule), &w->rule);
+			for (uint32_t k = 0; k < w->nlimits && t->nlimits < 16; k++, t->nlimits++) {
+				bytes_to(t->limits[k].key, sizeof(t->limits[k].key), &w->limits[k].key);
+				bytes_to(t->limits[k].value, sizeof(t->limits[k].value), &w->limits[k].value);
+			}
+			t->removing = (int)w->removing;
+			t->sessions = w->sessions;
+			t->mem_bytes = w->mem_bytes;
+			t->streams = w->streams;
+		}
+		if (rows == NULL)
+			r = cuac_fail(CUA_ENOMEM, "out of memory for %u tenant rows", b->ntenants);
+		else {
+			*out = rows;
+			*n = b->ntenants;
+		}
+	}
+	cuac_reply_done(&rep);
+	return r;
+}

@@ -192,6 +192,38 @@ int cua_disconnect_session(cua_client *c, uint64_t id);
  * is free: poll until both are 0, or disconnect the sessions. Either pointer may be NULL. */
 int cua_drain_device(cua_client *c, int dev, int drain, uint32_t *holding, uint32_t *in_flight);
 
+/* ---- tenants at run time (operator endpoint only; PERMISSION_DENIED on a client socket) ----
+ * A tenant's rules and limits are the configuration file's keys of [tenant NAME] (cuasyncd.conf(5)) with their
+ * values as strings: kv is "key", "value", ..., NULL (at most 64 pairs). Rules (uid, user, group, subject,
+ * token) say who belongs to it; limits (mem, modules, module-bytes, streams, host-bytes, graph-bytes, sessions,
+ * workers, in-flight, weight, isolation) what its sessions together may hold. Such tenants outlive SIGHUP. */
+/* Adds tenant name (1..64 letters, digits, '.', '_', '-', '/', ':', '@'). With token_out (token_len >= 65),
+ * the daemon also makes a one-off token for it, written there once (HELLO with it lands in this tenant);
+ * NULL: none. BAD_ARGUMENT (a bad name, key or value, a name in use, no rule), QUOTA (256 tenants). */
+int cua_tenant_add(cua_client *op, const char *name, const char *const *kv, char *token_out, size_t token_len);
+/* Changes limits of a tenant made at run time (rules stay): its sessions get them at once; what they hold past
+ * a lowered limit stays, nothing new past it is granted. NOT_FOUND: no such tenant. */
+int cua_tenant_set(cua_client *op, const char *name, const char *const *kv);
+/* Removes a tenant made at run time: it claims no new session (they go to the next tenant that matches, else default) and its sessions get no new object; drain = 0 disconnects its sessions
+ * (cleaned up as when a client crashes), drain = 1 lets them finish. It is gone when its last session ended.
+ * NOT_FOUND: no such tenant. */
+int cua_tenant_remove(cua_client *op, const char *name, int drain);
+typedef struct cua_tenant_info {
+	char name[65];
+	char source[16]; /* "file" or "runtime" */
+	char rule[1024]; /* who belongs to it ("uid 1000, token job-7") */
+	struct {
+		char key[33], value[33];
+	} limits[16]; /* its limits that are set, as the file's keys */
+	uint32_t nlimits;
+	int removing;       /* cua_tenant_remove ran; it goes with its last session */
+	uint32_t sessions;  /* usage: live sessions */
+	uint64_t mem_bytes; /* device memory its sessions hold, all devices */
+	uint64_t streams;
+} cua_tenant_info;
+/* Every tenant (the file's, then those made at run time): *rows is a malloc'd array of *n (the caller frees). */
+int cua_tenant_list(cua_client *op, cua_tenant_info **rows, uint32_t *n);
+
 /* ---- devices ---- */
 int cua_device_count(cua_client *c, int *n);
 int cua_device_get_info(cua_client *c, int dev, cua_device_info *out);

@@ -32,6 +32,11 @@
 #define CUA_MAX_PING 1024u
 #define CUA_MAX_SESSIONS_LIST 4096u       /* rows of one SESSIONS reply */
 #define CUA_MAX_GRAPH_NODES CUA_MAX_BATCH /* nodes of one graph (GRAPH_CREATE.items) */
+#define CUA_MAX_TENANT_KV 64u             /* key/value pairs of one TENANT_ADD or TENANT_SET */
+#define CUA_MAX_TENANT_KEY 32u            /* a key of [tenant NAME] ("module-bytes") */
+#define CUA_MAX_TENANT_VALUE 256u         /* its value */
+#define CUA_MAX_TENANT_LIST 256u          /* rows of one TENANT_LIST reply (the daemon's CUAD_MAX_TENANTS) */
+#define CUA_MAX_TENANT_TEXT 1024u         /* TENANT_LIST's match-rule summary */
 
 /* ---- request kinds (the "op" of every message) ---- */
 #define CUA_OP_TABLE(X)                                                                                                \
@@ -75,7 +80,11 @@
 	X(GRAPH_CREATE, 40)                                                                                            \
 	X(GRAPH_LAUNCH, 41)                                                                                            \
 	X(GRAPH_DESTROY, 42)                                                                                           \
-	X(GRAPH_SET_ARGS, 43)
+	X(GRAPH_SET_ARGS, 43)                                                                                          \
+	X(TENANT_ADD, 44)                                                                                              \
+	X(TENANT_SET, 45)                                                                                              \
+	X(TENANT_REMOVE, 46)                                                                                           \
+	X(TENANT_LIST, 47)
 
 enum cua_op {
 #define CUA_X_OP(name, value) CUA_OP_##name = value,
@@ -468,6 +477,39 @@ struct cua_rep_drain {
 	uint32_t in_flight; /* requests in its workers */
 };
 
+/* Tenants at run time (PROTOCOL.md "Tenants at run time"), operator endpoint only: a tenant's rules and
+ * limits travel as the configuration file's keys and values ([tenant NAME] of cuasyncd.conf(5)), so that the
+ * file and the ops accept exactly the same things. */
+typedef struct cua_wire_kv {
+	cua_bytes key, value;
+} cua_wire_kv;
+#define CUA_TENANT_ONE_OFF_TOKEN 1u /* TENANT_ADD.flags: the daemon makes a token for the tenant, returned once */
+#define CUA_TENANT_DRAIN 1u         /* TENANT_REMOVE.flags: refuse new sessions and objects, remove when done */
+struct cua_req_tenant { /* TENANT_ADD (name, kv, flags), TENANT_SET (name, kv), TENANT_REMOVE (name, flags) */
+	cua_bytes name;
+	cua_wire_kv *kv;
+	uint32_t nkv;
+	uint32_t flags;
+};
+struct cua_rep_tenant_add {
+	cua_bytes token; /* the one-off token ("" unless asked for): shown this once, never again */
+};
+typedef struct cua_wire_tenant {
+	cua_bytes name;
+	cua_bytes source;    /* "file" or "runtime" */
+	cua_bytes rule;      /* who belongs to it, for people ("uid 1000, token t1"; "" for default) */
+	cua_wire_kv *limits; /* its limits as the file's keys and values (only those set) */
+	uint32_t nlimits;
+	uint32_t removing;  /* 1: TENANT_REMOVE ran; it goes when its last session has ended */
+	uint32_t sessions;  /* usage: its live sessions */
+	uint64_t mem_bytes; /* device memory its sessions hold, all devices */
+	uint64_t streams;   /* streams its sessions hold */
+} cua_wire_tenant;
+struct cua_rep_tenant_list {
+	cua_wire_tenant *tenants;
+	uint32_t ntenants;
+};
+
 /* Graphs (PROTOCOL.md "Graphs"): a batch of launches, memsets and device-to-device copies made into a CUDA
  * graph once, launched by handle. GRAPH_CREATE's items are batch items (stream 0 each: the launch names it). */
 struct cua_req_graph_create {
@@ -527,6 +569,7 @@ typedef union cua_req_body {
 	struct cua_req_event event;
 	struct cua_req_event_stream event_stream;
 	struct cua_req_event_elapsed event_elapsed;
+	struct cua_req_tenant tenant;
 } cua_req_body;
 
 /* Every reply body, by op (ops without a reply body use none of these). */
@@ -551,6 +594,8 @@ typedef union cua_rep_body {
 	struct cua_rep_event_create event_create;
 	struct cua_rep_event_elapsed event_elapsed;
 	struct cua_rep_event_query event_query;
+	struct cua_rep_tenant_add tenant_add;
+	struct cua_rep_tenant_list tenant_list;
 } cua_rep_body;
 
 #endif

@@ -196,6 +196,22 @@ SCHEMA(s_req_graph_destroy, "GRAPH_DESTROY", U64(struct cua_req_graph_destroy, g
 SCHEMA(s_req_graph_set_args, "GRAPH_SET_ARGS", U64(struct cua_req_graph_set_args, graph),
        U32(struct cua_req_graph_set_args, node, CUA_MAX_GRAPH_NODES - 1),
        ARGS(struct cua_req_graph_set_args, args, nargs, CUA_MAX_ARGS));
+SCHEMA(s_kv, "key/value", STR(cua_wire_kv, key, CUA_MAX_TENANT_KEY), STR(cua_wire_kv, value, CUA_MAX_TENANT_VALUE));
+SCHEMA(s_req_tenant_add, "TENANT_ADD", STR(struct cua_req_tenant, name, CUA_MAX_TENANT_NAME),
+       ARR(struct cua_req_tenant, kv, nkv, CUA_MAX_TENANT_KV, s_kv, cua_wire_kv),
+       U32(struct cua_req_tenant, flags, CUA_TENANT_ONE_OFF_TOKEN));
+SCHEMA(s_rep_tenant_add, "TENANT_ADD reply", STR(struct cua_rep_tenant_add, token, CUA_MAX_TOKEN));
+SCHEMA(s_req_tenant_set, "TENANT_SET", STR(struct cua_req_tenant, name, CUA_MAX_TENANT_NAME),
+       ARR(struct cua_req_tenant, kv, nkv, CUA_MAX_TENANT_KV, s_kv, cua_wire_kv));
+SCHEMA(s_req_tenant_remove, "TENANT_REMOVE", STR(struct cua_req_tenant, name, CUA_MAX_TENANT_NAME),
+       U32(struct cua_req_tenant, flags, CUA_TENANT_DRAIN));
+SCHEMA(s_tenant_info, "tenant_info", STR(cua_wire_tenant, name, CUA_MAX_TENANT_NAME),
+       STR(cua_wire_tenant, source, 16), STR(cua_wire_tenant, rule, CUA_MAX_TENANT_TEXT),
+       ARR(cua_wire_tenant, limits, nlimits, CUA_MAX_TENANT_KV, s_kv, cua_wire_kv),
+       U32(cua_wire_tenant, removing, 1), U32(cua_wire_tenant, sessions, UINT32_MAX),
+       U64(cua_wire_tenant, mem_bytes), U64(cua_wire_tenant, streams));
+SCHEMA(s_rep_tenant_list, "TENANT_LIST reply",
+       ARR(struct cua_rep_tenant_list, tenants, ntenants, CUA_MAX_TENANT_LIST, s_tenant_info, cua_wire_tenant));
 
 /* clang-format on */
 
@@ -242,6 +258,10 @@ const struct op_schema cua_wire_op_schemas[CUA_OP_MAX] = {
 	[CUA_OP_EVENT_SYNC] = {&s_req_event, &cua_wire_empty_schema},
 	[CUA_OP_EVENT_ELAPSED] = {&s_req_event_elapsed, &s_rep_event_elapsed},
 	[CUA_OP_EVENT_QUERY] = {&s_req_event, &s_rep_event_query},
+	[CUA_OP_TENANT_ADD] = {&s_req_tenant_add, &s_rep_tenant_add},
+	[CUA_OP_TENANT_SET] = {&s_req_tenant_set, &cua_wire_empty_schema},
+	[CUA_OP_TENANT_REMOVE] = {&s_req_tenant_remove, &cua_wire_empty_schema},
+	[CUA_OP_TENANT_LIST] = {&cua_wire_empty_schema, &s_rep_tenant_list},
 };
 
 int

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@ struct auth_token {
 struct auth {
 	struct auth_token *tokens;
 	unsigned ntokens;
+	struct auth_token *rt; /* one-off tokens of tenants made at run time (auth_token_add), under fe->lock */
+	unsigned nrt;
 	uid_t daemon_uid;
 	long operator_gid; /* -1: no --operator-group */
 	uid_t *members;    /* the group's members by name (getgrnam at start) */
@@ -201,6 +204,9 @@ auth_fini(struct fe *fe)
 	if (a->tokens)
 		explicit_bzero(a->tokens, a->ntokens * sizeof(*a->tokens));
 	free(a->tokens);
+	if (a->rt)
+		explicit_bzero(a->rt, a->nrt * sizeof(*a->rt));
+	free(a->rt);
 	free(a->members);
 	free(a);
 	fe->auth = NULL;
@@ -256,8 +262,8 @@ token_match(const struct auth *a, const cua_bytes *token)
 	if (token->len > sizeof(padded)) /* the schema bounds it (str≤CUA_MAX_TOKEN); a longer one matches none */
 		return NULL;
 	memcpy(padded, token->ptr, token->len);
-	for (unsigned k = 0; k < a->ntokens; k++) {
-		const struct auth_token *t = &a->tokens[k];
+	for (unsigned k = 0; k < a->ntokens + a->nrt; k++) {
+		const struct auth_token *t = k < a->ntokens ? &a->tokens[k] : &a->rt[k - a->ntokens];
 		if (((token->len ^ t->len) | (unsigned)mbedtls_ct_memcmp(padded, t->tok, sizeof(padded))) == 0)
 			found = t;
 	}
@@ -284,12 +290,13 @@ do_auth_hello(struct fe *fe, struct session *s, const cua_bytes *token, cua_err 
 		return deny(fe, s, e);
 	if (token->len == 0 && !s->ident.need_token)
 		return 0;
-	const struct auth_token *t = fe->auth && fe->auth->ntokens ? token_match(fe->auth, token) : NULL;
+	bool any = fe->auth && (fe->auth->ntokens || fe->auth->nrt);
+	const struct auth_token *t = any ? token_match(fe->auth, token) : NULL;
 	if (t == NULL && token->len == 0)
 		return cua_err_set(e, CUA_EUNAUTHENTICATED,
 				   "this listener requires a token: set $CUASYNC_TOKEN (or $CUASYNC_TOKEN_FILE) to one "
 				   "of the daemon's --token-file");
-	if (t == NULL && (fe->auth == NULL || fe->auth->ntokens == 0))
+	if (t == NULL && !any)
 		return cua_err_set(e, CUA_EUNAUTHENTICATED,
 				   "HELLO carries a token but this daemon has no --token-file: send none");
 	if (t == NULL)
@@ -337,4 +344,44 @@ auth_describe(const struct session *s, char *buf, size_t len)
 	if (n > 0 && (size_t)n < len && s->operator)
 		snprintf(buf + n, len - (size_t)n, ", operator");
 	return buf;
+}
+
+int
+auth_token_add(struct fe *fe, const char *name, char *tok, size_t toklen, cua_err *e)
+{
+	struct auth *a = fe->auth;
+	unsigned char raw[32];
+	if (a == NULL)
+		return cua_err_set(e, CUA_EINTERNAL, "no authentication state");
+	if (strlen(name) >= sizeof(a->rt[0].name))
+		return cua_err_set(e, CUA_EBAD_ARGUMENT,
+				   "a tenant with a one-off token has a name of at most %zu bytes",
+				   sizeof(a->rt[0].name) - 1);
+	if (toklen < 2 * sizeof(raw) + 1 || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return cua_err_set(e, CUA_EINTERNAL, "no random bytes for a token");
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(tok + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
+	struct auth_token *grown = realloc(a->rt, (a->nrt + 1) * sizeof(*grown));
+	if (grown == NULL)
+		return cua_err_set(e, CUA_ENOMEM, "out of memory for a token");
+	a->rt = grown;
+	struct auth_token *t = &a->rt[a->nrt++];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->len = (uint32_t)(2 * sizeof(raw));
+	memcpy(t->tok, tok, t->len);
+	return 0;
+}
+
+void
+auth_token_remove(struct fe *fe, const char *name)
+{
+	struct auth *a = fe->auth;
+	for (unsigned k = 0; a != NULL && k < a->nrt; k++)
+		if (strcmp(a->rt[k].name, name) == 0) {
+			explicit_bzero(&a->rt[k], sizeof(a->rt[k]));
+			a->rt[k] = a->rt[--a->nrt];
+			return;
+		}
 }

@@ -45,4 +45,11 @@ int do_auth_gate(struct fe *fe, const struct session *s, bool authenticates, cua
  * 'NAME'" and ", operator" when they apply: for log lines. Returns buf. */
 const char *auth_describe(const struct session *s, char *buf, size_t len) CUA_REQUIRES(cuad_fe_lock);
 
+/* A one-off token for the tenant made at run time called name (TENANT_ADD): 32 random bytes as 64 hex digits
+ * into tok (toklen >= 65), accepted at HELLO from now on as the token named name (tenant rule `token name`),
+ * never written anywhere by the daemon. 0, or an error in e. fe->lock held. */
+int auth_token_add(struct fe *fe, const char *name, char *tok, size_t toklen, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
+/* Forgets the one-off token named name (the tenant was removed); sessions that used it keep their session. */
+void auth_token_remove(struct fe *fe, const char *name) CUA_REQUIRES(cuad_fe_lock);
+
 #endif

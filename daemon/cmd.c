@@ -23,6 +23,8 @@ extern const struct cmd_entry cmd_graph_set_args_entry;
 extern const struct cmd_entry cmd_event_create_entry, cmd_event_destroy_entry, cmd_event_record_entry;
 extern const struct cmd_entry cmd_stream_wait_event_entry, cmd_event_sync_entry, cmd_event_elapsed_entry;
 extern const struct cmd_entry cmd_event_query_entry;
+extern const struct cmd_entry cmd_tenant_add_entry, cmd_tenant_set_entry, cmd_tenant_remove_entry;
+extern const struct cmd_entry cmd_tenant_list_entry;
 
 #define ROW(name, entry) [CUA_OP_##name] = &entry
 
@@ -34,6 +36,10 @@ static const struct cmd_entry *const cmd_table[CUA_OP_MAX] = {
 	ROW(SESSIONS, cmd_sessions_entry),
 	ROW(DISCONNECT, cmd_disconnect_entry),
 	ROW(DRAIN, cmd_drain_entry),
+	ROW(TENANT_ADD, cmd_tenant_add_entry),
+	ROW(TENANT_SET, cmd_tenant_set_entry),
+	ROW(TENANT_REMOVE, cmd_tenant_remove_entry),
+	ROW(TENANT_LIST, cmd_tenant_list_entry),
 	ROW(MODULE_LOAD, cmd_module_load_entry),
 	ROW(MODULE_UNLOAD, cmd_module_unload_entry),
 	ROW(FUNCTION_GET, cmd_function_get_entry),

@@ -408,6 +408,7 @@ options_reload(struct fe *fe, char *status, size_t len)
 			memcpy((char *)&fe->cfg + options_table[i].off, (const char *)&next + options_table[i].off,
 			       options_table[i].size);
 	struct tenant_table *old = fe->cfg.tenants;
+	tenant_table_replay(next.tenants, old); /* tenants made at run time outlive a reload (cmd-tenant.c) */
 	tenant_table_carry(next.tenants, old);
 	fe->cfg.tenants = next.tenants; /* every session moves to the tenant of its tenant's name, else default */
 	struct session *s;
@@ -417,6 +418,9 @@ options_reload(struct fe *fe, char *status, size_t len)
 	tenant_table_log_mem(fe->cfg.tenants, &fe->cfg);
 	fe_unlock(fe);
 	tenant_table_free(old);
+	fe_lock(fe);
+	(void)tenant_table_reap(fe); /* removed runtime tenants whose sessions have ended */
+	fe_unlock(fe);
 	list_add(changed, sizeof(changed), "tenants");
 	log_info("SIGHUP: %s reloaded; changed now: %s", conf.path, changed[0] ? changed : "nothing");
 	if (later[0])

@@ -85,6 +85,7 @@ struct request {
 	bool uses_pool;      /* names its session's pool streams (streampool.h) */
 	uint32_t status;     /* whole-request status when not OK */
 	char *status_msg;
+	char *token; /* TENANT_ADD: the one-off token made (in r->pool) for its reply; else NULL */
 	/* what it reserved at admission (reserve.h), given back when it is settled */
 	uint64_t resv[RES_COUNT];
 	/* the worker commands (link/wrec.h records), in r->pool: cmds_cap is the size of that allocation */

@@ -240,6 +240,11 @@ check_tenant(struct fe *fe, struct session *s, unsigned k, int dev, uint64_t wan
 {
 	const struct res_entry *row = &res_table[k];
 	const struct tenant *t = s->tenant;
+	if (t != NULL && t->removing) /* TENANT_REMOVE --drain: what it holds runs on, nothing new is made */
+		return cua_err_set(e, CUA_EQUOTA,
+				   "tenant '%s' is being removed (drain): its sessions may finish their work but make "
+				   "nothing new; ask the operator",
+				   t->name);
 	if (t == NULL || row->tenant_limit == NULL)
 		return 0;
 	uint64_t limit = row->tenant_limit(fe, t, dev), used = 0, closing = 0;

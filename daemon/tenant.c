@@ -28,6 +28,9 @@ tenant_fini(struct tenant *t)
 		free(t->tokens[i]);
 	free(t->subjects);
 	free(t->tokens);
+	for (size_t i = 0; i < t->nrkv; i++)
+		free(t->rkv[i]);
+	free(t->rkv);
 }
 
 /* The tenant called name, appended when new (kept before an implicit default). NULL: out of memory. */
@@ -249,8 +252,8 @@ tenant_table_wants_session(const struct tenant_table *T)
 struct tenant *
 tenant_match(const struct tenant_table *T, const struct peer_identity *id)
 {
-	for (size_t i = 0; i < T->n; i++)
-		if (&T->v[i] != T->def && matches(&T->v[i], id))
+	for (size_t i = 0; i < T->n; i++) /* a tenant being removed claims no new session (a job's next tenant may) */
+		if (&T->v[i] != T->def && !T->v[i].removing && matches(&T->v[i], id))
 			return &T->v[i];
 	return T->def->refuse ? NULL : T->def;
 }
@@ -332,6 +335,11 @@ tenant_check_inflight(struct fe *fe, const struct session *s, cua_err *e)
 int
 tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e)
 {
+	if (t->removing)
+		return cua_err_set(e, CUA_EPERMISSION_DENIED,
+				   "tenant '%s' is being removed (TENANT_REMOVE): it takes no new session; ask the "
+				   "operator (cuasyncctl tenant list)",
+				   t->name);
 	if (t->sessions == 0)
 		return 0;
 	uint64_t n = sessions_of(fe, t);
@@ -413,4 +421,235 @@ tenant_table_carry(struct tenant_table *T, const struct tenant_table *old)
 				T->v[i].vt = old->v[k].vt;
 				T->v[i].backlogged = old->v[k].backlogged;
 			}
+}
+
+/* ------------------------------------------------------------------ tenants at run time */
+
+static int
+dup_u32(uint32_t **dst, const uint32_t *src, size_t n)
+{
+	*dst = NULL;
+	if (n == 0)
+		return 0;
+	if ((*dst = malloc(n * sizeof(**dst))) == NULL)
+		return -1;
+	memcpy(*dst, src, n * sizeof(**dst));
+	return 0;
+}
+
+static int
+dup_strs(char ***dst, char *const *src, size_t n)
+{
+	*dst = NULL;
+	if (n == 0)
+		return 0;
+	if ((*dst = calloc(n, sizeof(**dst))) == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (((*dst)[i] = strdup(src[i])) == NULL)
+			return -1;
+	return 0;
+}
+
+/* A deep copy of src into dst (dst's pointers all NULL or owned on failure, for tenant_fini). */
+static int
+tenant_copy(struct tenant *dst, const struct tenant *src)
+{
+	*dst = *src;
+	dst->uids = dst->gids = dst->member_uids = NULL;
+	dst->subjects = dst->tokens = dst->rkv = NULL;
+	size_t nsub = dst->nsubjects, ntok = dst->ntokens, nrkv = dst->nrkv;
+	dst->nsubjects = dst->ntokens = dst->nrkv = 0;
+	int rc = (dst->name = strdup(src->name)) == NULL;
+	rc |= dup_u32(&dst->uids, src->uids, src->nuids) | dup_u32(&dst->gids, src->gids, src->ngids) |
+	      dup_u32(&dst->member_uids, src->member_uids, src->nmember_uids);
+	/* the counts follow the arrays, so that tenant_fini frees what was made when a copy failed half-way */
+	rc |= dup_strs(&dst->subjects, src->subjects, nsub);
+	dst->nsubjects = dst->subjects ? nsub : 0;
+	rc |= dup_strs(&dst->tokens, src->tokens, ntok);
+	dst->ntokens = dst->tokens ? ntok : 0;
+	rc |= dup_strs(&dst->rkv, src->rkv, nrkv);
+	dst->nrkv = dst->rkv ? nrkv : 0;
+	return rc ? -1 : 0;
+}
+
+struct tenant_table *
+tenant_table_clone(const struct tenant_table *T)
+{
+	struct tenant_table *C = calloc(1, sizeof(*C));
+	if (C == NULL || (C->v = calloc(T->n, sizeof(*C->v))) == NULL) {
+		free(C);
+		return NULL;
+	}
+	for (size_t i = 0; i < T->n; i++) {
+		int rc = tenant_copy(&C->v[i], &T->v[i]);
+		C->n = i + 1;
+		if (rc != 0) {
+			tenant_table_free(C);
+			return NULL;
+		}
+		if (&T->v[i] == T->def)
+			C->def = &C->v[i];
+	}
+	C->vmin = T->vmin;
+	C->contended = T->contended;
+	return C;
+}
+
+int
+tenant_table_remove(struct tenant_table *T, const char *name)
+{
+	for (size_t i = 0; i < T->n; i++) {
+		if (strcmp(T->v[i].name, name) != 0 || &T->v[i] == T->def)
+			continue;
+		tenant_fini(&T->v[i]);
+		memmove(&T->v[i], &T->v[i + 1], (T->n - i - 1) * sizeof(T->v[0]));
+		T->n--;
+		for (size_t k = 0; k < T->n; k++) /* default moved down by one when it came after */
+			if (strcmp(T->v[k].name, "default") == 0)
+				T->def = &T->v[k];
+		return 0;
+	}
+	return -1;
+}
+
+int
+tenant_name_check(const char *name, char *why, size_t whylen)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > CUA_MAX_TENANT_NAME ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789._-/:@") != n) {
+		snprintf(why, whylen,
+			 "a tenant's name has 1..%u letters, digits, '.', '_', '-', '/', ':' or '@' (e.g. job-1234, "
+			 "namespace/pod)",
+			 CUA_MAX_TENANT_NAME);
+		return -1;
+	}
+	if (strcmp(name, "default") == 0) {
+		snprintf(why, whylen, "'default' is the tenant of whoever matches no other: set it in the file");
+		return -1;
+	}
+	return 0;
+}
+
+bool
+tenant_key_is_rule(const char *key)
+{
+	static const char *const rules[] = {"uid", "user", "group", "subject", "token"};
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		if (strcmp(key, rules[i]) == 0)
+			return true;
+	return false;
+}
+
+/* old's runtime tenant r onto next, replacing a file section of its name. 0 or -1 (logged). */
+static int
+replay_one(struct tenant_table *next, const struct tenant *r)
+{
+	char why[512];
+	if (tenant_table_remove(next, r->name) == 0)
+		log_warn("tenant %s: named in the configuration file and made at run time (cuasyncctl tenant add): "
+			 "the run-time tenant is kept and the file's [tenant %s] is ignored until it is removed",
+			 r->name, r->name);
+	for (size_t i = 0; i + 1 < r->nrkv; i += 2)
+		if (tenant_table_set(next, r->name, r->rkv[i], r->rkv[i + 1], why, sizeof(why)) != 0) {
+			log_error("tenant %s (made at run time): %s; it is dropped at this reload", r->name, why);
+			tenant_table_remove(next, r->name);
+			return -1;
+		}
+	struct tenant *t = tenant_by_name(next, r->name);
+	if (t == next->def) { /* no key at all: tenant_table_set made none (TENANT_ADD refuses that) */
+		log_error("tenant %s (made at run time): no rule or limit to replay; dropped", r->name);
+		return -1;
+	}
+	t->runtime = true;
+	t->removing = r->removing;
+	if (dup_strs(&t->rkv, r->rkv, r->nrkv) != 0) {
+		log_error("tenant %s (made at run time): out of memory; dropped at this reload", r->name);
+		tenant_table_remove(next, r->name);
+		return -1;
+	}
+	t->nrkv = r->nrkv;
+	return 0;
+}
+
+void
+tenant_table_replay(struct tenant_table *next, const struct tenant_table *old)
+{
+	for (size_t i = 0; old != NULL && i < old->n; i++)
+		if (old->v[i].runtime)
+			(void)replay_one(next, &old->v[i]);
+}
+
+void
+tenant_table_swap(struct fe *fe, struct tenant_table *T)
+{
+	struct tenant_table *old = fe->cfg.tenants;
+	struct session *s;
+	tenant_table_carry(T, old);
+	fe->cfg.tenants = T;
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	if (s->tenant != NULL)
+		s->tenant = tenant_by_name(T, s->tenant->name);
+	tenant_table_free(old);
+}
+
+/* Whether a session (closing ones included: they still hold what they hold) belongs to t. */
+static bool
+has_sessions(struct fe *fe, const struct tenant *t) CUA_REQUIRES(cuad_fe_lock)
+{
+	const struct session *s;
+	TAILQ_FOREACH(s, &fe->sessions, link)
+	if (s->tenant == t)
+		return true;
+	return false;
+}
+
+int
+tenant_table_reap(struct fe *fe)
+{
+	struct tenant_table *T = fe->cfg.tenants, *C = NULL;
+	for (size_t i = 0; T != NULL && i < T->n; i++) {
+		const struct tenant *t = &T->v[i];
+		if (!t->removing || has_sessions(fe, t))
+			continue;
+		if (C == NULL && (C = tenant_table_clone(T)) == NULL)
+			return -1;
+		log_info("tenant %s: removed (its last session has ended)", t->name);
+		tenant_table_remove(C, t->name);
+	}
+	if (C != NULL)
+		tenant_table_swap(fe, C);
+	return 0;
+}
+
+/* Appends "what v" to buf for each of n numbers. */
+static void
+rule_nums(char *buf, size_t len, const char *what, const uint32_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s %u", used ? ", " : "", what, v[i]);
+	}
+}
+
+static void
+rule_strs(char *buf, size_t len, const char *what, char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s %s", used ? ", " : "", what, v[i]);
+	}
+}
+
+const char *
+tenant_rule_text(const struct tenant *t, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	rule_nums(buf, len, "uid", t->uids, t->nuids);
+	rule_nums(buf, len, "group", t->gids, t->ngids);
+	rule_strs(buf, len, "subject", t->subjects, t->nsubjects);
+	rule_strs(buf, len, "token", t->tokens, t->ntokens);
+	return buf;
 }

@@ -55,6 +55,12 @@ struct tenant {
 	uint64_t busy_ns; /* device time its sessions' work took (the workers' measure, wrec.h) */
 	uint64_t vt;      /* virtual time: busy_ns / weight, moved up to the others' when it comes back from idle */
 	bool backlogged;  /* at the last dispatcher pass, one of its sessions had work queued or in flight */
+	/* Tenants at run time (TENANT_ADD, cmd-tenant.c): the keys and values it was made and changed with, in
+	 * order ("key", "value", ...), replayed onto the table a SIGHUP builds from the file. */
+	bool runtime;
+	bool removing; /* TENANT_REMOVE ran: no new session, no new object; it goes with its last session */
+	char **rkv;
+	size_t nrkv; /* strings in rkv (twice the pairs) */
 };
 
 #define CUAD_MAX_TENANTS 256
@@ -83,7 +89,8 @@ bool tenant_table_wants_session(const struct tenant_table *t);
  * after a reload. */
 void tenant_table_log_mem(const struct tenant_table *t, const struct config *c);
 
-/* The tenant of id: the first that matches, else default; NULL when default refuses unknown identities. */
+/* The tenant of id: the first that matches (tenants being removed match nobody), else default; NULL when
+ * default refuses unknown identities. */
 struct tenant *tenant_match(const struct tenant_table *t, const struct peer_identity *id);
 
 /* The tenant named name in t, else t's default. */
@@ -92,7 +99,7 @@ struct tenant *tenant_by_name(const struct tenant_table *t, const char *name);
 /* (The limits of resources — memory, modules, streams, host and graph bytes — are reserve.c's.)
  * Whether s's tenant may have one more request queued or running (every request but STATUS). */
 int tenant_check_inflight(struct fe *fe, const struct session *s, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
-/* Whether t may have one more session (HELLO). */
+/* Whether t may have one more session (HELLO); PERMISSION_DENIED when it is being removed. */
 int tenant_check_session(struct fe *fe, const struct tenant *t, cua_err *e) CUA_REQUIRES(cuad_fe_lock);
 
 /*
@@ -109,5 +116,31 @@ bool tenant_may_dispatch(const struct fe *fe, const struct session *s) CUA_REQUI
 void tenant_account(struct fe *fe, struct session *s, uint64_t busy_ns) CUA_REQUIRES(cuad_fe_lock);
 /* Carries usage (busy time, virtual time) from old to the tenants of the same name in t. */
 void tenant_table_carry(struct tenant_table *t, const struct tenant_table *old);
+
+/*
+ * Tenants at run time. The table is never changed in place (sessions and the statistics point into it): an op
+ * builds a copy, changes it, and tenant_table_swap puts it in, as a reload does.
+ */
+/* A deep copy of t (usage included). NULL: out of memory. */
+struct tenant_table *tenant_table_clone(const struct tenant_table *t);
+/* Takes the tenant named name out of t (not default). 0, or -1 when there is none. */
+int tenant_table_remove(struct tenant_table *t, const char *name);
+/* Whether name may name a tenant made at run time: 1..CUA_MAX_TENANT_NAME letters, digits, '.', '_', '-', '/',
+ * ':', '@' (a scheduler's job id, a namespace/pod), not "default". 0, or -1 with why. */
+int tenant_name_check(const char *name, char *why, size_t whylen);
+/* Whether key is one of the match rules (uid, user, group, subject, token), which TENANT_SET does not take. */
+bool tenant_key_is_rule(const char *key);
+/* The runtime tenants of old (and their removal marks) onto next, a table a reload built from the file; a
+ * runtime tenant whose name the file now names as well replaces the file's section (logged). Tenants marked
+ * removing whose sessions are gone are dropped. Caller holds fe->lock (old is the table in effect). */
+void tenant_table_replay(struct tenant_table *next, const struct tenant_table *old);
+/* Puts t in effect: usage carried over, every session moved to the tenant of its tenant's name (else default),
+ * the old table freed. */
+void tenant_table_swap(struct fe *fe, struct tenant_table *t) CUA_REQUIRES(cuad_fe_lock);
+/* Drops the tenants marked removing that no session refers to any more (a new table swapped in). 0, or -1:
+ * out of memory (they stay, harmlessly). */
+int tenant_table_reap(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
+/* A person's summary of t's match rules ("uid 1000, group 27, token t1") into buf. */
+const char *tenant_rule_text(const struct tenant *t, char *buf, size_t len);
 
 #endif

@@ -8,6 +8,8 @@
  *                                              address, pids, client, requests, work in flight, memory, streams
  *   cuasyncctl [--url URL] [--json] disconnect SESSION
  *                                              close a session's connection (operator endpoint only)
+ *   cuasyncctl [--url URL] tenant add|set|remove NAME [options], cuasyncctl [--json] tenant list
+ *                                              tenants at run time (operator endpoint; cuasyncctl(1))
  *   cuasyncctl [--url URL] [--json] drain|undrain DEVICE
  *                                              the device takes no new objects (or again); says how many
  *                                              sessions still hold it and how much work is in flight there
@@ -524,6 +526,169 @@ cmd_top(cua_client *c, bool json, const char *arg)
 	return rc == CUA_OK ? 0 : die("top", rc);
 }
 
+/* ---- tenant add|set|remove|list: tenants at run time (operator endpoint) */
+
+/* The options of `tenant add` and `tenant set`, one row each: the configuration file's key of [tenant NAME] it
+ * sets (cuasyncd.conf(5)), and whether it is a rule (who belongs: add only). */
+static const struct tenant_opt {
+	const char *name;
+	bool rule;
+} tenant_opts[] = {
+	{"uid", true},       {"user", true},     {"group", true},         {"token", true},       {"mem", false},
+	{"streams", false},  {"modules", false}, {"module-bytes", false}, {"host-bytes", false}, {"graph-bytes", false},
+	{"sessions", false}, {"workers", false}, {"in-flight", false},    {"weight", false},     {"isolation", false},
+};
+#define NTENANT_OPTS (sizeof(tenant_opts) / sizeof(tenant_opts[0]))
+enum { OPT_ONE_OFF = 1000, OPT_DRAIN, OPT_JSON, OPT_URL };
+
+static void
+tenant_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cuasyncctl [--url URL] tenant add NAME [--uid UID] [--user NAME] [--group G] [--token TOKEN]\n"
+		"                  [--one-off-token] [--mem BYTES|PCT%%] [--streams N] [--modules N]\n"
+		"                  [--module-bytes B] [--host-bytes B] [--graph-bytes B] [--sessions N]\n"
+		"                  [--workers N] [--in-flight N] [--weight N] [--isolation shared|session]\n"
+		"       cuasyncctl [--url URL] tenant set NAME [the limit options of add]\n"
+		"       cuasyncctl [--url URL] tenant remove NAME [--drain]\n"
+		"       cuasyncctl [--url URL] [--json] tenant list\n");
+}
+
+static json_t *
+json_tenant(const cua_tenant_info *t)
+{
+	json_t *lim = json_object();
+	for (uint32_t k = 0; k < t->nlimits; k++)
+		json_object_set_new(lim, t->limits[k].key, jstr(t->limits[k].value));
+	return json_pack("{s:o,s:o,s:o,s:o,s:b,s:I,s:I,s:I}", "name", jstr(t->name), "source", jstr(t->source), "rule",
+			 jstr(t->rule), "limits", lim, "removing", t->removing, "sessions", (json_int_t)t->sessions,
+			 "mem_bytes", (json_int_t)t->mem_bytes, "streams", (json_int_t)t->streams);
+}
+
+static int
+tenant_list(cua_client *c, bool json)
+{
+	cua_tenant_info *rows;
+	uint32_t n;
+	int rc = cua_tenant_list(c, &rows, &n);
+	if (rc != CUA_OK)
+		return die("tenant list", rc);
+	json_t *list = json ? json_array() : NULL;
+	if (!json)
+		printf("%-24s %-8s %8s %14s %8s  %-30s %s\n", "TENANT", "SOURCE", "SESSIONS", "MEM", "STREAMS", "RULE",
+		       "LIMITS");
+	for (uint32_t i = 0; i < n; i++) {
+		const cua_tenant_info *t = &rows[i];
+		if (json) {
+			json_array_append_new(list, json_tenant(t));
+			continue;
+		}
+		char name[CUA_LOG_ESCAPED(65)], rule[CUA_LOG_ESCAPED(1024)], lim[1024] = "";
+		for (uint32_t k = 0; k < t->nlimits; k++) {
+			size_t used = strlen(lim);
+			snprintf(lim + used, sizeof(lim) - used, "%s%s=%s", used ? " " : "", t->limits[k].key,
+				 t->limits[k].value);
+		}
+		printf("%-24s %-8s %8u %14llu %8llu  %-30s %s%s\n", esc(name, sizeof(name), t->name), t->source,
+		       t->sessions, (unsigned long long)t->mem_bytes, (unsigned long long)t->streams,
+		       t->rule[0] ? esc(rule, sizeof(rule), t->rule) : "-", lim[0] ? lim : "-",
+		       t->removing ? "  (removing)" : "");
+	}
+	free(rows);
+	return json ? json_print(json_pack("{s:o}", "tenants", list)) : 0;
+}
+
+/* `tenant VERB ...`: args are the words after "tenant". Its own options (getopt_long over them, which may come
+ * after NAME), so that the limit options are named exactly as the configuration file's keys. */
+static int
+cmd_tenant(const char *url, bool json, int argc, char **argv)
+{
+	struct option opts[NTENANT_OPTS + 5];
+	const char *kv[2 * NTENANT_OPTS + 1];
+	size_t nkv = 0;
+	bool one_off = false, drain = false, rules = false;
+	for (size_t i = 0; i < NTENANT_OPTS; i++)
+		opts[i] = (struct option){tenant_opts[i].name, 1, NULL, (int)i};
+	opts[NTENANT_OPTS] = (struct option){"one-off-token", 0, NULL, OPT_ONE_OFF};
+	opts[NTENANT_OPTS + 1] = (struct option){"drain", 0, NULL, OPT_DRAIN};
+	opts[NTENANT_OPTS + 2] = (struct option){"json", 0, NULL, OPT_JSON};
+	opts[NTENANT_OPTS + 3] = (struct option){"url", 1, NULL, OPT_URL};
+	opts[NTENANT_OPTS + 4] = (struct option){NULL, 0, NULL, 0};
+	int ch;
+	optind = 0; /* glibc: start over on the new argv */
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (ch >= 0 && ch < (int)NTENANT_OPTS) {
+			if (nkv + 2 >= sizeof(kv) / sizeof(kv[0])) /* each option once is plenty; a repeat beyond */
+				ch = '?';
+			else {
+				kv[nkv++] = tenant_opts[ch].name;
+				kv[nkv++] = optarg;
+				rules |= tenant_opts[ch].rule;
+				continue;
+			}
+		}
+		if (ch == OPT_ONE_OFF || ch == OPT_DRAIN || ch == OPT_JSON || ch == OPT_URL) {
+			one_off |= ch == OPT_ONE_OFF;
+			drain |= ch == OPT_DRAIN;
+			json |= ch == OPT_JSON;
+			url = ch == OPT_URL ? optarg : url;
+			continue;
+		}
+		tenant_usage(stderr);
+		return 2;
+	}
+	kv[nkv] = NULL;
+	const char *verb = optind < argc ? argv[optind] : "";
+	const char *name = optind + 1 < argc ? argv[optind + 1] : NULL;
+	bool list = strcmp(verb, "list") == 0, add = strcmp(verb, "add") == 0, set = strcmp(verb, "set") == 0,
+	     rm = strcmp(verb, "remove") == 0;
+	int words = argc - optind;
+	const char *bad = !list && !add && !set && !rm          ? "unknown tenant command"
+			  : list                                ? (words != 1 ? "tenant list takes no NAME" : NULL)
+			  : words != 2                          ? "expected one NAME"
+			  : (one_off && !add) || (drain && !rm) ? "option not for this command"
+			  : (rules && !add)                     ? "--uid, --user, --group and --token only with add"
+			  : (rm && nkv > 0)                     ? "tenant remove takes only --drain"
+			  : (set && nkv == 0)                   ? "tenant set: nothing to set"
+								: NULL;
+	if (bad != NULL) {
+		fprintf(stderr, "cuasyncctl: %s\n", bad);
+		tenant_usage(stderr);
+		return 2;
+	}
+	if (url == NULL)
+		url = getenv("CUASYNC_OPERATOR_URL");
+	if (url == NULL && access(OPERATOR_SOCKET, F_OK) == 0)
+		url = "ipc://" OPERATOR_SOCKET;
+	cua_client *c;
+	int rc = cua_connect(url, &c);
+	if (rc != CUA_OK)
+		return die("connect", rc);
+	char token[80] = "", what[32];
+	snprintf(what, sizeof(what), "tenant %s", verb);
+	if (list)
+		rc = tenant_list(c, json);
+	else if ((rc = add   ? cua_tenant_add(c, name, kv, one_off ? token : NULL, sizeof(token))
+		       : set ? cua_tenant_set(c, name, kv)
+			     : cua_tenant_remove(c, name, drain)) != CUA_OK)
+		rc = die(what, rc);
+	else if (json)
+		rc = json_print(one_off ? json_pack("{s:s,s:s}", "tenant", name, "token", token)
+					: json_pack("{s:s,s:s}", "tenant", name, "done", verb));
+	else if (one_off)
+		printf("%s\n", token); /* alone on stdout: a prolog reads it */
+	else
+		fprintf(stderr, "cuasyncctl: tenant %s: %s%s\n", name,
+			add     ? "added"
+			: set   ? "changed"
+			: drain ? "removing: it goes when its sessions end"
+				: "removed",
+			rm && !drain ? " (its sessions are disconnected)" : "");
+	explicit_bzero(token, sizeof(token));
+	cua_disconnect(c);
+	return rc;
+}
+
 /* The commands: one row each (arg: the name of the one argument it takes, NULL: none). */
 static const struct ctl_cmd {
 	const char *name, *arg;
@@ -552,7 +717,9 @@ usage(FILE *f)
 		"  drain DEVICE        the device takes no new objects; says what still holds it (operator endpoint)\n"
 		"  undrain DEVICE      it takes new objects again\n"
 		"  top                 live usage by tenant: sessions, requests/s, device busy time, memory\n"
-		"                      (--interval SECONDS, default 1; --count N samples, default: until Ctrl-C)\n\n"
+		"                      (--interval SECONDS, default 1; --count N samples, default: until Ctrl-C)\n"
+		"  tenant add|set|remove|list ...\n"
+		"                      tenants at run time (operator endpoint; see cuasyncctl(1))\n\n"
 		"--json prints one JSON document on stdout (top: one per sample, one sample unless --count).\n");
 }
 
@@ -564,8 +731,13 @@ main(int argc, char **argv)
 	static const struct option opts[] = {{"url", 1, NULL, 'u'},      {"json", 0, NULL, 'j'},
 					     {"interval", 1, NULL, 'i'}, {"count", 1, NULL, 'n'},
 					     {"help", 0, NULL, 'h'},     {NULL, 0, NULL, 0}};
-	int ch;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	int ch, tenant_at = argc;
+	for (int i = 1; i < argc; i++) /* `tenant ...` has options of its own: the words from there are its */
+		if (strcmp(argv[i], "tenant") == 0) {
+			tenant_at = i;
+			break;
+		}
+	while ((ch = getopt_long(tenant_at, argv, "", opts, NULL)) != -1) {
 		if (ch == 'u') {
 			url = optarg;
 		} else if (ch == 'j') {
@@ -579,6 +751,8 @@ main(int argc, char **argv)
 			return ch == 'h' ? 0 : 2;
 		}
 	}
+	if (tenant_at < argc && optind == tenant_at)
+		return cmd_tenant(url, json, argc - tenant_at, argv + tenant_at);
 	const char *name = optind < argc ? argv[optind] : "status";
 	const struct ctl_cmd *cmd = NULL;
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)

@@ -178,6 +178,17 @@ static const struct cua_rep_sessions p_sessions = {p_session_rows, 1};
 static const struct cua_req_disconnect q_disconnect = {9};
 static const struct cua_req_drain q_drain = {0, 1};
 static const struct cua_rep_drain p_drain = {2, 5};
+static const cua_wire_kv q_tenant_kv[] = {{{"uid", 3}, {"1000", 4}}, {{"mem", 3}, {"2G", 2}}};
+static const struct cua_req_tenant q_tenant_add = {{"job-1234", 8}, (cua_wire_kv *)q_tenant_kv, 2, 0};
+static const struct cua_rep_tenant_add p_tenant_add = {{"", 0}};
+static const cua_wire_kv q_tenant_set_kv[] = {{{"weight", 6}, {"2", 1}}};
+static const struct cua_req_tenant q_tenant_set = {{"job-1234", 8}, (cua_wire_kv *)q_tenant_set_kv, 1, 0};
+static const struct cua_req_tenant q_tenant_remove = {{"job-1234", 8}, NULL, 0, CUA_TENANT_DRAIN};
+static const cua_wire_kv p_tenant_limits[] = {{{"mem", 3}, {"2147483648", 10}}, {{"weight", 6}, {"2", 1}}};
+static const cua_wire_tenant p_tenant_rows[] =
+	{{{"default", 7}, {"file", 4}, {"", 0}, NULL, 0, 0, 0, 0, 0},
+	 {{"job-1234", 8}, {"runtime", 7}, {"uid 1000", 8}, (cua_wire_kv *)p_tenant_limits, 2, 0, 1, 1048576, 1}};
+static const struct cua_rep_tenant_list p_tenant_list = {(cua_wire_tenant *)p_tenant_rows, 2};
 
 /* ------------------------------------------------------------------ the table */
 
@@ -284,6 +295,14 @@ const struct vec_row vec_rows[] = {
 	REP("rep_disconnect", DISCONNECT, NULL, "its connection is being closed"),
 	REQ("req_drain", DRAIN, 0, &q_drain, "on the operator endpoint: device 0 takes no new objects"),
 	REP("rep_drain", DRAIN, &p_drain, "2 sessions still hold objects on it, 5 requests are in its workers"),
+	REQ("req_tenant_add", TENANT_ADD, 0, &q_tenant_add, "on the operator endpoint: tenant job-1234 for uid 1000, 2 GiB of device memory"),
+	REP("rep_tenant_add", TENANT_ADD, &p_tenant_add, "added; no one-off token was asked for (flags 0)"),
+	REQ("req_tenant_set", TENANT_SET, 0, &q_tenant_set, "on the operator endpoint: job-1234's weight becomes 2"),
+	REP("rep_tenant_set", TENANT_SET, NULL, "its sessions have the new limits at once"),
+	REQ("req_tenant_list", TENANT_LIST, 0, NULL, "on the operator endpoint"),
+	REP("rep_tenant_list", TENANT_LIST, &p_tenant_list, "default, and job-1234 with one session holding 1 MiB and a stream"),
+	REQ("req_tenant_remove", TENANT_REMOVE, 0, &q_tenant_remove, "on the operator endpoint: job-1234 drains (flags 1)"),
+	REP("rep_tenant_remove", TENANT_REMOVE, NULL, "it takes nothing new and goes when its session ends"),
 
 	/* An error reply of each family of status codes; the body is always []. */
 	ERR("rep_error_protocol", 0, CUA_EPROTOCOL, "message: expected an array of 4 elements",

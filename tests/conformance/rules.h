@@ -42,6 +42,8 @@ size_t batch_rules(struct rule *out);
 size_t limit_rules(struct rule *out);
 /* The cases where the daemon and the document once disagreed (contract.c), at most 8. */
 size_t contract_rules(struct rule *out);
+/* The cases of tenants at run time (tenants.c), the same way (at most 8). */
+size_t tenant_rules(struct rule *out);
 /* The cases of the fd channel and HOST_REGISTER's tickets (fdchan.c), the same way (at most 8). */
 size_t fdchan_rules(struct rule *out);
 

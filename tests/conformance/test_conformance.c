@@ -54,7 +54,7 @@ rules_get(struct rule *out, size_t cap)
 	size_t (*const families[])(struct rule *) = {framing_rules, seq_rules,      session_rules, handle_rules,
 						     request_rules, hostbuf_rules,  batch_rules,   limit_rules,
 						     auth_rules,    kfeat_rules,    lattr_rules,   event_rules,
-						     graph_rules,   contract_rules, fdchan_rules};
+						     graph_rules,   contract_rules, fdchan_rules,  tenant_rules};
 	size_t n = 0;
 	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
 		if (n + 8 > cap)
