@@ -35,13 +35,14 @@ struct emu_event {
 	struct emu_watchers watchers;
 };
 
-/* The jobs events queue (run, fini, blocks: struct emu_job_ops), below. */
+/* The jobs events queue (run, fini, blocks: struct emu_job_ops), below; on the copy engines, which never wait
+ * behind kernels, as a GPU's host interface handles records and waits without its SMs. */
 static void record_run(struct emu *E, struct emu_job *j);
 static void wait_run(struct emu *E, struct emu_job *j);
 static bool wait_blocks(struct emu_stream *s, const struct emu_job *j);
 static void event_job_fini(struct emu *E, struct emu_job *j);
-static const struct emu_job_ops record_ops = {record_run, event_job_fini, NULL},
-				wait_ops = {wait_run, event_job_fini, wait_blocks};
+static const struct emu_job_ops record_ops = {EMU_ENGINE_COPY, record_run, event_job_fini, NULL},
+				wait_ops = {EMU_ENGINE_COPY, wait_run, event_job_fini, wait_blocks};
 
 static uint64_t
 now_ns(void)

@@ -32,8 +32,16 @@ struct emu_event; /* emu_event.c */
 struct emu_job;
 struct emu_stream;
 
+/* The engines of the emulated device, as on a GPU: kernels (and memsets, which a GPU runs as kernels) take the
+ * kernel threads (--emu-threads); copies take the copy engines, so a copy never waits behind other streams'
+ * kernels. Event records, stream waits and completion notices take the copy engines too: on a GPU the host
+ * interface handles them, not the SMs, and they take microseconds. A stream's jobs still run one at a time in
+ * order whichever engine each takes. */
+enum emu_engine { EMU_ENGINE_KERNEL, EMU_ENGINE_COPY, EMU_ENGINES };
+
 /* What a job does, given by whoever queues it: the FIFO (emu_stream.c) calls these and never a feature file. */
 struct emu_job_ops {
+	enum emu_engine engine; /* which threads run it */
 	/* Runs the job on a pool thread, no lock held; a fault ends the worker (E->host). */
 	void (*run)(struct emu *E, struct emu_job *j);
 	/* Optional: releases what the job holds, before the FIFO frees it (after run, or unrun). No lock held. */
@@ -76,7 +84,7 @@ TAILQ_HEAD(emu_jobs, emu_job);
 
 /* A stream: its FIFO of jobs, all under the pool's qlock. */
 struct emu_stream {
-	TAILQ_ENTRY(emu_stream) ready_link; /* on pool.ready while it has jobs and no thread serves it */
+	TAILQ_ENTRY(emu_stream) ready_link; /* on the ready list of its first job's engine while no thread serves it */
 	struct emu_jobs jobs;
 	uint64_t queued, done; /* jobs ever queued and finished */
 	bool running;          /* a pool thread runs its first job now */
@@ -87,16 +95,22 @@ struct emu_stream {
 };
 TAILQ_HEAD(emu_streams, emu_stream);
 
-/* The stream threads. A stream with jobs is on `ready` or running, never both; a thread takes the first ready
- * stream, runs one job, and puts the stream back at the tail if it has more (round robin). */
-struct emu_pool {
-	pthread_mutex_t qlock;    /* every stream's jobs and flags, and the fields below */
-	pthread_cond_t work;      /* a stream became ready, or stop */
-	pthread_cond_t idle;      /* a job finished and someone drains (drainers > 0) */
-	struct emu_streams ready; /* streams waiting for a thread */
+/* One engine's threads. A stream with jobs is on the ready list of its first job's engine or running, never
+ * both; a thread takes the first stream ready for its engine, runs one job, and puts the stream back at the tail
+ * of the list of its next job's engine if it has more (round robin). All under the pool's qlock. */
+struct emu_engine_threads {
+	pthread_cond_t work;      /* a stream became ready for this engine, or stop */
+	struct emu_streams ready; /* streams whose first job waits for this engine's thread */
 	unsigned nready, busy;    /* streams on ready; threads running a job */
 	pthread_t *threads;       /* started on demand, up to max */
 	unsigned nthreads, max;
+};
+
+/* The stream threads: the kernel threads and the copy engines (enum emu_engine). */
+struct emu_pool {
+	pthread_mutex_t qlock; /* every stream's jobs and flags, and the fields below */
+	pthread_cond_t idle;   /* a job finished and someone drains (drainers > 0) */
+	struct emu_engine_threads eng[EMU_ENGINES];
 	int drainers;
 	bool stop;
 };
@@ -151,8 +165,8 @@ int emu_mem_alloc(struct wk *w, uint64_t bytes, uint64_t *addr, cua_err *e);
 int emu_mem_free(struct wk *w, uint64_t addr, struct wk_tag tag, cua_err *e);
 void emu_clear(struct emu *E, uint64_t off, uint64_t len);
 
-/* emu_stream.c: the pool (init: one thread started, at most opts.emu_threads; fini: stops the threads once the
- * streams drained), streams (stream_new: pool stream *sid when pool (init), else a fresh id of E->streams' range
+/* emu_stream.c: the pool (init: one thread of each engine started, at most opts.emu_threads kernel threads and
+ * EMU_COPY_ENGINES copy engines; fini: stops the threads once the streams drained), streams (stream_new: pool stream *sid when pool (init), else a fresh id of E->streams' range
  * in *sid; caller holds E->lock; streams_fini: drains and frees every stream) and the backend's stream calls and
  * notices (backend.h). */
 int emu_pool_init(struct emu *E, cua_err *e);

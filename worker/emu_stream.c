@@ -1,9 +1,13 @@
 /*
- * emu_stream.c — the emulated device's streams: a FIFO of jobs per stream, served by a bounded pool of threads
- * (--emu-threads), each stream by at most one thread at a time so its order holds, the streams that have work
- * taking turns, one job each, so up to the pool's size of streams run at once whatever their number. A job
- * carries what to run (struct emu_job_ops): the FIFO calls it and never a feature file by name, so the stream work
- * (emu_work.c), events (emu_event.c) and graphs (emu_graph.c) sit above it (core.h, "Layers").
+ * emu_stream.c — the emulated device's streams: a FIFO of jobs per stream, served by the device's engines
+ * (enum emu_engine), each a bounded set of threads: the kernel threads (--emu-threads) and EMU_COPY_ENGINES copy
+ * engines. A stream is served by at most one thread at a time so its order holds: it waits on the ready list of
+ * its first job's engine, so a copy first on its stream runs on a copy engine even while every kernel thread runs
+ * other streams' kernels (as on a GPU), and a copy behind a kernel on its stream runs once that kernel has. The
+ * streams that have work take turns, one job each, so up to an engine's size of streams run on it at once
+ * whatever their number. A job carries what to run (struct emu_job_ops): the FIFO calls it and never a feature
+ * file by name, so the stream work (emu_work.c), events (emu_event.c) and graphs (emu_graph.c) sit above it
+ * (core.h, "Layers").
  */
 #include "config.h"
 
@@ -17,6 +21,7 @@
 
 #define EMU_THREADS_MIN 8u /* the derived pool size: twice the cores, within these bounds */
 #define EMU_THREADS_MAX 32u
+#define EMU_COPY_ENGINES 2u /* like a GPU's host-to-device and device-to-host engines; either takes any copy */
 
 void
 emu_job_free(struct emu *E, struct emu_job *j)
@@ -26,63 +31,101 @@ emu_job_free(struct emu *E, struct emu_job *j)
 	free(j);
 }
 
-/* A pool thread: serves ready streams, one job per turn, until stopped with nothing ready. */
+static int pool_grow(struct emu *E, enum emu_engine k);
+
+/* Puts s, which has jobs and no thread, on the ready list of its first job's engine and wakes a thread of it
+ * (starting one more when more streams are ready or running there than it has threads, up to its bound), unless
+ * the caller, a thread of that engine, is the one to take it (self: the caller's engine, or EMU_ENGINES). Caller
+ * holds qlock. */
+static void
+ready_push_locked(struct emu *E, struct emu_stream *s, enum emu_engine self)
+{
+	enum emu_engine k = TAILQ_FIRST(&s->jobs)->ops->engine;
+	struct emu_engine_threads *T = &E->pool.eng[k];
+	TAILQ_INSERT_TAIL(&T->ready, s, ready_link);
+	s->on_ready = true;
+	T->nready++;
+	if (k == self && T->nready == 1) /* the caller takes it next */
+		return;
+	if (T->busy + T->nready > T->nthreads && T->nthreads < T->max) {
+		int rc = pool_grow(E, k);
+		if (rc != 0)
+			log_warn("emulated device: cannot start %s thread %u: %s",
+				 k == EMU_ENGINE_COPY ? "copy engine" : "stream", T->nthreads + 1, strerror(rc));
+	}
+	pthread_cond_signal(&T->work);
+}
+
+/* What a thread of an engine runs: the device and which engine. */
+struct engine_arg {
+	struct emu *E;
+	enum emu_engine engine;
+};
+
+/* A thread of engine A->engine: serves the streams ready for it, one job per turn, until stopped with nothing
+ * ready for it. */
 static void *
 pool_main(void *arg)
 {
-	struct emu *E = arg;
+	struct engine_arg *A = arg;
+	struct emu *E = A->E;
 	struct emu_pool *P = &E->pool;
-	pthread_setname_np(pthread_self(), "cuaw-emu");
+	struct emu_engine_threads *T = &P->eng[A->engine];
+	pthread_setname_np(pthread_self(), A->engine == EMU_ENGINE_COPY ? "cuaw-emu-copy" : "cuaw-emu");
 	pthread_mutex_lock(&P->qlock);
 	for (;;) {
 		struct emu_stream *s;
-		while ((s = TAILQ_FIRST(&P->ready)) == NULL && !P->stop)
-			pthread_cond_wait(&P->work, &P->qlock);
+		while ((s = TAILQ_FIRST(&T->ready)) == NULL && !P->stop)
+			pthread_cond_wait(&T->work, &P->qlock);
 		if (s == NULL) /* stop requested and nothing ready */
 			break;
-		TAILQ_REMOVE(&P->ready, s, ready_link);
-		P->nready--;
+		TAILQ_REMOVE(&T->ready, s, ready_link);
+		T->nready--;
 		s->on_ready = false;
 		struct emu_job *j = TAILQ_FIRST(&s->jobs);
 		if (j->ops->blocks && j->ops->blocks(s, j)) /* parked (on an event) until unblocked: no thread waits */
 			continue;
 		s->running = true;
-		P->busy++;
+		T->busy++;
 		TAILQ_REMOVE(&s->jobs, j, link);
 		pthread_mutex_unlock(&P->qlock);
 		j->ops->run(E, j);
 		emu_job_free(E, j);
 		pthread_mutex_lock(&P->qlock);
-		P->busy--;
+		T->busy--;
 		s->done++;
 		s->running = false;
-		if (!TAILQ_EMPTY(&s->jobs)) {
-			TAILQ_INSERT_TAIL(&P->ready, s, ready_link);
-			s->on_ready = true;
-			if (++P->nready > 1) /* this thread takes one; a waiting one may take the other */
-				pthread_cond_signal(&P->work);
-		}
+		if (!TAILQ_EMPTY(&s->jobs)) /* at the tail of its next job's engine: the other streams' turn first */
+			ready_push_locked(E, s, A->engine);
 		if (P->drainers)
 			pthread_cond_broadcast(&P->idle);
 	}
 	pthread_mutex_unlock(&P->qlock);
+	free(A);
 	return NULL;
 }
 
-/* Starts one more pool thread. 0 or an errno. Caller holds qlock (or is init). */
+/* Starts one more thread of engine k. 0 or an errno. Caller holds qlock (or is init). */
 static int
-pool_grow(struct emu *E)
+pool_grow(struct emu *E, enum emu_engine k)
 {
-	struct emu_pool *P = &E->pool;
-	if (P->nthreads == P->max)
+	struct emu_engine_threads *T = &E->pool.eng[k];
+	if (T->nthreads == T->max)
 		return EAGAIN;
-	int rc = pthread_create(&P->threads[P->nthreads], NULL, pool_main, E);
+	struct engine_arg *A = malloc(sizeof(*A));
+	if (A == NULL)
+		return ENOMEM;
+	*A = (struct engine_arg){E, k};
+	int rc = pthread_create(&T->threads[T->nthreads], NULL, pool_main, A); /* A transferred when 0 */
 	if (rc == 0)
-		P->nthreads++;
+		T->nthreads++;
+	else
+		free(A);
 	return rc;
 }
 
-/* The pool of at most opts.emu_threads threads (0: twice the cores, EMU_THREADS_MIN..MAX), one started. */
+/* The kernel threads, at most opts.emu_threads (0: twice the cores, EMU_THREADS_MIN..MAX), and EMU_COPY_ENGINES
+ * copy engines; one thread of each started (so a ready stream always has one to take it), the rest on demand. */
 int
 emu_pool_init(struct emu *E, cua_err *e)
 {
@@ -93,33 +136,42 @@ emu_pool_init(struct emu *E, cua_err *e)
 		max = cores > 0 ? 2 * (unsigned)cores : EMU_THREADS_MIN;
 		max = max < EMU_THREADS_MIN ? EMU_THREADS_MIN : max > EMU_THREADS_MAX ? EMU_THREADS_MAX : max;
 	}
+	const unsigned maxes[EMU_ENGINES] = {[EMU_ENGINE_KERNEL] = max, [EMU_ENGINE_COPY] = EMU_COPY_ENGINES};
 	pthread_mutex_init(&P->qlock, NULL);
-	pthread_cond_init(&P->work, NULL);
 	pthread_cond_init(&P->idle, NULL);
-	TAILQ_INIT(&P->ready);
-	P->threads = calloc(max, sizeof(*P->threads));
-	if (P->threads == NULL)
-		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
-	P->max = max;
-	if (pool_grow(E) != 0)
-		return cua_err_set(e, CUA_ENOMEM, "emulated device: cannot start a stream thread");
+	for (int k = 0; k < EMU_ENGINES; k++) {
+		struct emu_engine_threads *T = &P->eng[k];
+		pthread_cond_init(&T->work, NULL);
+		TAILQ_INIT(&T->ready);
+		T->threads = calloc(maxes[k], sizeof(*T->threads));
+		if (T->threads == NULL)
+			return cua_err_set(e, CUA_ENOMEM, "out of host memory");
+		T->max = maxes[k];
+	}
+	for (int k = 0; k < EMU_ENGINES; k++)
+		if (pool_grow(E, (enum emu_engine)k) != 0)
+			return cua_err_set(e, CUA_ENOMEM, "emulated device: cannot start a stream thread");
 	return 0;
 }
 
-/* Stops the pool's threads once nothing is ready (callers drain the streams first). */
+/* Stops every engine's threads once nothing is ready (callers drain the streams first). */
 void
 emu_pool_fini(struct emu *E)
 {
 	struct emu_pool *P = &E->pool;
 	pthread_mutex_lock(&P->qlock);
 	P->stop = true;
-	pthread_cond_broadcast(&P->work);
+	for (int k = 0; k < EMU_ENGINES; k++)
+		pthread_cond_broadcast(&P->eng[k].work);
 	pthread_mutex_unlock(&P->qlock);
-	for (unsigned i = 0; i < P->nthreads; i++)
-		pthread_join(P->threads[i], NULL);
-	free(P->threads);
+	for (int k = 0; k < EMU_ENGINES; k++) {
+		struct emu_engine_threads *T = &P->eng[k];
+		for (unsigned i = 0; i < T->nthreads; i++)
+			pthread_join(T->threads[i], NULL);
+		free(T->threads);
+		pthread_cond_destroy(&T->work);
+	}
 	pthread_mutex_destroy(&P->qlock);
-	pthread_cond_destroy(&P->work);
 	pthread_cond_destroy(&P->idle);
 }
 
@@ -214,20 +266,8 @@ stream_get(struct emu *E, uint32_t sid)
 void
 emu_stream_ready_locked(struct emu *E, struct emu_stream *s)
 {
-	struct emu_pool *P = &E->pool;
-	if (!s->running && !s->on_ready && !s->parked) {
-		TAILQ_INSERT_TAIL(&P->ready, s, ready_link);
-		s->on_ready = true;
-		P->nready++;
-		/* more streams to run than threads that could take them: one more thread, up to the bound */
-		if (P->busy + P->nready > P->nthreads && P->nthreads < P->max) {
-			int rc = pool_grow(E);
-			if (rc != 0)
-				log_warn("emulated device: cannot start stream thread %u: %s", P->nthreads + 1,
-					 strerror(rc));
-		}
-		pthread_cond_signal(&P->work);
-	}
+	if (!s->running && !s->on_ready && !s->parked)
+		ready_push_locked(E, s, EMU_ENGINES);
 }
 
 /* Queues j on stream sid; takes j in every case. */
@@ -254,7 +294,8 @@ run_notice(struct emu *E, struct emu_job *j)
 	j->u.done(E->w, j->tag);
 }
 
-static const struct emu_job_ops notice_ops = {run_notice, NULL, NULL};
+/* on a copy engine: a completion notice never waits behind other streams' kernels */
+static const struct emu_job_ops notice_ops = {EMU_ENGINE_COPY, run_notice, NULL, NULL};
 
 /* A marker job after what is queued; without memory for one, waits for the stream here. */
 void

@@ -1,6 +1,6 @@
 /*
  * emu_work.c — the emulated device's stream work: copies, memsets and kernel launches, each a job queued on its
- * stream (emu_stream.c) that runs on a pool thread. A fault (an illegal address, bad_write) ends the worker
+ * stream (emu_stream.c) that runs on a pool thread: a copy engine's for copies, a kernel thread's for the rest. A fault (an illegal address, bad_write) ends the worker
  * exactly as a sticky CUDA fault does, through the host's fatal_many.
  */
 #include "config.h"
@@ -94,9 +94,12 @@ run_dtod(struct emu *E, struct emu_job *j)
 	memmove(dst, src, j->u.dtod.bytes);
 }
 
-static const struct emu_job_ops htod_ops = {run_htod, NULL, NULL}, dtoh_ops = {run_dtoh, NULL, NULL},
-				dtod_ops = {run_dtod, NULL, NULL}, memset_ops = {run_memset, NULL, NULL},
-				launch_ops = {run_launch, launch_fini, NULL};
+/* Copies on the copy engines; memsets, which a GPU runs as kernels, and launches on the kernel threads. */
+static const struct emu_job_ops htod_ops = {EMU_ENGINE_COPY, run_htod, NULL, NULL},
+				dtoh_ops = {EMU_ENGINE_COPY, run_dtoh, NULL, NULL},
+				dtod_ops = {EMU_ENGINE_COPY, run_dtod, NULL, NULL},
+				memset_ops = {EMU_ENGINE_KERNEL, run_memset, NULL, NULL},
+				launch_ops = {EMU_ENGINE_KERNEL, run_launch, launch_fini, NULL};
 
 /* ------------------------------------------------------------------ queueing, on the stream's owner */
 
