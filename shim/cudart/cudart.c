@@ -1452,6 +1452,24 @@ cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 		 offsetof(struct cudaDeviceProp, sharedMemPerMultiprocessor)},
 		{cudaDevAttrTotalConstantMemory, offsetof(struct cudaDeviceProp, totalConstMem)},
 	};
+	/* Answers that do not come from the daemon: a client of cuasyncd shares the device with every other one,
+	 * which is what cudaComputeModeDefault says (an exclusive mode would be false); the daemon serves
+	 * discrete GPUs. CUDA 13 dropped the clock rates from cudaDeviceProp; programs (the cuda-samples'
+	 * helper_cuda.h) treat cudaErrorInvalidValue for them as "not reported" and carry on. */
+	static const struct {
+		enum cudaDeviceAttr attr;
+		int value;
+	} fixed_rows[] = {
+		{cudaDevAttrComputeMode, cudaComputeModeDefault},
+		{cudaDevAttrIntegrated, 0},
+	};
+	for (size_t i = 0; i < sizeof(fixed_rows) / sizeof(fixed_rows[0]); i++)
+		if (fixed_rows[i].attr == attr) {
+			*value = fixed_rows[i].value;
+			return cudaSuccess;
+		}
+	if (attr == cudaDevAttrClockRate || attr == cudaDevAttrMemoryClockRate)
+		return record(cudaErrorInvalidValue);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		if (rows[i].attr == attr) {
 			memcpy(value, (const char *)&p + rows[i].off, sizeof(int));

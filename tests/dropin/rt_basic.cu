@@ -123,6 +123,11 @@ main(int argc, char **argv)
 	CHECK(prop.name[0] != 0 && prop.multiProcessorCount > 0 && prop.totalGlobalMem > 0, "device properties filled");
 	OK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0));
 	CHECK(v == prop.multiProcessorCount, "cudaDevAttrMultiProcessorCount matches the properties");
+	/* what the cuda-samples' helper_cuda.h asks before anything else (findCudaDevice) */
+	OK(cudaDeviceGetAttribute(&v, cudaDevAttrComputeMode, 0));
+	CHECK(v == cudaComputeModeDefault, "a shared device is in the default compute mode");
+	CHECK_ERR(cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, 0), cudaErrorInvalidValue);
+	cudaGetLastError();
 	OK(cudaRuntimeGetVersion(&v));
 	CHECK(v == CUDART_VERSION, "cudaRuntimeGetVersion is the toolkit's");
 	OK(cudaDriverGetVersion(&v));
