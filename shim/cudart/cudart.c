@@ -12,6 +12,7 @@
 #include "crt.h"
 #include "cuasync.h"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <pthread.h>
@@ -1485,6 +1486,21 @@ cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 	char what[80];
 	snprintf(what, sizeof(what), "cudaDeviceGetAttribute(attribute %d)", (int)attr);
 	return crt_unsupported(what, "cuasyncd does not report it"); /* told once per attribute number */
+}
+
+/* ---- the profiler ---- */
+/* Profiling goes with the process that owns the context, the daemon's worker: a client's cudaProfilerStart/Stop
+ * mark nothing, and succeed as CUDA's do when no profiler is attached (the cuda-samples call them). */
+EXPORT cudaError_t
+cudaProfilerStart(void)
+{
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaProfilerStop(void)
+{
+	return cudaSuccess;
 }
 
 /* ---- errors and versions ---- */
