@@ -126,8 +126,17 @@ cuac_load_devices(cua_client *c)
 		const struct cua_rep_devices *d = &rep.w.body.devices;
 		pthread_mutex_lock(&c->lock);
 		c->ndevs = 0;
-		for (uint32_t i = 0; i < d->ndevices && i < CUA_MAX_DEVICES; i++)
-			device_from_wire(&c->devs[c->ndevs++], &d->devices[i]);
+		for (uint32_t i = 0; i < d->ndevices && i < CUA_MAX_DEVICES; i++) {
+			const cua_wire_device *w = &d->devices[i];
+			struct cuac_dev_attrs **a = &c->attrs[c->ndevs];
+			device_from_wire(&c->devs[c->ndevs++], w);
+			if (*a == NULL && w->nattrs > 0)
+				*a = malloc(sizeof(**a)); /* none: cua_device_get_attribute says so */
+			if (*a != NULL) {
+				(*a)->n = w->nattrs;
+				memcpy((*a)->a, w->attrs, w->nattrs * sizeof(w->attrs[0]));
+			}
+		}
 		pthread_mutex_unlock(&c->lock);
 	}
 	cuac_reply_done(&rep);
@@ -271,6 +280,33 @@ cua_device_get_info(cua_client *c, int dev, cua_device_info *out)
 	int n = c->ndevs;
 	pthread_mutex_unlock(&c->lock);
 	return r == 0 ? 0 : cuac_fail(r, "no device %d (%d devices)", dev, n);
+}
+
+int
+cua_device_get_attribute(cua_client *c, int dev, int attr, int *value)
+{
+	int r = CUA_EBAD_ARGUMENT, n;
+	pthread_mutex_lock(&c->lock);
+	n = c->ndevs;
+	for (int i = 0; i < c->ndevs; i++) {
+		const struct cuac_dev_attrs *a = c->attrs[i];
+		if (c->devs[i].index != dev)
+			continue;
+		r = CUA_EUNSUPPORTED;
+		for (uint32_t k = 0; a != NULL && k < a->n; k++)
+			if (a->a[k].id == (uint32_t)attr) {
+				*value = a->a[k].value;
+				r = 0;
+			}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (r == CUA_EBAD_ARGUMENT)
+		return cuac_fail(r, "no device %d (%d devices)", dev, n);
+	return r == 0 ? 0
+		      : cuac_fail(r,
+				  "device %d does not report attribute %d (its driver does not answer it, or the "
+				  "daemon is older than this library)",
+				  dev, attr);
 }
 
 /* ------------------------------------------------------------------ modules and functions */

@@ -45,6 +45,8 @@ client_free(cua_client *c)
 	cuac_fdchan_close(c);
 	cuac_hostbufs_fini(c);
 	cuac_layouts_fini(c);
+	for (unsigned i = 0; i < CUA_MAX_DEVICES; i++)
+		free(c->attrs[i]);
 	if (c->efd >= 0)
 		close(c->efd);
 	pthread_mutex_destroy(&c->lock);

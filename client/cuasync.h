@@ -227,6 +227,11 @@ int cua_tenant_list(cua_client *op, cua_tenant_info **rows, uint32_t *n);
 /* ---- devices ---- */
 int cua_device_count(cua_client *c, int *n);
 int cua_device_get_info(cua_client *c, int dev, cua_device_info *out);
+/* A device attribute as CUDA's cuDeviceGetAttribute answers it on the daemon's host (attr: a
+ * CU_DEVICE_ATTRIBUTE_* number; the emulated device reports a fixed set, PROTOCOL.md). From the list read at
+ * connect time: no round trip. CUA_EUNSUPPORTED when the device does not report attr, CUA_EBAD_ARGUMENT when
+ * there is no device dev. */
+int cua_device_get_attribute(cua_client *c, int dev, int attr, int *value);
 
 /* ---- modules and functions ---- */
 /* image: cubin, fatbin or PTX (detected), copied by the call. */

@@ -111,9 +111,13 @@ struct cua_batch {
 	size_t n;
 };
 
-struct cuac_transport; /* transport.c: the NNG socket and its sequence numbers */
-struct cuac_layout;    /* calls.c: a function's parameter layout */
-struct cuac_hostbuf;   /* hostbuf.c: one memfd buffer */
+struct cuac_transport;  /* transport.c: the NNG socket and its sequence numbers */
+struct cuac_dev_attrs { /* calls.c: a device's CU_DEVICE_ATTRIBUTE values, in increasing id order */
+	uint32_t n;
+	cua_wire_dev_attr a[CUA_MAX_DEV_ATTRS];
+};
+struct cuac_layout;  /* calls.c: a function's parameter layout */
+struct cuac_hostbuf; /* hostbuf.c: one memfd buffer */
 LIST_HEAD(cuac_layouts, cuac_layout);
 LIST_HEAD(cuac_hostbufs, cuac_hostbuf);
 
@@ -123,6 +127,7 @@ struct cua_client {
 	pthread_cond_t cond;
 	uint64_t session;
 	cua_device_info devs[CUA_MAX_DEVICES];
+	struct cuac_dev_attrs *attrs[CUA_MAX_DEVICES]; /* owned; devs[i]'s attributes, NULL: none reported */
 	int ndevs;
 	struct cuac_pendq queue; /* launches not sent yet, in submission order */
 	unsigned inflight;       /* BATCH messages sent and not answered */

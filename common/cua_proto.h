@@ -204,6 +204,14 @@ typedef struct cua_param_info {
 	uint32_t offset, size;
 } cua_param_info;
 
+/* One device attribute: a CU_DEVICE_ATTRIBUTE id and the value the device's driver answered. */
+#define CUA_MAX_DEV_ATTRS 256
+#define CUA_DEVICE_FIELDS 15
+typedef struct cua_wire_dev_attr {
+	uint32_t id;
+	int32_t value;
+} cua_wire_dev_attr;
+
 typedef struct cua_wire_device {
 	uint32_t index;
 	cua_bytes name;
@@ -217,6 +225,11 @@ typedef struct cua_wire_device {
 	uint32_t max_shared_optin;   /* dynamic shared memory a block may opt in to (FUNC_SET_ATTRIBUTE) */
 	uint32_t cluster_launch;     /* 1: thread-block clusters (LAUNCH.cluster; sm_90+) */
 	uint32_t cooperative_launch; /* 1: cooperative launches (CUA_LAUNCH_COOPERATIVE) */
+	/* The optional tail (PROTOCOL.md: device_info): nfields says how many fields are on the wire (decoded) or
+	 * to send (encoded): CUA_DEVICE_FIELDS with attrs, 14 without (an older daemon's row). */
+	uint32_t nfields;
+	const cua_wire_dev_attr *attrs; /* the device's CU_DEVICE_ATTRIBUTE values its driver answered */
+	uint32_t nattrs;
 } cua_wire_device;
 
 struct cua_req_hello {

@@ -60,13 +60,16 @@ SCHEMA(s_rep_hello, "HELLO reply", U32(struct cua_rep_hello, version, UINT32_MAX
        U32(struct cua_rep_hello, max_batch, UINT32_MAX), U32(struct cua_rep_hello, max_args, UINT32_MAX),
        U32(struct cua_rep_hello, devices, CUA_MAX_DEVICES), BIN(struct cua_rep_hello, fd_secret, CUA_FDCHAN_SECRET));
 SCHEMA(s_ping, "PING", U64(struct cua_req_ping, nonce));
-SCHEMA(s_device_info, "device", U32(cua_wire_device, index, CUA_MAX_DEVICES), STR(cua_wire_device, name, 256),
+SCHEMA(s_dev_attr, "device attribute", U32(cua_wire_dev_attr, id, UINT32_MAX), I32(cua_wire_dev_attr, value));
+SCHEMA_OPT(s_device_info, "device", 14, offsetof(cua_wire_device, nfields),
+       U32(cua_wire_device, index, CUA_MAX_DEVICES), STR(cua_wire_device, name, 256),
        U32(cua_wire_device, sm_major, 255), U32(cua_wire_device, sm_minor, 255), U64(cua_wire_device, total_mem),
        U32(cua_wire_device, multiprocessors, UINT32_MAX), I32(cua_wire_device, prio_least),
        I32(cua_wire_device, prio_greatest), STR(cua_wire_device, backend, CUA_MAX_IDENT),
        U32(cua_wire_device, generation, UINT32_MAX), U32(cua_wire_device, max_param_bytes, CUA_MAX_PARAM_BYTES),
        U32(cua_wire_device, max_shared_optin, UINT32_MAX), U32(cua_wire_device, cluster_launch, 1),
-       U32(cua_wire_device, cooperative_launch, 1));
+       U32(cua_wire_device, cooperative_launch, 1),
+       ARR(cua_wire_device, attrs, nattrs, CUA_MAX_DEV_ATTRS, s_dev_attr, cua_wire_dev_attr));
 SCHEMA(s_rep_devices, "DEVICES reply",
        ARR(struct cua_rep_devices, devices, ndevices, CUA_MAX_DEVICES, s_device_info, cua_wire_device));
 SCHEMA(s_req_module_load, "MODULE_LOAD", U32(struct cua_req_module_load, device, CUA_MAX_DEVICES - 1),

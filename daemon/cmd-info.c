@@ -169,7 +169,10 @@ r_devices(struct fe *fe, struct request *r, cua_rep_body *b, void **scratch) CUA
 					       d->info.max_param_bytes,
 					       d->info.max_shared_optin,
 					       d->info.cluster_launch,
-					       d->info.cooperative_launch};
+					       d->info.cooperative_launch,
+					       CUA_DEVICE_FIELDS,
+					       d->info.attrs,
+					       d->info.nattrs < CUA_MAX_DEV_ATTRS ? d->info.nattrs : CUA_MAX_DEV_ATTRS};
 	}
 	*scratch = infos;
 	b->devices = (struct cua_rep_devices){infos, n};

@@ -17,6 +17,8 @@
 #ifndef CUA_WREC_H
 #define CUA_WREC_H
 
+#include "cua_proto.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -319,6 +321,11 @@ struct wdev_info {
 	uint32_t max_shared_optin;   /* dynamic shared memory per block with the attribute raised */
 	uint32_t cluster_launch;     /* 1: thread-block clusters (sm_90+) */
 	uint32_t cooperative_launch; /* 1: cooperative launches */
+	/* Every CU_DEVICE_ATTRIBUTE the device answered (the drop-in libraries' cuDeviceGetAttribute and
+	 * cudaGetDeviceProperties read them), in increasing id order. */
+	uint32_t nattrs;
+	uint32_t pad;
+	cua_wire_dev_attr attrs[CUA_MAX_DEV_ATTRS];
 };
 
 static inline uint32_t

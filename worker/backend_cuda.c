@@ -88,6 +88,13 @@ cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_er
 	drv.cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, C->dev);
 	info->cluster_launch = cluster != 0;
 	info->cooperative_launch = coop != 0;
+	/* every attribute the driver answers, for the drop-in libraries' cuDeviceGetAttribute and
+	 * cudaGetDeviceProperties: a program's device queries see the real device */
+	for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX && info->nattrs < CUA_MAX_DEV_ATTRS; a++) {
+		int v = 0;
+		if (drv.cuDeviceGetAttribute(&v, (CUdevice_attribute)a, C->dev) == CUDA_SUCCESS)
+			info->attrs[info->nattrs++] = (cua_wire_dev_attr){(uint32_t)a, v};
+	}
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
 	cua_idmap_init(&C->streams, info->pool_streams, WK_STREAM_ID_MAX);
 	for (uint32_t sid = 0; sid < info->pool_streams; sid++) {

@@ -16,6 +16,62 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* The CU_DEVICE_ATTRIBUTE values the emulated device reports (ids as in CUDA's cuda.h, which this build does not
+ * need), those of a small sm_90-class GPU; -1: filled in from the emulated device's own figures below. */
+static const cua_wire_dev_attr emu_attrs[] = {
+	{1, 1024},        /* MAX_THREADS_PER_BLOCK */
+	{2, 1024},        /* MAX_BLOCK_DIM_X */
+	{3, 1024},        /* MAX_BLOCK_DIM_Y */
+	{4, 64},          /* MAX_BLOCK_DIM_Z */
+	{5, 2147483647},  /* MAX_GRID_DIM_X */
+	{6, 65535},       /* MAX_GRID_DIM_Y */
+	{7, 65535},       /* MAX_GRID_DIM_Z */
+	{8, 49152},       /* MAX_SHARED_MEMORY_PER_BLOCK */
+	{9, 65536},       /* TOTAL_CONSTANT_MEMORY */
+	{10, 32},         /* WARP_SIZE */
+	{11, 2147483647}, /* MAX_PITCH */
+	{12, 65536},      /* MAX_REGISTERS_PER_BLOCK */
+	{13, 1000000},    /* CLOCK_RATE, kHz */
+	{14, 512},        /* TEXTURE_ALIGNMENT */
+	{16, -1},         /* MULTIPROCESSOR_COUNT */
+	{17, 0},          /* KERNEL_EXEC_TIMEOUT */
+	{18, 0},          /* INTEGRATED */
+	{19, 1},          /* CAN_MAP_HOST_MEMORY */
+	{20, 0},          /* COMPUTE_MODE: default */
+	{31, 1},          /* CONCURRENT_KERNELS */
+	{32, 0},          /* ECC_ENABLED */
+	{36, 1000000},    /* MEMORY_CLOCK_RATE, kHz */
+	{37, 64},         /* GLOBAL_MEMORY_BUS_WIDTH */
+	{38, 0},          /* L2_CACHE_SIZE */
+	{39, 2048},       /* MAX_THREADS_PER_MULTIPROCESSOR */
+	{40, 2},          /* ASYNC_ENGINE_COUNT: the copy engine's threads */
+	{41, 1},          /* UNIFIED_ADDRESSING */
+	{75, -1},         /* COMPUTE_CAPABILITY_MAJOR */
+	{76, -1},         /* COMPUTE_CAPABILITY_MINOR */
+	{78, 1},          /* STREAM_PRIORITIES_SUPPORTED */
+	{81, -1},         /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
+	{82, 65536},      /* MAX_REGISTERS_PER_MULTIPROCESSOR */
+	{95, -1},         /* COOPERATIVE_LAUNCH */
+	{97, -1},         /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+	{106, 32},        /* MAX_BLOCKS_PER_MULTIPROCESSOR */
+	{120, -1},        /* CLUSTER_LAUNCH */
+};
+
+static int32_t
+emu_attr(const struct wdev_info *info, uint32_t id, int32_t v)
+{
+	switch (id) {
+	case 16: return (int32_t)info->multiprocessors;
+	case 75: return (int32_t)info->sm_major;
+	case 76: return (int32_t)info->sm_minor;
+	case 81: return (int32_t)info->max_shared_optin + 1024; /* a block's opt-in and the reserved 1 KB */
+	case 95: return (int32_t)info->cooperative_launch;
+	case 97: return (int32_t)info->max_shared_optin;
+	case 120: return (int32_t)info->cluster_launch;
+	default: return v;
+	}
+}
+
 static int
 emu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_err *e)
 {
@@ -59,6 +115,9 @@ emu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_e
 							: 49152u;
 	info->cluster_launch = w->opts.emu_sm >= 90;     /* as CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH */
 	info->cooperative_launch = w->opts.emu_sm >= 60; /* as CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH */
+	for (size_t i = 0; i < sizeof(emu_attrs) / sizeof(emu_attrs[0]); i++)
+		info->attrs[info->nattrs++] =
+			(cua_wire_dev_attr){emu_attrs[i].id, emu_attr(info, emu_attrs[i].id, emu_attrs[i].value)};
 	info->pool_streams = w->opts.pool_streams ? w->opts.pool_streams : 4;
 	cua_idmap_init(&E->streams, info->pool_streams, WK_STREAM_ID_MAX);
 	cua_idmap_init(&E->allocs, 0, 0); /* keyed by address: set, never allocated */

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "dropin_attrs.h"
 #include "drv.h"
 
 #include <stddef.h>
@@ -102,17 +103,25 @@ cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 	CUresult r = drv_device_info(dev, &info);
 	if (r == CUDA_SUCCESS && pi == NULL)
 		r = CUDA_ERROR_INVALID_VALUE;
+	cua_client *c;
+	if (r == CUDA_SUCCESS)
+		r = drv_client(&c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	for (size_t i = 0; i < sizeof(drv_attrs) / sizeof(drv_attrs[0]); i++)
+	/* what the GPU's driver answered on the daemon's host, less what the drop-in does not offer */
+	if (dropin_device_attribute(c, info->index, (int)attrib, pi) == 0)
+		return CUDA_SUCCESS;
+	for (size_t i = 0; i < sizeof(drv_attrs) / sizeof(drv_attrs[0]); i++) /* an older daemon's few */
 		if (drv_attrs[i].attr == attrib) {
 			memcpy(pi, (const char *)info + drv_attrs[i].offset, sizeof(int));
 			return CUDA_SUCCESS;
 		}
+	if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+		return CUDA_ERROR_INVALID_VALUE; /* as CUDA answers an attribute it does not know */
 	char call[64];
 	snprintf(call, sizeof(call), "cuDeviceGetAttribute(attribute %d)", (int)attrib);
-	return drv_refuse(call, "cuasyncd reports only the compute capability, multiprocessors, opt-in shared "
-				"memory, cooperative and cluster launch; query the others with nvidia-smi on the host");
+	return drv_refuse(call, "the GPU's driver on the daemon's host does not answer it (or the daemon is older "
+				"than this library); query it with nvidia-smi on that host");
 }
 
 CUresult CUDAAPI

@@ -11,6 +11,7 @@
  */
 #include "crt.h"
 #include "cuasync.h"
+#include "dropin_attrs.h"
 
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
@@ -1400,6 +1401,72 @@ device_props(int device, struct cudaDeviceProp *p)
 	p->streamPrioritiesSupported = di.priority_least != di.priority_greatest;
 	p->globalL1CacheSupported = p->localL1CacheSupported = 1;
 	p->canMapHostMemory = 0; /* zero-copy is refused */
+	/* then what the GPU's driver answered on the daemon's host (a daemon older than this library reports
+	 * none: the architectural values above stay) */
+	static const struct {
+		enum cudaDeviceAttr attr;
+		size_t off;
+		bool size_t_field;
+	} attr_rows[] = {
+#define PROP_INT(a, f) {a, offsetof(struct cudaDeviceProp, f), false}
+#define PROP_SIZE(a, f)                                                                                                \
+	{                                                                                                              \
+		a, offsetof(struct cudaDeviceProp, f), true                                                            \
+	}
+		PROP_SIZE(cudaDevAttrMaxSharedMemoryPerBlock, sharedMemPerBlock),
+		PROP_INT(cudaDevAttrMaxRegistersPerBlock, regsPerBlock),
+		PROP_INT(cudaDevAttrWarpSize, warpSize),
+		PROP_SIZE(cudaDevAttrMaxPitch, memPitch),
+		PROP_INT(cudaDevAttrMaxThreadsPerBlock, maxThreadsPerBlock),
+		PROP_INT(cudaDevAttrMaxBlockDimX, maxThreadsDim[0]),
+		PROP_INT(cudaDevAttrMaxBlockDimY, maxThreadsDim[1]),
+		PROP_INT(cudaDevAttrMaxBlockDimZ, maxThreadsDim[2]),
+		PROP_INT(cudaDevAttrMaxGridDimX, maxGridSize[0]),
+		PROP_INT(cudaDevAttrMaxGridDimY, maxGridSize[1]),
+		PROP_INT(cudaDevAttrMaxGridDimZ, maxGridSize[2]),
+		PROP_SIZE(cudaDevAttrTotalConstantMemory, totalConstMem),
+		PROP_SIZE(cudaDevAttrTextureAlignment, textureAlignment),
+		PROP_SIZE(cudaDevAttrTexturePitchAlignment, texturePitchAlignment),
+		PROP_INT(cudaDevAttrIntegrated, integrated),
+		PROP_INT(cudaDevAttrConcurrentKernels, concurrentKernels),
+		PROP_INT(cudaDevAttrEccEnabled, ECCEnabled),
+		PROP_INT(cudaDevAttrPciBusId, pciBusID),
+		PROP_INT(cudaDevAttrPciDeviceId, pciDeviceID),
+		PROP_INT(cudaDevAttrPciDomainId, pciDomainID),
+		PROP_INT(cudaDevAttrAsyncEngineCount, asyncEngineCount),
+		PROP_INT(cudaDevAttrGlobalMemoryBusWidth, memoryBusWidth),
+		PROP_INT(cudaDevAttrL2CacheSize, l2CacheSize),
+		PROP_INT(cudaDevAttrMaxPersistingL2CacheSize, persistingL2CacheMaxSize),
+		PROP_INT(cudaDevAttrMaxThreadsPerMultiProcessor, maxThreadsPerMultiProcessor),
+		PROP_INT(cudaDevAttrGlobalL1CacheSupported, globalL1CacheSupported),
+		PROP_INT(cudaDevAttrLocalL1CacheSupported, localL1CacheSupported),
+		PROP_SIZE(cudaDevAttrMaxSharedMemoryPerMultiprocessor, sharedMemPerMultiprocessor),
+		PROP_INT(cudaDevAttrMaxRegistersPerMultiprocessor, regsPerMultiprocessor),
+		PROP_INT(cudaDevAttrIsMultiGpuBoard, isMultiGpuBoard),
+		PROP_INT(cudaDevAttrMultiGpuBoardGroupID, multiGpuBoardGroupID),
+		PROP_INT(cudaDevAttrHostNativeAtomicSupported, hostNativeAtomicSupported),
+		PROP_INT(cudaDevAttrComputePreemptionSupported, computePreemptionSupported),
+		PROP_SIZE(cudaDevAttrMaxSharedMemoryPerBlockOptin, sharedMemPerBlockOptin),
+		PROP_INT(cudaDevAttrMaxBlocksPerMultiprocessor, maxBlocksPerMultiProcessor),
+		PROP_INT(cudaDevAttrMaxAccessPolicyWindowSize, accessPolicyMaxWindowSize),
+		PROP_SIZE(cudaDevAttrReservedSharedMemoryPerBlock, reservedSharedMemPerBlock),
+		PROP_INT(cudaDevAttrSparseCudaArraySupported, sparseCudaArraySupported),
+		PROP_INT(cudaDevAttrDeferredMappingCudaArraySupported, deferredMappingCudaArraySupported),
+		PROP_INT(cudaDevAttrNumaConfig, deviceNumaConfig),
+		PROP_INT(cudaDevAttrNumaId, deviceNumaId),
+		PROP_INT(cudaDevAttrHostNumaId, hostNumaId),
+#undef PROP_INT
+#undef PROP_SIZE
+	};
+	for (size_t i = 0; i < sizeof(attr_rows) / sizeof(attr_rows[0]); i++) {
+		int v;
+		if (dropin_device_attribute(c, device, (int)attr_rows[i].attr, &v) != 0)
+			continue;
+		if (attr_rows[i].size_t_field)
+			memcpy((char *)p + attr_rows[i].off, &(size_t){(size_t)(unsigned)v}, sizeof(size_t));
+		else
+			memcpy((char *)p + attr_rows[i].off, &v, sizeof(int));
+	}
 	return cudaSuccess;
 }
 
@@ -1416,6 +1483,14 @@ cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 	int e = device_props(device, &p);
 	if (e != cudaSuccess)
 		return e;
+	if (value == NULL)
+		return record(cudaErrorInvalidValue);
+	cua_client *c;
+	if ((e = enter(&c)) != cudaSuccess)
+		return e;
+	/* what the GPU's driver answered on the daemon's host, less what the drop-in does not offer */
+	if (dropin_device_attribute(c, device, (int)attr, value) == 0)
+		return cudaSuccess;
 	static const struct {
 		enum cudaDeviceAttr attr;
 		size_t off;
@@ -1453,10 +1528,11 @@ cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 		 offsetof(struct cudaDeviceProp, sharedMemPerMultiprocessor)},
 		{cudaDevAttrTotalConstantMemory, offsetof(struct cudaDeviceProp, totalConstMem)},
 	};
-	/* Answers that do not come from the daemon: a client of cuasyncd shares the device with every other one,
-	 * which is what cudaComputeModeDefault says (an exclusive mode would be false); the daemon serves
-	 * discrete GPUs. CUDA 13 dropped the clock rates from cudaDeviceProp; programs (the cuda-samples'
-	 * helper_cuda.h) treat cudaErrorInvalidValue for them as "not reported" and carry on. */
+	/* A daemon older than this library reports no attributes: the answers from the properties above, and
+	 * these. A client of cuasyncd shares the device with every other one, which is what
+	 * cudaComputeModeDefault says; the daemon serves discrete GPUs. Without the daemon's clock rates (CUDA 13
+	 * dropped them from cudaDeviceProp), cudaErrorInvalidValue, which programs (the cuda-samples'
+	 * helper_cuda.h) treat as "not reported". */
 	static const struct {
 		enum cudaDeviceAttr attr;
 		int value;

@@ -255,7 +255,27 @@ devices_are(const struct dmn *d, uint64_t n, uint64_t major, uint64_t minor)
 	ck_assert_uint_eq(l->len, n);
 	for (uint32_t k = 0; k < n; k++) {
 		const struct mpv *i = l->a[k].a;
-		ck_assert_uint_eq(l->a[k].len, 14);
+		ck_assert_uint_eq(l->a[k].len, 15);
+		/* attrs: [id, value] pairs in increasing id order; the emulated device's agree with the fields */
+		const struct mpv *at = &i[14];
+		uint64_t prev = 0, seen = 0;
+		ck_assert_uint_gt(at->len, 30);
+		for (uint32_t j = 0; j < at->len; j++) {
+			const struct mpv *kv = at->a[j].a;
+			ck_assert_uint_eq(at->a[j].len, 2);
+			ck_assert_uint_gt(kv[0].u, prev);
+			prev = kv[0].u;
+			uint64_t want = kv[0].u == 75   ? major /* compute capability */
+					: kv[0].u == 76 ? minor
+					: kv[0].u == 16 ? i[5].u  /* multiprocessors */
+					: kv[0].u == 13 ? 1000000 /* CLOCK_RATE, kHz */
+							: UINT64_MAX;
+			if (want != UINT64_MAX) {
+				ck_assert_uint_eq(kv[1].u, want);
+				seen++;
+			}
+		}
+		ck_assert_uint_eq(seen, 4);
 		ck_assert_uint_eq(i[10].u, major >= 7 ? 32764 : 4096); /* max_param_bytes (§7) */
 		ck_assert_uint_eq(i[12].u, major >= 9);                /* cluster_launch */
 		ck_assert_uint_eq(i[13].u, major >= 6);                /* cooperative_launch */

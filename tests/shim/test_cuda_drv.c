@@ -93,8 +93,17 @@ START_TEST(init_and_devices)
 	ck_assert_int_gt(a, 0);
 	CU(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
 	ck_assert_int_ge(a, 1);
-	/* an attribute the daemon does not report is refused, not guessed */
-	CU_IS(CUDA_ERROR_NOT_SUPPORTED, cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MAX_PITCH, 0));
+	/* the device's own attributes, as the daemon reports them (the emulated device: PROTOCOL.md) */
+	CU(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MAX_PITCH, 0));
+	ck_assert_int_eq(a, 2147483647);
+	CU(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
+	ck_assert_int_eq(a, 1000000);
+	/* features a session does not offer read 0 whatever the device says (it reports 1) */
+	CU(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 0));
+	ck_assert_int_eq(a, 0);
+	/* an attribute the daemon does not report is refused, not guessed; one CUDA does not know is invalid */
+	CU_IS(CUDA_ERROR_NOT_SUPPORTED, cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH, 0));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MAX, 0));
 	CU_IS(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 7));
 	CU(cuDeviceGetUuid(&u1, 0));
 	CU(cuDeviceGetUuid(&u2, 0));
