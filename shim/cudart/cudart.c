@@ -1152,9 +1152,9 @@ crt_copy_kind(void *dst, const void *src, enum cudaMemcpyKind kind)
 }
 
 int
-crt_copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
+crt_copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s, bool async)
 {
-	return copy(c, dst, src, n, kind, s, true);
+	return copy(c, dst, src, n, kind, s, async);
 }
 
 EXPORT cudaError_t
@@ -1339,10 +1339,12 @@ cudaStreamSynchronize(cudaStream_t stream)
 {
 	cua_client *c;
 	int e = enter(&c);
+	if (e != cudaSuccess)
+		return e;
 	const struct crt_capture_ops *h = hooks();
-	if (e == cudaSuccess && h && (e = h->stream_use(stream_of(stream))) != CRT_NOT_CAPTURED)
+	if (h && (e = h->stream_use(stream_of(stream))) != CRT_NOT_CAPTURED)
 		return record(e);
-	return e != cudaSuccess ? e : status(TIMED(cua_stream_synchronize(c, use_stream(stream))));
+	return status(TIMED(cua_stream_synchronize(c, use_stream(stream))));
 }
 
 EXPORT cudaError_t

@@ -542,10 +542,10 @@ capture_joined(const struct crt_capture *cap)
 	bool *seen = calloc(cap->graph->nodes.n + 1, sizeof(*seen));
 	if (!seen)
 		return cudaErrorMemoryAllocation;
-	const struct member *o = member_of((struct crt_capture *)cap, cap->origin);
-	for (size_t i = 0; i < o->deps.n; i++)
+	const struct member *o = member_of((struct crt_capture *)cap, cap->origin); /* always one */
+	for (size_t i = 0; o && i < o->deps.n; i++)
 		mark_ancestors(o->deps.v[i], seen);
-	int e = cudaSuccess;
+	int e = o ? cudaSuccess : cudaErrorStreamCaptureUnjoined;
 	for (size_t i = 0; i < cap->nm; i++)
 		for (size_t k = 0; k < cap->m[i].deps.n; k++)
 			if (!seen[cap->m[i].deps.v[k]->index])
@@ -1072,8 +1072,10 @@ host_side(cua_client *c, const struct CUgraphNode_st *n, cudaStream_t s)
 		return crt_host_func(s, n->u.host.fn, n->u.host.arg);
 	if (n->kind != NODE_MEMCPY || n->u.copy.n == 0)
 		return cudaSuccess; /* empty nodes */
+	/* host-to-device waits too: it then takes the shared-memory path from cudaMallocHost memory, with no
+	 * message-size limit, and reads the host memory when the stream is there, as CUDA's node does */
 	if (n->u.copy.kind != cudaMemcpyHostToHost)
-		return crt_copy(c, n->u.copy.dst, n->u.copy.src, n->u.copy.n, n->u.copy.kind, s);
+		return crt_copy(c, n->u.copy.dst, n->u.copy.src, n->u.copy.n, n->u.copy.kind, s, false);
 	int r = cua_stream_synchronize(c, crt_use_stream(s)); /* a host-to-host node runs when the stream is there */
 	if (r == CUA_OK)
 		memmove(n->u.copy.dst, n->u.copy.src, n->u.copy.n);

@@ -60,8 +60,10 @@ struct CUstream_st *crt_stream_of(cudaStream_t s);
 cua_stream crt_use_stream(cudaStream_t s);
 /* cudaMemcpyDefault resolved by where dst and src lie (the others unchanged). */
 enum cudaMemcpyKind crt_copy_kind(void *dst, const void *src, enum cudaMemcpyKind kind);
-/* A copy on stream s, as cudaMemcpyAsync does it (device-to-host waits). Returns the recorded error. */
-int crt_copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s);
+/* A copy on stream s, as cudaMemcpy (async false: returns once done) or cudaMemcpyAsync does it (device-to-host
+ * always waits). Returns the recorded error. */
+int crt_copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s,
+	     bool async);
 /* fn(arg) once stream s reaches this point, as cudaLaunchHostFunc. Returns the recorded error. */
 int crt_host_func(cudaStream_t s, cudaHostFn_t fn, void *arg);
 /* A launch of f built from CUDA's arguments (args[i] points at parameter i), its stream set to s; NULL and *r
