@@ -731,7 +731,7 @@ cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **a
 		return record(e);
 	struct CUstream_st *st = stream_of(config->stream);
 	const struct crt_capture_ops *h = hooks();
-	if (h && !plain && st->cap)
+	if (h && !plain && h->is_capturing(st))
 		return crt_unsupported("cudaLaunchKernelExC(launch attributes in a stream capture)",
 				       "graph kernel nodes carry no launch attributes through cuasyncd");
 	if (h && (e = h->kernel(st, f, config->gridDim, config->blockDim, config->dynamicSmemBytes, args)) !=

@@ -16,8 +16,10 @@
  * (joining the capture if it was not in it: CUDA's fork/join across streams). cudaStreamEndCapture on the
  * origin stream needs every other stream's last work to be joined back into the origin's.
  *
- * Every structure here is guarded by GS.mu; no libcuasync call is made while holding it.
+ * Every structure here is guarded by gs_mu, except an exec's node copies: an exec is used by one thread at a
+ * time, as CUDA asks of graph objects. No libcuasync call is made while holding it (the core calls the hooks).
  */
+#include "cua_tsa.h"
 #include "rt.h"
 
 #include <stdatomic.h>
@@ -27,6 +29,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define SEGMENT_MAX 4096u /* items of one cuasyncd batch (CUA_MAX_BATCH, proto/PROTOCOL.md) */
+
+static cua_mutex gs_mu = PTHREAD_MUTEX_INITIALIZER;
 
 enum node_kind { NODE_KERNEL, NODE_MEMCPY, NODE_MEMSET, NODE_HOST, NODE_EMPTY };
 
@@ -66,7 +70,7 @@ struct CUgraphNode_st {
 };
 
 struct CUgraph_st {
-	struct node_list nodes;
+	struct node_list nodes CUA_GUARDED_BY(gs_mu);
 };
 
 struct CUgraphExec_st {
@@ -87,9 +91,9 @@ struct crt_capture {
 	unsigned long long id;
 	enum cudaStreamCaptureMode mode;
 	pthread_t thread;
-	bool invalidated; /* an error or a forbidden call happened: cudaStreamEndCapture fails */
-	struct member *m;
-	size_t nm;
+	bool invalidated CUA_GUARDED_BY(gs_mu); /* an error or a forbidden call: cudaStreamEndCapture fails */
+	struct member *m CUA_GUARDED_BY(gs_mu);
+	size_t nm CUA_GUARDED_BY(gs_mu);
 };
 
 /* An event recorded in a capture: the nodes a stream that waits on it will depend on. */
@@ -100,12 +104,11 @@ struct evrec {
 };
 
 static struct {
-	pthread_mutex_t mu;
-	struct node_list graphs, execs; /* live handles (as node_list: an array of pointers) */
-	struct evrec *ev;
-	size_t nev;
-	unsigned long long next_id;
-} GS = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct node_list graphs CUA_GUARDED_BY(gs_mu), execs CUA_GUARDED_BY(gs_mu); /* live handles */
+	struct evrec *ev CUA_GUARDED_BY(gs_mu);
+	size_t nev CUA_GUARDED_BY(gs_mu);
+	unsigned long long next_id CUA_GUARDED_BY(gs_mu);
+} GS;
 
 /* ---- lists ---- */
 static int
@@ -163,7 +166,7 @@ node_free(struct CUgraphNode_st *n)
 }
 
 static void
-graph_free(struct CUgraph_st *g)
+graph_free(struct CUgraph_st *g) CUA_REQUIRES(gs_mu)
 {
 	for (size_t i = 0; g && i < g->nodes.n; i++) {
 		node_free(g->nodes.v[i]);
@@ -211,15 +214,15 @@ node_copy(struct CUgraphNode_st *dst, const struct CUgraphNode_st *n)
 }
 
 static bool
-graph_live(const struct CUgraph_st *g)
+graph_live(const struct CUgraph_st *g) CUA_REQUIRES(gs_mu)
 {
 	return g && list_has(&GS.graphs, g);
 }
 
-/* Adds proto's node to g after deps; takes proto's argument copy (freed on failure). Caller holds GS.mu. */
+/* Adds proto's node to g after deps; takes proto's argument copy (freed on failure). */
 static int
 node_add(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps, const struct CUgraphNode_st *proto,
-	 cudaGraphNode_t *out)
+	 cudaGraphNode_t *out) CUA_REQUIRES(gs_mu)
 {
 	int e = ndeps && !deps ? cudaErrorInvalidValue : cudaSuccess;
 	for (size_t i = 0; e == cudaSuccess && i < ndeps; i++) /* each a node of g, none twice */
@@ -254,7 +257,7 @@ node_add(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
 
 /* ---- capture ---- */
 static struct member *
-member_of(struct crt_capture *cap, const struct CUstream_st *st)
+member_of(struct crt_capture *cap, const struct CUstream_st *st) CUA_REQUIRES(gs_mu)
 {
 	for (size_t i = 0; i < cap->nm; i++)
 		if (cap->m[i].st == st)
@@ -263,7 +266,7 @@ member_of(struct crt_capture *cap, const struct CUstream_st *st)
 }
 
 static struct member *
-member_add(struct crt_capture *cap, struct CUstream_st *st, const struct node_list *deps)
+member_add(struct crt_capture *cap, struct CUstream_st *st, const struct node_list *deps) CUA_REQUIRES(gs_mu)
 {
 	struct member *m = realloc(cap->m, (cap->nm + 1) * sizeof(*m));
 	if (!m)
@@ -281,7 +284,7 @@ member_add(struct crt_capture *cap, struct CUstream_st *st, const struct node_li
 }
 
 static struct evrec *
-evrec_of(const struct CUevent_st *ev)
+evrec_of(const struct CUevent_st *ev) CUA_REQUIRES(gs_mu)
 {
 	for (size_t i = 0; i < GS.nev; i++)
 		if (GS.ev[i].ev == ev)
@@ -290,7 +293,7 @@ evrec_of(const struct CUevent_st *ev)
 }
 
 static void
-evrec_drop(struct evrec *r)
+evrec_drop(struct evrec *r) CUA_REQUIRES(gs_mu)
 {
 	free(r->deps.v);
 	*r = GS.ev[--GS.nev];
@@ -298,7 +301,7 @@ evrec_drop(struct evrec *r)
 
 /* Ends cap: its streams leave it, its events forget it, and it is freed (its graph is the caller's). */
 static void
-capture_end(struct crt_capture *cap)
+capture_end(struct crt_capture *cap) CUA_REQUIRES(gs_mu)
 {
 	for (size_t i = 0; i < cap->nm; i++) {
 		cap->m[i].st->cap = NULL;
@@ -314,10 +317,10 @@ capture_end(struct crt_capture *cap)
 	free(cap);
 }
 
-/* Records proto as st's next node in its capture. Caller holds GS.mu; st->cap is set. An error invalidates the
+/* Records proto as st's next node in its capture; st->cap is set. An error invalidates the
  * capture, as in CUDA. */
 static int
-capture_node(struct CUstream_st *st, const struct CUgraphNode_st *proto)
+capture_node(struct CUstream_st *st, const struct CUgraphNode_st *proto) CUA_REQUIRES(gs_mu)
 {
 	struct crt_capture *cap = st->cap;
 	struct member *m = member_of(cap, st);
@@ -335,79 +338,68 @@ capture_node(struct CUstream_st *st, const struct CUgraphNode_st *proto)
 	return e;
 }
 
-/* The hooks' common start: GS.mu held when st is capturing (true), released when not (false). */
-static bool
-capturing(const struct CUstream_st *st)
+/* The hooks record a node made from proto when st is capturing; proto's argument copy is theirs. */
+static int
+capture_proto(struct CUstream_st *st, const struct CUgraphNode_st *proto) CUA_EXCLUDES(gs_mu)
 {
-	pthread_mutex_lock(&GS.mu);
-	if (st->cap)
-		return true;
-	pthread_mutex_unlock(&GS.mu);
-	return false;
+	cua_mutex_lock(&gs_mu);
+	int e = st->cap ? capture_node(st, proto) : CRT_NOT_CAPTURED;
+	cua_mutex_unlock(&gs_mu);
+	if (e == CRT_NOT_CAPTURED && proto->kind == NODE_KERNEL)
+		free(proto->u.k.args);
+	return e;
 }
 
 static int
 hook_kernel(struct CUstream_st *st, const struct crt_func *f, dim3 grid, dim3 block, size_t shmem, void **args)
+	CUA_EXCLUDES(gs_mu)
 {
-	if (!capturing(st))
+	cua_mutex_lock(&gs_mu);
+	bool on = st->cap != NULL; /* the argument copy only when it is needed */
+	cua_mutex_unlock(&gs_mu);
+	if (!on)
 		return CRT_NOT_CAPTURED;
 	struct CUgraphNode_st proto = {.kind = NODE_KERNEL, .u.k = {f, grid, block, shmem, NULL}};
 	int e;
 	proto.u.k.args = args_pack(f, args, &e);
-	if (e == cudaSuccess)
-		e = capture_node(st, &proto);
-	else
-		st->cap->invalidated = true;
-	pthread_mutex_unlock(&GS.mu);
-	return e;
+	return e == cudaSuccess ? capture_proto(st, &proto) : e;
 }
 
 static int
-hook_copy(struct CUstream_st *st, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+hook_copy(struct CUstream_st *st, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) CUA_EXCLUDES(gs_mu)
 {
-	if (!capturing(st))
-		return CRT_NOT_CAPTURED;
 	struct CUgraphNode_st proto = {.kind = NODE_MEMCPY, .u.copy = {dst, src, n, kind}};
-	int e = capture_node(st, &proto);
-	pthread_mutex_unlock(&GS.mu);
-	return e;
+	return capture_proto(st, &proto);
 }
 
 static int
-hook_memset(struct CUstream_st *st, void *dst, int value, size_t n)
+hook_memset(struct CUstream_st *st, void *dst, int value, size_t n) CUA_EXCLUDES(gs_mu)
 {
-	if (!capturing(st))
-		return CRT_NOT_CAPTURED;
 	struct CUgraphNode_st proto = {.kind = NODE_MEMSET, .u.set = {dst, 0, n, 1, (uint8_t)value, 1}};
-	int e = capture_node(st, &proto);
-	pthread_mutex_unlock(&GS.mu);
-	return e;
+	return capture_proto(st, &proto);
 }
 
 static int
-hook_host(struct CUstream_st *st, cudaHostFn_t fn, void *arg)
+hook_host(struct CUstream_st *st, cudaHostFn_t fn, void *arg) CUA_EXCLUDES(gs_mu)
 {
-	if (!capturing(st))
-		return CRT_NOT_CAPTURED;
-	int e;
-	if (!fn) { /* cudaStreamAddCallback: CUDA refuses it in a capture (cudaLaunchHostFunc is the way) */
+	struct CUgraphNode_st proto = {.kind = NODE_HOST, .u.host = {fn, arg}};
+	if (fn)
+		return capture_proto(st, &proto);
+	/* cudaStreamAddCallback: CUDA refuses it in a capture (cudaLaunchHostFunc is the way) */
+	cua_mutex_lock(&gs_mu);
+	int e = st->cap ? cudaErrorStreamCaptureUnsupported : CRT_NOT_CAPTURED;
+	if (st->cap)
 		st->cap->invalidated = true;
-		e = cudaErrorStreamCaptureUnsupported;
-	} else {
-		struct CUgraphNode_st proto = {.kind = NODE_HOST, .u.host = {fn, arg}};
-		e = capture_node(st, &proto);
-	}
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return e;
 }
 
 static int
-hook_event_record(struct CUstream_st *st, struct CUevent_st *ev)
+hook_event_record(struct CUstream_st *st, struct CUevent_st *ev) CUA_EXCLUDES(gs_mu)
 {
-	if (!capturing(st))
-		return CRT_NOT_CAPTURED;
+	cua_mutex_lock(&gs_mu);
 	struct crt_capture *cap = st->cap;
-	int e = cap->invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
+	int e = !cap ? CRT_NOT_CAPTURED : cap->invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
 	struct evrec *r = e == cudaSuccess ? evrec_of(ev) : NULL;
 	if (e == cudaSuccess && !r) {
 		struct evrec *v = realloc(GS.ev, (GS.nev + 1) * sizeof(*v));
@@ -422,14 +414,14 @@ hook_event_record(struct CUstream_st *st, struct CUevent_st *ev)
 		r->cap = cap;
 		e = list_assign(&r->deps, &member_of(cap, st)->deps);
 	}
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return e;
 }
 
 static int
-hook_stream_wait(struct CUstream_st *st, struct CUevent_st *ev)
+hook_stream_wait(struct CUstream_st *st, struct CUevent_st *ev) CUA_EXCLUDES(gs_mu)
 {
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	struct evrec *r = evrec_of(ev);
 	struct crt_capture *cap = r ? r->cap : st->cap;
 	int e = cudaSuccess;
@@ -451,33 +443,44 @@ hook_stream_wait(struct CUstream_st *st, struct CUevent_st *ev)
 	}
 	if (e != cudaSuccess && e != CRT_NOT_CAPTURED && cap)
 		cap->invalidated = true;
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return e;
 }
 
 static void
-hook_event_forget(struct CUevent_st *ev)
+hook_event_forget(struct CUevent_st *ev) CUA_EXCLUDES(gs_mu)
 {
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	struct evrec *r = evrec_of(ev);
 	if (r)
 		evrec_drop(r);
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 }
 
 static int
-hook_stream_use(struct CUstream_st *st)
+hook_stream_use(struct CUstream_st *st) CUA_EXCLUDES(gs_mu)
 {
-	if (!capturing(st))
-		return CRT_NOT_CAPTURED;
-	st->cap->invalidated = true;
-	pthread_mutex_unlock(&GS.mu);
-	return cudaErrorStreamCaptureUnsupported;
+	cua_mutex_lock(&gs_mu);
+	int e = st->cap ? cudaErrorStreamCaptureUnsupported : CRT_NOT_CAPTURED;
+	if (st->cap)
+		st->cap->invalidated = true;
+	cua_mutex_unlock(&gs_mu);
+	return e;
+}
+
+/* For what the core does differently in a capture (a launch with attributes is refused there). */
+static bool
+hook_is_capturing(struct CUstream_st *st) CUA_EXCLUDES(gs_mu)
+{
+	cua_mutex_lock(&gs_mu);
+	bool on = st->cap != NULL;
+	cua_mutex_unlock(&gs_mu);
+	return on;
 }
 
 static const struct crt_capture_ops capture_ops = {
-	hook_kernel,       hook_copy,        hook_memset,       hook_host,
-	hook_event_record, hook_stream_wait, hook_event_forget, hook_stream_use,
+	hook_kernel,      hook_copy,         hook_memset,     hook_host,         hook_event_record,
+	hook_stream_wait, hook_event_forget, hook_stream_use, hook_is_capturing,
 };
 
 /* The capturable streams: the program's own. The default streams are the session's one ordered stream, which
@@ -509,14 +512,14 @@ cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 	struct CUgraph_st *g = calloc(1, sizeof(*g));
 	e = cap && g ? cudaSuccess : cudaErrorMemoryAllocation;
 	atomic_store(&crt_capture_hooks, &capture_ops);
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	if (e == cudaSuccess && st->cap)
 		e = cudaErrorIllegalState; /* already capturing */
 	if (e == cudaSuccess) {
 		*cap = (struct crt_capture){g, st, ++GS.next_id, mode, pthread_self(), false, NULL, 0};
 		e = member_add(cap, st, &(struct node_list){0}) ? cudaSuccess : cudaErrorMemoryAllocation;
 	}
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	if (e != cudaSuccess) {
 		free(cap);
 		free(g);
@@ -537,7 +540,7 @@ mark_ancestors(const struct CUgraphNode_st *n, bool *seen)
 
 /* Whether every stream's last work is joined into the origin's (CUDA: else cudaErrorStreamCaptureUnjoined). */
 static int
-capture_joined(const struct crt_capture *cap)
+capture_joined(const struct crt_capture *cap) CUA_REQUIRES(gs_mu)
 {
 	bool *seen = calloc(cap->graph->nodes.n + 1, sizeof(*seen));
 	if (!seen)
@@ -565,7 +568,7 @@ cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 		return crt_record(cudaErrorInvalidValue);
 	struct CUstream_st *st = crt_stream_of(stream);
 	struct CUgraph_st *g = NULL;
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	struct crt_capture *cap = st->cap;
 	e = !cap                ? cudaErrorIllegalState
 	    : cap->origin != st ? cudaErrorStreamCaptureUnmatched
@@ -582,9 +585,9 @@ cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 	}
 	if (e == cudaSuccess)
 		e = list_push(&GS.graphs, g);
-	pthread_mutex_unlock(&GS.mu);
 	if (ends && e != cudaSuccess)
 		graph_free(g);
+	cua_mutex_unlock(&gs_mu);
 	if (cap && ends)
 		*pGraph = e == cudaSuccess ? g : NULL;
 	return crt_record(e);
@@ -596,11 +599,11 @@ cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptur
 	if (!pCaptureStatus)
 		return crt_record(cudaErrorInvalidValue);
 	const struct CUstream_st *st = crt_stream_of(stream);
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	*pCaptureStatus = !st->cap               ? cudaStreamCaptureStatusNone
 			  : st->cap->invalidated ? cudaStreamCaptureStatusInvalidated
 						 : cudaStreamCaptureStatusActive;
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return cudaSuccess;
 }
 
@@ -613,7 +616,7 @@ cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *capt
 		return crt_record(cudaErrorInvalidValue);
 	const struct CUstream_st *st = crt_stream_of(stream);
 	int e = cudaSuccess;
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	struct crt_capture *cap = st->cap;
 	*captureStatus_out = !cap               ? cudaStreamCaptureStatusNone
 			     : cap->invalidated ? cudaStreamCaptureStatusInvalidated
@@ -637,7 +640,7 @@ cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *capt
 		if (numDependencies_out)
 			*numDependencies_out = m->deps.n;
 	}
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return crt_record(e);
 }
 
@@ -649,10 +652,10 @@ cudaGraphCreate(cudaGraph_t *pGraph, unsigned flags)
 		return crt_record(cudaErrorInvalidValue);
 	struct CUgraph_st *g = calloc(1, sizeof(*g));
 	int e = g ? cudaSuccess : cudaErrorMemoryAllocation;
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	if (e == cudaSuccess)
 		e = list_push(&GS.graphs, g);
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	if (e != cudaSuccess)
 		free(g);
 	else
@@ -663,15 +666,14 @@ cudaGraphCreate(cudaGraph_t *pGraph, unsigned flags)
 EXPORT cudaError_t
 cudaGraphDestroy(cudaGraph_t graph)
 {
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	bool live = graph_live(graph);
-	if (live)
+	if (live) {
 		list_remove(&GS.graphs, graph);
-	pthread_mutex_unlock(&GS.mu);
-	if (!live)
-		return crt_record(cudaErrorInvalidValue);
-	graph_free(graph);
-	return cudaSuccess;
+		graph_free(graph);
+	}
+	cua_mutex_unlock(&gs_mu);
+	return live ? cudaSuccess : crt_record(cudaErrorInvalidValue);
 }
 
 /* Adds proto to graph after deps: the cudaGraphAdd*Node's common end. */
@@ -679,13 +681,13 @@ static int
 add(cudaGraphNode_t *pNode, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
     const struct CUgraphNode_st *proto)
 {
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	int e = !pNode || !graph_live(graph) ? cudaErrorInvalidValue : cudaSuccess;
 	if (e == cudaSuccess)
 		e = node_add(graph, (struct CUgraphNode_st *const *)deps, ndeps, proto, pNode);
 	else if (proto->kind == NODE_KERNEL)
 		free(proto->u.k.args);
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return crt_record(e);
 }
 
@@ -826,7 +828,7 @@ cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const c
 		if (memcmp(&edgeData[i], &plain, sizeof(plain)) != 0)
 			return crt_unsupported("cudaGraphAddDependencies with edge data",
 					       "programmatic graph edges; use plain dependencies");
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	int e = !graph_live(graph) || (numDependencies && (!from || !to)) ? cudaErrorInvalidValue : cudaSuccess;
 	for (size_t i = 0; e == cudaSuccess && i < numDependencies; i++) /* all checked before any is added */
 		if (!list_has(&graph->nodes, from[i]) || !list_has(&graph->nodes, to[i]) || from[i] == to[i] ||
@@ -834,7 +836,7 @@ cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const c
 			e = cudaErrorInvalidValue;
 	for (size_t i = 0; e == cudaSuccess && i < numDependencies; i++)
 		e = list_has(&to[i]->deps, from[i]) ? cudaErrorInvalidValue : list_push(&to[i]->deps, from[i]);
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return crt_record(e);
 }
 
@@ -843,7 +845,7 @@ cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const c
 static int
 list_nodes(cudaGraph_t graph, cudaGraphNode_t *out, size_t *num, bool roots_only)
 {
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	int e = !num || !graph_live(graph) ? cudaErrorInvalidValue : cudaSuccess;
 	size_t k = 0;
 	for (size_t i = 0; e == cudaSuccess && i < graph->nodes.n; i++) {
@@ -857,7 +859,7 @@ list_nodes(cudaGraph_t graph, cudaGraphNode_t *out, size_t *num, bool roots_only
 		out[i] = NULL;
 	if (e == cudaSuccess)
 		*num = out && *num < k ? *num : k;
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return crt_record(e);
 }
 
@@ -878,7 +880,7 @@ cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
 {
 	if (!pGraphClone)
 		return crt_record(cudaErrorInvalidValue);
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	int e = graph_live(originalGraph) ? cudaSuccess : cudaErrorInvalidValue;
 	struct CUgraph_st *g = e == cudaSuccess ? calloc(1, sizeof(*g)) : NULL;
 	if (e == cudaSuccess && !g)
@@ -898,17 +900,17 @@ cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
 	}
 	if (e == cudaSuccess)
 		e = list_push(&GS.graphs, g);
-	pthread_mutex_unlock(&GS.mu);
 	if (e != cudaSuccess)
 		graph_free(g);
-	else
+	cua_mutex_unlock(&gs_mu);
+	if (e == cudaSuccess)
 		*pGraphClone = g;
 	return crt_record(e);
 }
 
 /* ---- executable graphs ---- */
 static bool
-exec_live(const struct CUgraphExec_st *x)
+exec_live(const struct CUgraphExec_st *x) CUA_REQUIRES(gs_mu)
 {
 	return x && list_has(&GS.execs, x);
 }
@@ -926,7 +928,7 @@ exec_free(struct CUgraphExec_st *x)
 /* x's nodes: copies of g's in a topological order, nodes ready at the same time in creation order (so a
  * captured stream's work keeps its order). A cycle (cudaGraphAddDependencies can make one) is refused. */
 static int
-exec_build(const struct CUgraph_st *g, struct CUgraphExec_st *x)
+exec_build(const struct CUgraph_st *g, struct CUgraphExec_st *x) CUA_REQUIRES(gs_mu)
 {
 	size_t n = g->nodes.n;
 	size_t *waiting = calloc(n + 1, sizeof(*waiting)); /* per node: dependencies not yet scheduled */
@@ -973,12 +975,12 @@ cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, un
 				       "graphs are uploaded at launch and launched from the host");
 	struct CUgraphExec_st *x = calloc(1, sizeof(*x));
 	int e = x ? cudaSuccess : cudaErrorMemoryAllocation;
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	if (e == cudaSuccess)
 		e = graph_live(graph) ? exec_build(graph, x) : cudaErrorInvalidValue;
 	if (e == cudaSuccess)
 		e = list_push(&GS.execs, x);
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	if (e != cudaSuccess)
 		exec_free(x);
 	else
@@ -995,11 +997,11 @@ cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned lo
 EXPORT cudaError_t
 cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	bool live = exec_live(graphExec);
 	if (live)
 		list_remove(&GS.execs, graphExec);
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	if (!live)
 		return crt_record(cudaErrorInvalidValue);
 	exec_free(graphExec); /* a launch copied what it needed when it was made: nothing in flight reads x */
@@ -1014,7 +1016,7 @@ cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t nod
 	int e = kernel_params(pNodeParams, &proto);
 	if (e != cudaSuccess)
 		return e;
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	struct CUgraphNode_st *k = NULL;
 	for (size_t i = 0; exec_live(hGraphExec) && i < hGraphExec->n && !k; i++)
 		if (hGraphExec->nodes[i].orig == node && hGraphExec->nodes[i].kind == NODE_KERNEL)
@@ -1024,7 +1026,7 @@ cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t nod
 		k->u.k = proto.u.k;
 	} else
 		free(proto.u.k.args);
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	return k ? cudaSuccess : crt_record(cudaErrorInvalidValue);
 }
 
@@ -1098,9 +1100,9 @@ cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 	if (e != cudaSuccess)
 		return e;
 	struct CUstream_st *st = crt_stream_of(stream);
-	pthread_mutex_lock(&GS.mu);
+	cua_mutex_lock(&gs_mu);
 	e = !exec_live(graphExec) ? cudaErrorInvalidValue : st->cap ? cudaErrorNotSupported : cudaSuccess;
-	pthread_mutex_unlock(&GS.mu);
+	cua_mutex_unlock(&gs_mu);
 	if (e == cudaErrorNotSupported)
 		return crt_unsupported("cudaGraphLaunch into a capturing stream", "child graphs");
 	if (e != cudaSuccess)

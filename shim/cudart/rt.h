@@ -62,8 +62,7 @@ cua_stream crt_use_stream(cudaStream_t s);
 enum cudaMemcpyKind crt_copy_kind(void *dst, const void *src, enum cudaMemcpyKind kind);
 /* A copy on stream s, as cudaMemcpy (async false: returns once done) or cudaMemcpyAsync does it (device-to-host
  * always waits). Returns the recorded error. */
-int crt_copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s,
-	     bool async);
+int crt_copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s, bool async);
 /* fn(arg) once stream s reaches this point, as cudaLaunchHostFunc. Returns the recorded error. */
 int crt_host_func(cudaStream_t s, cudaHostFn_t fn, void *arg);
 /* A launch of f built from CUDA's arguments (args[i] points at parameter i), its stream set to s; NULL and *r
@@ -92,6 +91,7 @@ struct crt_capture_ops {
 	void (*event_forget)(struct CUevent_st *ev);
 	/* synchronize, query or destroy of a capturing stream: refused, and the capture invalidated */
 	int (*stream_use)(struct CUstream_st *st);
+	bool (*is_capturing)(struct CUstream_st *st);
 };
 extern const struct crt_capture_ops *_Atomic crt_capture_hooks;
 
