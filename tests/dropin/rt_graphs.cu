@@ -406,7 +406,29 @@ launch_attributes(uint32_t *a)
 	OK(cudaMemcpyAsync(h, a + N - 4, 16, cudaMemcpyDeviceToHost, s));
 	OK(cudaStreamSynchronize(s));
 	CHECK(all_equal(h, 4, 9), "cudaLaunchKernelEx without attributes");
+	// thread-block clusters and programmatic stream serialization (sm_90: the emulated device's default)
+	int clusters = 0;
+	OK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, 0));
+	if (clusters) {
+		attrs[0].id = cudaLaunchAttributeClusterDimension;
+		attrs[0].val.clusterDim.x = 2;
+		attrs[0].val.clusterDim.y = 1;
+		attrs[0].val.clusterDim.z = 1;
+		attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		attrs[1].val.programmaticStreamSerializationAllowed = 1;
+		cfg.gridDim = dim3(4);
+		cfg.attrs = attrs;
+		cfg.numAttrs = 2;
+		uint32_t v = 13;
+		void *fargs[3] = {&a, &v, &n};
+		OK(cudaLaunchKernelExC(&cfg, (const void *)fill_u32, fargs));
+		OK(cudaMemcpyAsync(h, a, 16, cudaMemcpyDeviceToHost, s));
+		OK(cudaStreamSynchronize(s));
+		CHECK(all_equal(h, 4, 13), "cudaLaunchKernelExC with a cluster dimension and programmatic serialization");
+	}
 	// an attribute cuasyncd does not carry: an error, not a crash, and the launch does not happen
+	attrs[0].id = cudaLaunchAttributeCooperative;
+	attrs[0].val.cooperative = 1;
 	attrs[1].id = cudaLaunchAttributeAccessPolicyWindow;
 	memset(&attrs[1].val, 0, sizeof(attrs[1].val));
 	cfg.attrs = attrs;
