@@ -649,10 +649,12 @@ attr_priority(cua_client *c, cua_launch *l, const cudaLaunchAttributeValue *v)
 {
 	cua_device_info di;
 	int r = cua_device_get_info(c, G.device, &di);
+	if (r != CUA_OK)
+		return r;
 	int p = v->priority;
 	p = p > di.priority_least ? di.priority_least : p;
 	p = p < di.priority_greatest ? di.priority_greatest : p;
-	return r == CUA_OK ? cua_launch_set_priority(l, p) : r;
+	return cua_launch_set_priority(l, p);
 }
 
 static int

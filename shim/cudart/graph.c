@@ -325,9 +325,9 @@ capture_node(struct CUstream_st *st, const struct CUgraphNode_st *proto) CUA_REQ
 	struct crt_capture *cap = st->cap;
 	struct member *m = member_of(cap, st);
 	cudaGraphNode_t n = NULL;
-	int e = cap->invalidated ? cudaErrorStreamCaptureInvalidated
-				 : node_add(cap->graph, m->deps.v, m->deps.n, proto, &n);
-	if (cap->invalidated && proto->kind == NODE_KERNEL)
+	bool dead = cap->invalidated;
+	int e = dead ? cudaErrorStreamCaptureInvalidated : node_add(cap->graph, m->deps.v, m->deps.n, proto, &n);
+	if (dead && proto->kind == NODE_KERNEL) /* node_add took it, or freed it on failure */
 		free(proto->u.k.args);
 	if (e == cudaSuccess) {
 		m->deps.n = 0;
