@@ -126,13 +126,20 @@ list_push(struct node_list *l, void *p)
 	return cudaSuccess;
 }
 
+/* Whether p is among the first n of v. */
+static bool
+among(struct CUgraphNode_st *const *v, size_t n, const void *p)
+{
+	bool found = false;
+	for (size_t i = 0; i < n && !found; i++)
+		found = (const void *)v[i] == p;
+	return found;
+}
+
 static bool
 list_has(const struct node_list *l, const void *p)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if ((const void *)l->v[i] == p)
-			return true;
-	return false;
+	return among(l->v, l->n, p);
 }
 
 static void
@@ -226,8 +233,7 @@ node_add(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
 {
 	int e = ndeps && !deps ? cudaErrorInvalidValue : cudaSuccess;
 	for (size_t i = 0; e == cudaSuccess && i < ndeps; i++) /* each a node of g, none twice */
-		if (!list_has(&g->nodes, deps[i]) ||
-		    list_has(&(struct node_list){(struct CUgraphNode_st **)deps, i, i}, deps[i]))
+		if (!list_has(&g->nodes, deps[i]) || among(deps, i, deps[i]))
 			e = cudaErrorInvalidValue;
 	struct CUgraphNode_st *n = e == cudaSuccess ? malloc(sizeof(*n)) : NULL;
 	if (e == cudaSuccess && !n)
@@ -242,17 +248,17 @@ node_add(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
 		e = list_push(&n->deps, deps[i]);
 	if (e == cudaSuccess)
 		e = list_push(&g->nodes, n);
+	if (e != cudaSuccess && n)
+		node_free(n); /* with the argument copy it took */
+	else if (e != cudaSuccess && proto->kind == NODE_KERNEL)
+		free(proto->u.k.args);
 	if (e != cudaSuccess) {
-		if (n)
-			node_free(n);
-		else if (proto->kind == NODE_KERNEL)
-			free(proto->u.k.args);
 		free(n);
-		return e;
+		n = NULL;
 	}
-	if (out)
+	if (out && n)
 		*out = n;
-	return cudaSuccess;
+	return e;
 }
 
 /* ---- capture ---- */
