@@ -106,16 +106,20 @@ all_equal(const uint32_t *p, size_t n, uint32_t v)
 	return true;
 }
 
-// Stream capture across two streams with fork/join events: an HtoD copy on s1; a memset and a kernel on s2,
-// forked from s1; two kernels on s1 joined with s2; a DtoH copy and a host function on s1.
+// Stream capture across three streams with fork/join events, as simpleCudaGraphs does: an HtoD copy on s1; a
+// memset and a kernel on s2 and a memset on s4, both forked from s1; two kernels on s1 joined with s2, then s4
+// joined; a DtoH copy and a host function on s1.
 static void
 capture(uint32_t *a, uint32_t *b, uint32_t *c)
 {
-	cudaStream_t s1, s2, s3;
-	cudaEvent_t fork, join;
-	uint32_t *hin, *hout;
+	cudaStream_t s1, s2, s3, s4;
+	cudaEvent_t fork, join, join4;
+	uint32_t *hin, *hout, *r;
 	OK(cudaStreamCreate(&s1));
 	OK(cudaStreamCreate(&s2));
+	OK(cudaStreamCreate(&s4));
+	OK(cudaEventCreate(&join4));
+	OK(cudaMalloc(&r, 8));
 	OK(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
 	OK(cudaEventCreate(&fork));
 	OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
@@ -131,6 +135,7 @@ capture(uint32_t *a, uint32_t *b, uint32_t *c)
 	CHECK(cs == cudaStreamCaptureStatusNone, "s2 is not capturing before the fork");
 	OK(cudaEventRecord(fork, s1));
 	OK(cudaStreamWaitEvent(s2, fork, 0));
+	OK(cudaStreamWaitEvent(s4, fork, 0));
 	OK(cudaStreamIsCapturing(s2, &cs));
 	CHECK(cs == cudaStreamCaptureStatusActive, "s2 joined the capture by waiting on an event recorded in it");
 	OK(cudaMemcpyAsync(a, hin, N * 4, cudaMemcpyDefault, s1));
@@ -138,9 +143,12 @@ capture(uint32_t *a, uint32_t *b, uint32_t *c)
 	fill_u32<<<4, 128, 0, s2>>>(b, 5, N / 2);
 	OK(cudaGetLastError());
 	OK(cudaEventRecord(join, s2));
+	OK(cudaMemsetAsync(r, 0x11, 8, s4));
+	OK(cudaEventRecord(join4, s4));
 	copy_u32<<<4, 128, 0, s1>>>(c, a, N);
 	OK(cudaStreamWaitEvent(s1, join, 0));
 	copy_u32<<<4, 128, 0, s1>>>(c, b, N / 2);
+	OK(cudaStreamWaitEvent(s1, join4, 0));
 	OK(cudaMemcpyAsync(hout, c, N * 4, cudaMemcpyDeviceToHost, s1));
 	OK(cudaLaunchHostFunc(s1, host_sum, &ctx));
 	unsigned long long id = 0;
@@ -161,11 +169,12 @@ capture(uint32_t *a, uint32_t *b, uint32_t *c)
 
 	size_t n = 0;
 	OK(cudaGraphGetNodes(g, NULL, &n));
-	CHECK(n == 7, "captured graph: 7 nodes (2 copies, memset, 3 kernels, host; events make edges, not nodes)");
+	CHECK(n == 8, "captured graph: 8 nodes (2 copies, 2 memsets, 3 kernels, host; events make edges, not nodes)");
 	cudaGraphNode_t roots[4] = {0};
 	size_t nroots = 4;
 	OK(cudaGraphGetRootNodes(g, roots, &nroots));
-	CHECK(nroots == 2 && roots[0] && roots[1] && !roots[2], "two roots (the HtoD copy and the memset), rest NULL");
+	CHECK(nroots == 3 && roots[0] && roots[1] && roots[2] && !roots[3],
+	      "three roots (the HtoD copy and the memsets), rest NULL");
 
 	cudaGraphExec_t x;
 	OK(cudaGraphInstantiate(&x, g, 0));
@@ -177,10 +186,13 @@ capture(uint32_t *a, uint32_t *b, uint32_t *c)
 			if (i >= N / 2)
 				want += hin[i];
 		}
+		uint32_t rh[2] = {0};
+		OK(cudaMemsetAsync(r, 0, 8, s3)); // ordered before the launch on s3
 		OK(cudaGraphLaunch(x, s3));
 		OK(cudaStreamSynchronize(s3));
+		OK(cudaMemcpy(rh, r, 8, cudaMemcpyDeviceToHost));
 		good = good && ctx.runs == it + 1 && ctx.sum == want && all_equal(hout, N / 2, 5) &&
-		       hout[N - 1] == (uint32_t)(N - 1 + it * 1000);
+		       hout[N - 1] == (uint32_t)(N - 1 + it * 1000) && all_equal(rh, 2, 0x11111111u);
 	}
 	CHECK(good, "captured graph launched 3 times on a third stream: copies, memset, kernels, host node in order");
 
@@ -241,6 +253,9 @@ capture(uint32_t *a, uint32_t *b, uint32_t *c)
 
 	OK(cudaEventDestroy(fork));
 	OK(cudaEventDestroy(join));
+	OK(cudaEventDestroy(join4));
+	OK(cudaFree(r));
+	OK(cudaStreamDestroy(s4));
 	OK(cudaStreamDestroy(s1));
 	OK(cudaStreamDestroy(s2));
 	OK(cudaStreamDestroy(s3));
