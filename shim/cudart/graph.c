@@ -594,7 +594,7 @@ cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 	if (ends && e != cudaSuccess)
 		graph_free(g);
 	cua_mutex_unlock(&gs_mu);
-	if (cap && ends)
+	if (ends) /* the capture is over, with or without a graph */
 		*pGraph = e == cudaSuccess ? g : NULL;
 	return crt_record(e);
 }
