@@ -12,6 +12,7 @@
 #include "crt.h"
 #include "cuasync.h"
 #include "dropin_attrs.h"
+#include "rt.h"
 
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
@@ -45,7 +46,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 #define EXPORT __attribute__((visibility("default")))
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u /* __fatBinC_Wrapper_t.magic (fatbinary_section.h) */
 #define FATBIN_MAGIC 0xba55ed50u
-#define MAX_PARAMS 256u
+#define MAX_PARAMS CRT_MAX_PARAMS
 
 /* ---- registered objects ---- */
 struct crt_fatbin {
@@ -55,16 +56,6 @@ struct crt_fatbin {
 	cua_module mod;
 	int load_status; /* cudaSuccess once loaded; else the load's error (retried on the next use) */
 	bool loaded;
-};
-
-struct crt_func {
-	const void *host; /* the host stub's address: the program's handle for the kernel */
-	const char *name;
-	struct crt_fatbin *fb;
-	cua_function f;
-	bool resolved;
-	uint32_t nparams;
-	uint32_t sizes[MAX_PARAMS];
 };
 
 struct crt_var {
@@ -82,17 +73,6 @@ struct crt_range {
 	bool shared; /* host: cua_host_alloc's (else malloc's) */
 };
 
-struct CUstream_st {
-	cua_stream s;
-	pthread_mutex_t mu; /* guards the host-function helper */
-	pthread_t helper;   /* the thread running a cudaLaunchHostFunc; joined before the stream's next use */
-	bool helper_active;
-};
-
-struct CUevent_st {
-	cua_event e;
-};
-
 struct crt_table {
 	void **v;
 	size_t n, cap;
@@ -103,7 +83,7 @@ static struct {
 	cua_client *c;
 	int connect_status;
 	bool connected;
-	struct crt_table fatbins, funcs, vars, dev_ranges, host_ranges;
+	struct crt_table fatbins, funcs, vars, dev_ranges, host_ranges, registered;
 	struct CUstream_st deflt; /* legacy and per-thread default streams: the session's ordered stream */
 	_Atomic int sticky;       /* a sticky device error: every call returns it from now on */
 	int device;               /* cudaSetDevice's (only 0.. of cua_device_count) */
@@ -260,6 +240,18 @@ status(int r)
 }
 
 int
+crt_record(int e)
+{
+	return record(e);
+}
+
+int
+crt_status(int r)
+{
+	return status(r);
+}
+
+int
 crt_unsupported(const char *name, const char *why)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -316,6 +308,12 @@ enter(cua_client **c)
 	return e == cudaSuccess ? cudaSuccess : record(e);
 }
 
+int
+crt_enter(cua_client **c)
+{
+	return enter(c);
+}
+
 /* A call that waits on the daemon, timed for the summary. */
 #define TIMED(expr)                                                                                                    \
 	({                                                                                                             \
@@ -365,6 +363,18 @@ use_stream(cudaStream_t s)
 	return st->s;
 }
 
+struct CUstream_st *
+crt_stream_of(cudaStream_t s)
+{
+	return stream_of(s);
+}
+
+cua_stream
+crt_use_stream(cudaStream_t s)
+{
+	return use_stream(s);
+}
+
 /* ---- modules, functions, variables ---- */
 static int
 fatbin_load(cua_client *c, struct crt_fatbin *fb)
@@ -411,6 +421,12 @@ func_resolve(cua_client *c, const void *host, int *e)
 	}
 	pthread_mutex_unlock(&G.mu);
 	return *e == cudaSuccess ? f : NULL;
+}
+
+struct crt_func *
+crt_func_resolve(cua_client *c, const void *host, int *e)
+{
+	return func_resolve(c, host, e);
 }
 
 static struct crt_var *
@@ -555,11 +571,40 @@ __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, voi
 }
 
 /* ---- launches ---- */
-static bool
-config_ok(dim3 g, dim3 b)
+const struct crt_capture_ops *_Atomic crt_capture_hooks;
+
+/* The capture's hooks once a capture was ever begun, else NULL (the common case costs one load). */
+static const struct crt_capture_ops *
+hooks(void)
+{
+	return atomic_load(&crt_capture_hooks);
+}
+
+bool
+crt_config_ok(dim3 g, dim3 b)
 {
 	uint64_t threads = (uint64_t)b.x * b.y * b.z;
 	return g.x && g.y && g.z && threads && threads <= 1024 && b.z <= 64 && g.y <= 65535 && g.z <= 65535;
+}
+
+cua_launch *
+crt_launch_new(cua_client *c, const struct crt_func *f, dim3 grid, dim3 block, size_t shmem, void **args, cua_stream s,
+	       int *r)
+{
+	cua_launch *l = cua_launch_new(c, f->f);
+	*r = l ? CUA_OK : CUA_ENOMEM;
+	for (uint32_t i = 0; *r == CUA_OK && i < f->nparams; i++)
+		*r = cua_launch_push_arg(l, args[i], f->sizes[i]);
+	cua_launch_config cfg = {{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, (uint32_t)shmem};
+	if (*r == CUA_OK)
+		*r = cua_launch_set_config(l, cfg);
+	if (*r == CUA_OK)
+		*r = cua_launch_set_stream(l, s);
+	if (*r != CUA_OK && l) {
+		cua_launch_free(l);
+		l = NULL;
+	}
+	return l;
 }
 
 EXPORT cudaError_t
@@ -569,26 +614,149 @@ cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, siz
 	int e = enter(&c);
 	if (e != cudaSuccess)
 		return e;
-	if (!config_ok(gridDim, blockDim))
+	if (!crt_config_ok(gridDim, blockDim))
 		return record(cudaErrorInvalidConfiguration);
 	struct crt_func *f = func_resolve(c, func, &e);
 	if (!f)
 		return record(e);
-	cua_launch *l = cua_launch_new(c, f->f);
-	int r = l ? CUA_OK : CUA_ENOMEM;
-	for (uint32_t i = 0; r == CUA_OK && i < f->nparams; i++)
-		r = cua_launch_push_arg(l, args[i], f->sizes[i]);
-	cua_launch_config cfg = {{gridDim.x, gridDim.y, gridDim.z},
-				 {blockDim.x, blockDim.y, blockDim.z},
-				 (uint32_t)sharedMem};
-	if (r == CUA_OK)
-		r = cua_launch_set_config(l, cfg);
-	if (r == CUA_OK)
-		r = cua_launch_set_stream(l, use_stream(stream));
-	if (r == CUA_OK)
-		return status(TIMED(cua_launch_submit(l, NULL)));
-	cua_launch_free(l);
-	return status(r);
+	const struct crt_capture_ops *h = hooks();
+	if (h && (e = h->kernel(stream_of(stream), f, gridDim, blockDim, sharedMem, args)) != CRT_NOT_CAPTURED)
+		return record(e);
+	int r;
+	cua_launch *l = crt_launch_new(c, f, gridDim, blockDim, sharedMem, args, use_stream(stream), &r);
+	return status(l ? TIMED(cua_launch_submit(l, NULL)) : r);
+}
+
+/* cudaLaunchKernelExC's attributes: what each becomes on a libcuasync launch (NULL: refused, with its name). */
+typedef int (*attr_apply_fn)(cua_client *c, cua_launch *l, const cudaLaunchAttributeValue *v);
+
+static int
+attr_cooperative(cua_client *c, cua_launch *l, const cudaLaunchAttributeValue *v)
+{
+	(void)c;
+	return cua_launch_cooperative(l, v->cooperative != 0);
+}
+
+static int
+attr_cluster(cua_client *c, cua_launch *l, const cudaLaunchAttributeValue *v)
+{
+	(void)c;
+	return cua_launch_set_cluster_dims(l, v->clusterDim.x, v->clusterDim.y, v->clusterDim.z);
+}
+
+/* CUDA clamps a priority to the device's range, as it does a stream's. */
+static int
+attr_priority(cua_client *c, cua_launch *l, const cudaLaunchAttributeValue *v)
+{
+	cua_device_info di;
+	int r = cua_device_get_info(c, G.device, &di);
+	if (r != CUA_OK)
+		return r;
+	int p = v->priority;
+	p = p > di.priority_least ? di.priority_least : p;
+	p = p < di.priority_greatest ? di.priority_greatest : p;
+	return cua_launch_set_priority(l, p);
+}
+
+static int
+attr_pdl(cua_client *c, cua_launch *l, const cudaLaunchAttributeValue *v)
+{
+	(void)c;
+	return v->programmaticStreamSerializationAllowed ? cua_launch_programmatic_dependent_launch(l) : CUA_OK;
+}
+
+static int
+attr_ignore(cua_client *c, cua_launch *l, const cudaLaunchAttributeValue *v)
+{
+	(void)c, (void)l, (void)v;
+	return CUA_OK;
+}
+
+static const struct {
+	cudaLaunchAttributeID id;
+	const char *name;
+	attr_apply_fn apply;
+} launch_attrs[] = {
+	{cudaLaunchAttributeIgnore, "cudaLaunchAttributeIgnore", attr_ignore},
+	{cudaLaunchAttributeAccessPolicyWindow, "cudaLaunchAttributeAccessPolicyWindow", NULL},
+	{cudaLaunchAttributeCooperative, "cudaLaunchAttributeCooperative", attr_cooperative},
+	{cudaLaunchAttributeSynchronizationPolicy, "cudaLaunchAttributeSynchronizationPolicy", NULL},
+	{cudaLaunchAttributeClusterDimension, "cudaLaunchAttributeClusterDimension", attr_cluster},
+	{cudaLaunchAttributeClusterSchedulingPolicyPreference, "cudaLaunchAttributeClusterSchedulingPolicyPreference",
+	 NULL},
+	{cudaLaunchAttributeProgrammaticStreamSerialization, "cudaLaunchAttributeProgrammaticStreamSerialization",
+	 attr_pdl},
+	{cudaLaunchAttributeProgrammaticEvent, "cudaLaunchAttributeProgrammaticEvent", NULL},
+	{cudaLaunchAttributePriority, "cudaLaunchAttributePriority", attr_priority},
+	{cudaLaunchAttributeMemSyncDomainMap, "cudaLaunchAttributeMemSyncDomainMap", NULL},
+	{cudaLaunchAttributeMemSyncDomain, "cudaLaunchAttributeMemSyncDomain", NULL},
+	{cudaLaunchAttributePreferredClusterDimension, "cudaLaunchAttributePreferredClusterDimension", NULL},
+	{cudaLaunchAttributeLaunchCompletionEvent, "cudaLaunchAttributeLaunchCompletionEvent", NULL},
+	{cudaLaunchAttributeDeviceUpdatableKernelNode, "cudaLaunchAttributeDeviceUpdatableKernelNode", NULL},
+	{cudaLaunchAttributePreferredSharedMemoryCarveout, "cudaLaunchAttributePreferredSharedMemoryCarveout", NULL},
+};
+
+/* The row of attribute id; -1 when unknown. */
+static int
+launch_attr_row(cudaLaunchAttributeID id)
+{
+	for (size_t i = 0; i < sizeof(launch_attrs) / sizeof(launch_attrs[0]); i++)
+		if (launch_attrs[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+EXPORT cudaError_t
+cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+	cua_client *c;
+	int e = enter(&c);
+	if (e != cudaSuccess)
+		return e;
+	if (!config || (config->numAttrs && !config->attrs))
+		return record(cudaErrorInvalidValue);
+	bool plain = true; /* no attribute that changes the launch */
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		int row = launch_attr_row(config->attrs[i].id);
+		if (row < 0 || !launch_attrs[row].apply) {
+			char what[112];
+			snprintf(what, sizeof(what), "cudaLaunchKernelExC(%s)",
+				 row < 0 ? "an unknown launch attribute" : launch_attrs[row].name);
+			return crt_unsupported(what, "cuasyncd launches with clusters, cooperative, priority and "
+						     "programmatic stream serialization only");
+		}
+		plain = plain && launch_attrs[row].apply == attr_ignore;
+	}
+	if (!crt_config_ok(config->gridDim, config->blockDim))
+		return record(cudaErrorInvalidConfiguration);
+	struct crt_func *f = func_resolve(c, func, &e);
+	if (!f)
+		return record(e);
+	struct CUstream_st *st = stream_of(config->stream);
+	const struct crt_capture_ops *h = hooks();
+	if (h && !plain && h->is_capturing(st))
+		return crt_unsupported("cudaLaunchKernelExC(launch attributes in a stream capture)",
+				       "graph kernel nodes carry no launch attributes through cuasyncd");
+	if (h && (e = h->kernel(st, f, config->gridDim, config->blockDim, config->dynamicSmemBytes, args)) !=
+			 CRT_NOT_CAPTURED)
+		return record(e);
+	int r;
+	cua_launch *l = crt_launch_new(c, f, config->gridDim, config->blockDim, config->dynamicSmemBytes, args,
+				       use_stream(config->stream), &r);
+	for (unsigned i = 0; l && r == CUA_OK && i < config->numAttrs; i++)
+		r = launch_attrs[launch_attr_row(config->attrs[i].id)].apply(c, l, &config->attrs[i].val);
+	if (l && r != CUA_OK)
+		cua_launch_free(l);
+	return status(l && r == CUA_OK ? TIMED(cua_launch_submit(l, NULL)) : r);
+}
+
+EXPORT cudaError_t
+cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+			    cudaStream_t stream)
+{
+	cudaLaunchAttribute attr = {.id = cudaLaunchAttributeCooperative, .val = {.cooperative = 1}};
+	cudaLaunchConfig_t config = {gridDim, blockDim, sharedMem, stream, &attr, 1};
+	return cudaLaunchKernelExC(&config, func, args);
 }
 
 EXPORT cudaError_t
@@ -830,18 +998,121 @@ cudaFreeHost(void *ptr)
 	return status(TIMED(cua_host_free(c, ptr)));
 }
 
+/* cudaHostRegister: the memory stays the program's ordinary memory, which the library copies through the normal
+ * path like any other host memory (what registering buys on a GPU, pinned DMA, is the daemon's business). What
+ * needs the range mapped into the device (a device pointer for it) is refused. */
+struct crt_registered {
+	uintptr_t base;
+	size_t len;
+	unsigned flags;
+};
+
+/* The registered range holding p (any byte of it), or the index past the end. Caller holds G.mu. */
+static size_t
+registered_find(uintptr_t p, size_t len)
+{
+	size_t i = 0;
+	for (; i < G.registered.n; i++) {
+		const struct crt_registered *r = G.registered.v[i];
+		if (p < r->base + r->len && r->base < p + (len ? len : 1))
+			break;
+	}
+	return i;
+}
+
+EXPORT cudaError_t
+cudaHostRegister(void *ptr, size_t size, unsigned flags)
+{
+	static const struct {
+		unsigned flag;
+		const char *what;
+	} refused[] = {
+		{cudaHostRegisterMapped, "cudaHostRegister(cudaHostRegisterMapped)"},
+		{cudaHostRegisterIoMemory, "cudaHostRegister(cudaHostRegisterIoMemory)"},
+		{cudaHostRegisterReadOnly, "cudaHostRegister(cudaHostRegisterReadOnly)"},
+	};
+	cua_client *c;
+	int e = enter(&c);
+	if (e != cudaSuccess)
+		return e;
+	if (!ptr || !size ||
+	    (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterIoMemory |
+				 cudaHostRegisterReadOnly)))
+		return record(cudaErrorInvalidValue);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (flags & refused[i].flag)
+			return crt_unsupported(refused[i].what, "host memory mapped into the device's address space");
+	struct crt_registered *r = malloc(sizeof(*r));
+	if (!r)
+		return record(cudaErrorMemoryAllocation);
+	*r = (struct crt_registered){(uintptr_t)ptr, size, flags};
+	pthread_mutex_lock(&G.mu);
+	e = registered_find(r->base, size) < G.registered.n ? cudaErrorHostMemoryAlreadyRegistered
+	    : table_add(&G.registered, r) != 0              ? cudaErrorMemoryAllocation
+							    : cudaSuccess;
+	pthread_mutex_unlock(&G.mu);
+	if (e != cudaSuccess)
+		free(r);
+	return record(e);
+}
+
+EXPORT cudaError_t
+cudaHostUnregister(void *ptr)
+{
+	cua_client *c;
+	int e = enter(&c);
+	if (e != cudaSuccess)
+		return e;
+	struct crt_registered *r = NULL;
+	pthread_mutex_lock(&G.mu);
+	size_t i = registered_find((uintptr_t)ptr, 1);
+	if (i < G.registered.n && ((struct crt_registered *)G.registered.v[i])->base == (uintptr_t)ptr) {
+		r = G.registered.v[i];
+		G.registered.v[i] = G.registered.v[--G.registered.n];
+	}
+	pthread_mutex_unlock(&G.mu);
+	free(r);
+	return r ? cudaSuccess : record(cudaErrorHostMemoryNotRegistered);
+}
+
+EXPORT cudaError_t
+cudaHostGetFlags(unsigned *pFlags, void *pHost)
+{
+	cua_client *c;
+	int e = enter(&c);
+	if (e != cudaSuccess)
+		return e;
+	if (!pFlags)
+		return record(cudaErrorInvalidValue);
+	bool found = false;
+	pthread_mutex_lock(&G.mu);
+	size_t i = registered_find((uintptr_t)pHost, 1);
+	if (i < G.registered.n) {
+		found = true;
+		*pFlags = ((struct crt_registered *)G.registered.v[i])->flags;
+	}
+	for (size_t k = 0; k < G.host_ranges.n && !found; k++) {
+		const struct crt_range *h = G.host_ranges.v[k];
+		found = (uintptr_t)pHost >= h->base && (uintptr_t)pHost - h->base < (h->len ? h->len : 1);
+		if (found)
+			*pFlags = cudaHostAllocDefault; /* cudaHostAllocMapped is refused, so never mapped */
+	}
+	pthread_mutex_unlock(&G.mu);
+	return found ? cudaSuccess : record(cudaErrorInvalidValue);
+}
+
 /* A copy of kind on stream s: synchronous unless async (device-to-host copies always wait: into pageable
  * memory CUDA's do too, and the data must be there when the stream is synchronized). */
 static int
 copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s, bool async)
 {
-	if (kind == cudaMemcpyDefault) {
-		bool dd = is_device((uintptr_t)dst), sd = is_device((uintptr_t)src);
-		kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-			  : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
-	}
+	kind = crt_copy_kind(dst, src, kind);
 	if (n == 0)
 		return cudaSuccess;
+	const struct crt_capture_ops *h = hooks();
+	int e;
+	if (h && (e = h->copy(stream_of(s), dst, src, n, kind)) != CRT_NOT_CAPTURED)
+		return record(e);
 	cua_stream st = use_stream(s);
 	atomic_fetch_add(&G.bytes, n);
 	if (kind == cudaMemcpyHostToHost) {
@@ -873,6 +1144,22 @@ copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind ki
 	return status(r);
 }
 
+enum cudaMemcpyKind
+crt_copy_kind(void *dst, const void *src, enum cudaMemcpyKind kind)
+{
+	if (kind != cudaMemcpyDefault)
+		return kind;
+	bool dd = is_device((uintptr_t)dst), sd = is_device((uintptr_t)src);
+	return dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+		  : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+}
+
+int
+crt_copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s, bool async)
+{
+	return copy(c, dst, src, n, kind, s, async);
+}
+
 EXPORT cudaError_t
 cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
@@ -896,6 +1183,9 @@ set(void *p, int value, size_t count, cudaStream_t s, bool async)
 	int e = enter(&c);
 	if (e != cudaSuccess || count == 0)
 		return e;
+	const struct crt_capture_ops *h = hooks();
+	if (h && (e = h->memset(stream_of(s), p, value, count)) != CRT_NOT_CAPTURED)
+		return record(e);
 	cua_stream st = use_stream(s);
 	cua_batch *b = cua_batch_new(c);
 	int r = b ? cua_batch_add_memset(b, (uintptr_t)p, (uint8_t)value, 1, count, st) : CUA_ENOMEM;
@@ -1037,6 +1327,9 @@ cudaStreamDestroy(cudaStream_t stream)
 		return e;
 	if (stream_of(stream) == &G.deflt)
 		return record(cudaErrorInvalidResourceHandle);
+	const struct crt_capture_ops *h = hooks();
+	if (h && (e = h->stream_use(stream)) != CRT_NOT_CAPTURED)
+		return record(e);
 	stream_join(stream);
 	int r = TIMED(cua_stream_destroy(c, stream->s));
 	pthread_mutex_destroy(&stream->mu);
@@ -1049,7 +1342,12 @@ cudaStreamSynchronize(cudaStream_t stream)
 {
 	cua_client *c;
 	int e = enter(&c);
-	return e != cudaSuccess ? e : status(TIMED(cua_stream_synchronize(c, use_stream(stream))));
+	if (e != cudaSuccess)
+		return e;
+	const struct crt_capture_ops *h = hooks();
+	if (h && (e = h->stream_use(stream_of(stream))) != CRT_NOT_CAPTURED)
+		return record(e);
+	return status(TIMED(cua_stream_synchronize(c, use_stream(stream))));
 }
 
 EXPORT cudaError_t
@@ -1059,6 +1357,9 @@ cudaStreamQuery(cudaStream_t stream)
 	int e = enter(&c);
 	if (e != cudaSuccess)
 		return e;
+	const struct crt_capture_ops *h = hooks();
+	if (h && (e = h->stream_use(stream_of(stream))) != CRT_NOT_CAPTURED)
+		return record(e);
 	/* "has the stream reached this point?": an event recorded at its end */
 	cua_event ev;
 	int ready = 0;
@@ -1082,6 +1383,9 @@ cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags)
 		return e;
 	if (!event)
 		return record(cudaErrorInvalidResourceHandle);
+	const struct crt_capture_ops *h = hooks();
+	if (h && (e = h->stream_wait(stream_of(stream), event)) != CRT_NOT_CAPTURED)
+		return record(e);
 	return status(cua_stream_wait_event(c, use_stream(stream), event->e));
 }
 
@@ -1150,6 +1454,9 @@ host_func(cudaStream_t stream, void (*fn)(void *), void (*cb)(cudaStream_t, cuda
 	if (e != cudaSuccess)
 		return e;
 	struct CUstream_st *st = stream_of(stream);
+	const struct crt_capture_ops *hk = hooks();
+	if (hk && (e = hk->host(st, fn, arg)) != CRT_NOT_CAPTURED)
+		return record(e);
 	stream_join(st);
 	struct crt_hostfn *h = malloc(sizeof(*h));
 	if (!h)
@@ -1164,6 +1471,12 @@ host_func(cudaStream_t stream, void (*fn)(void *), void (*cb)(cudaStream_t, cuda
 		return record(cudaErrorMemoryAllocation);
 	}
 	return cudaSuccess;
+}
+
+int
+crt_host_func(cudaStream_t s, cudaHostFn_t fn, void *arg)
+{
+	return host_func(s, fn, NULL, arg);
 }
 
 EXPORT cudaError_t
@@ -1220,6 +1533,9 @@ cudaEventDestroy(cudaEvent_t event)
 		return e;
 	if (!event)
 		return record(cudaErrorInvalidResourceHandle);
+	const struct crt_capture_ops *h = hooks();
+	if (h)
+		h->event_forget(event);
 	int r = cua_event_destroy(c, event->e);
 	free(event);
 	return status(r);
@@ -1234,6 +1550,11 @@ cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 		return e;
 	if (!event)
 		return record(cudaErrorInvalidResourceHandle);
+	const struct crt_capture_ops *h = hooks();
+	if (h && (e = h->event_record(stream_of(stream), event)) != CRT_NOT_CAPTURED)
+		return record(e);
+	if (h)
+		h->event_forget(event); /* recorded outside a capture: a later wait waits on this record */
 	return status(TIMED(cua_event_record(c, event->e, use_stream(stream))));
 }
 
@@ -1639,6 +1960,8 @@ cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f)
 /* ---- the per-thread default stream's names (nvcc --default-stream per-thread): the same session stream ---- */
 #define PTSZ(name, real) extern __typeof__(real) name __attribute__((alias(#real), visibility("default")));
 PTSZ(cudaLaunchKernel_ptsz, cudaLaunchKernel)
+PTSZ(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC)
+PTSZ(cudaLaunchCooperativeKernel_ptsz, cudaLaunchCooperativeKernel)
 PTSZ(__cudaLaunchKernel_ptsz, __cudaLaunchKernel)
 PTSZ(cudaMemcpy_ptds, cudaMemcpy)
 PTSZ(cudaMemcpyAsync_ptsz, cudaMemcpyAsync)

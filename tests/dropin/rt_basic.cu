@@ -266,7 +266,7 @@ main(int argc, char **argv)
 	CHECK_ERR(cudaMallocManaged(&managed, 64), cudaErrorNotSupported);
 	CHECK_ERR(cudaGetLastError(), cudaErrorNotSupported);
 	CHECK_ERR(cudaMemcpy2D(a, 64, h, 64, 64, 2, cudaMemcpyHostToDevice), cudaErrorNotSupported);
-	CHECK_ERR(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal), cudaErrorNotSupported);
+	CHECK_ERR(cudaGraphAddChildGraphNode(NULL, NULL, NULL, 0, NULL), cudaErrorNotSupported);
 	int can = -1;
 	CHECK_ERR(cudaDeviceCanAccessPeer(&can, 0, 0), cudaErrorNotSupported);
 	CHECK_ERR(cudaGetLastError(), cudaErrorNotSupported); // the last refusal, not sticky:

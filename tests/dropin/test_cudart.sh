@@ -1,5 +1,6 @@
 #!/bin/sh
-# libcuasync-cudart end to end: tests/dropin/rt_basic.cu, compiled here with `nvcc -cudart shared` (so it imports
+# libcuasync-cudart end to end: tests/dropin/rt_basic.cu and rt_graphs.cu (graphs, stream capture, launch
+# attributes, registered host memory), compiled here with `nvcc -cudart shared` (so it imports
 # the real runtime's versioned names), runs unchanged through tools/cuasync-run against this build's cuasyncd on
 # the emulated device: every check passes, a device fault is sticky, the drop-in exports every name the program
 # imports with the runtime's symbol version, a refused call says so on stderr, CUASYNC_RUN_VERBOSE=1 prints the
@@ -35,17 +36,21 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cuasync-dropin.XXXXXX") || exit 1
 pid=""
 trap 'rm -rf "$tmp"' EXIT
 
-# the program, rebuilt when its source changed (nvcc is slow: kept in the build tree)
+# the programs, rebuilt when their source changed (nvcc is slow: kept in the build tree)
+for prog in rt_basic rt_graphs; do
+  out=$builddir/tests/dropin/$prog
+  if [ ! -x "$out" ] || [ "$srcdir/tests/dropin/$prog.cu" -nt "$out" ]; then
+    mkdir -p "$builddir/tests/dropin"
+    "$nvcc" -cudart shared -o "$out" "$srcdir/tests/dropin/$prog.cu" || fail "nvcc -cudart shared $prog.cu"
+  fi
+done
 bin=$builddir/tests/dropin/rt_basic
-if [ ! -x "$bin" ] || [ "$srcdir/tests/dropin/rt_basic.cu" -nt "$bin" ]; then
-  mkdir -p "$builddir/tests/dropin"
-  "$nvcc" -cudart shared -o "$bin" "$srcdir/tests/dropin/rt_basic.cu" || fail "nvcc -cudart shared rt_basic.cu"
-fi
+graphs=$builddir/tests/dropin/rt_graphs
 
 # the soname is the toolkit runtime's, and every runtime name the program imports is exported, same version
 soname=$(objdump -p "$shim" | awk '$1 == "SONAME" { print $2 }')
 [ "$soname" = "$(basename "$shim")" ] || fail "soname $soname, not $(basename "$shim")"
-nm -D --with-symbol-versions "$bin" | awk '$1 == "U" && /@libcudart/ { print $2 }' | sort -u >"$tmp/imports"
+nm -D --with-symbol-versions "$bin" "$graphs" | awk '$1 == "U" && /@libcudart/ { print $2 }' | sort -u >"$tmp/imports"
 [ -s "$tmp/imports" ] || fail "the program imports nothing from libcudart (nvcc did not use -cudart shared?)"
 nm -D --with-symbol-versions --defined-only "$shim" | awk '{ sub("@@", "@", $3); print $3 }' | sort -u >"$tmp/exports"
 missing=$(comm -23 "$tmp/imports" "$tmp/exports")
@@ -83,6 +88,19 @@ cat "$tmp/out"
 [ $rc -eq 0 ] || { cat "$tmp/err"; fail "rt_basic sticky exited $rc"; }
 grep -q "cuasync-run:" "$tmp/err" && fail "a summary without CUASYNC_RUN_VERBOSE"
 echo "ok - an illegal address is sticky"
+
+CUASYNC_URL=$url "$run" "$graphs" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+cat "$tmp/out"
+[ $rc -eq 0 ] || { cat "$tmp/err"; fail "rt_graphs exited $rc"; }
+grep -q "^PASS" "$tmp/out" || fail "rt_graphs did not pass"
+for refused in "cudaLaunchKernelExC(cudaLaunchAttributeAccessPolicyWindow)" \
+  "cudaGraphAddMemcpyNode with a pitched 2D or 3D copy" "cudaHostRegister(cudaHostRegisterMapped)" \
+  "cudaHostGetDevicePointer"; do
+  grep -qF "$refused is not supported through cuasyncd" "$tmp/err" ||
+    { cat "$tmp/err"; fail "no refusal line for $refused on stderr"; }
+done
+echo "ok - rt_graphs passes: capture, graphs, launch attributes, registered memory; refusals on stderr"
 
 # no daemon there: errors, a line that says what to do, no crash (exit 1 from the program's own checks)
 CUASYNC_URL="ipc://$tmp/nobody.sock" "$run" "$bin" >"$tmp/out" 2>"$tmp/err"
