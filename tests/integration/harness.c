@@ -115,22 +115,23 @@ daemon_start(struct daemon *d, const char *const *extra)
 	for (int i = 0; extra && extra[i] && n < 60; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
+	/* the daemon's: see tests/lsan.supp (no effect without ASan; the test process read its options at start) */
+	setenv("LSAN_OPTIONS", "suppressions=" CUA_SRCDIR "/tests/lsan.supp:print_suppressions=0", 1);
 	d->pid = fork();
-	ck_assert_int_ge(d->pid, 0);
 	if (d->pid == 0) {
-		/* a failed test exits without its teardown: take the daemon along */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* Only async-signal-safe calls until exec: another thread of the test may have held a lock (Check's
+		 * assertion mutex, malloc's) at the fork, and the child would wait for it forever. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a failed test exits without its teardown: take the daemon along */
 		close(ready[0]);
 		int log = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (log >= 0) {
 			dup2(log, STDERR_FILENO);
 			close(log);
 		}
-		/* see tests/lsan.supp (no effect without ASan) */
-		setenv("LSAN_OPTIONS", "suppressions=" CUA_SRCDIR "/tests/lsan.supp:print_suppressions=0", 1);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
+	ck_assert_int_gt(d->pid, 0);
 	close(ready[1]);
 	read_ready(ready[0], d->log);
 	close(ready[0]);
