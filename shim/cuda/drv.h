@@ -88,6 +88,9 @@ CUresult drv_client(cua_client **c);
 CUresult drv_init(void);
 /* The device of the calling thread's current context: CUDA_ERROR_INVALID_CONTEXT when none. Needs cuInit. */
 CUresult drv_current(cua_client **c, int *dev);
+/* The preamble of a call on a stream: drv_current (dev may be NULL), then drv_stream(hs, s) — the context's error
+ * first, as CUDA checks it first. */
+CUresult drv_enter(cua_client **c, int *dev, CUstream hs, cua_stream *s);
 /* Device count and the cached info of device dev (INVALID_DEVICE when out of range). */
 int drv_device_count(void);
 CUresult drv_device_info(int dev, const cua_device_info **out);
@@ -99,6 +102,9 @@ CUresult drv_device_info(int dev, const cua_device_info **out);
 uint64_t drv_handle_new(struct drv_obj *o);
 struct drv_obj *drv_handle_get(uint64_t h, enum drv_kind k);
 struct drv_obj *drv_handle_take(uint64_t h, enum drv_kind k);
+/* The preamble of a call on one object: the session (NOT_INITIALIZED before cuInit), then the object of handle h
+ * and kind k — taken from the map when take (the caller frees it), else left there — or INVALID_HANDLE. */
+CUresult drv_object(uint64_t h, enum drv_kind k, bool take, cua_client **c, struct drv_obj **o);
 /* CUstream → cua_stream: NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are the session's ordered stream. */
 CUresult drv_stream(CUstream hs, cua_stream *out);
 

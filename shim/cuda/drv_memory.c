@@ -66,39 +66,66 @@ cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 	return drv_result(st);
 }
 
+/* A copy between the host and the device on stream hs: host to device when src_host is given, else device to
+ * host into dst_host. It returns once done, also for the Async forms (see the top of the file); the synchronous
+ * forms are the NULL stream's. */
+static CUresult
+host_copy(void *dst_host, const void *src_host, CUdeviceptr dev_ptr, size_t n, CUstream hs)
+{
+	cua_client *c;
+	cua_stream s;
+	CUresult r = drv_enter(&c, NULL, hs, &s);
+	if (r != CUDA_SUCCESS || n == 0)
+		return r;
+	if (dst_host == NULL && src_host == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return drv_result(src_host != NULL ? cua_memcpy_htod_on(c, dev_ptr, src_host, n, s)
+					   : cua_memcpy_dtoh_on(c, dst_host, dev_ptr, n, s));
+}
+
+CUresult CUDAAPI
+cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+{
+	return host_copy(NULL, srcHost, dstDevice, ByteCount, hStream);
+}
+DRV_ALIAS(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz);
+
 CUresult CUDAAPI
 cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-	cua_client *c;
-	int dev;
-	CUresult r = drv_current(&c, &dev);
-	if (r != CUDA_SUCCESS || ByteCount == 0)
-		return r;
-	if (srcHost == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	return drv_result(cua_memcpy_htod_on(c, dstDevice, srcHost, ByteCount, CUA_STREAM_ORDERED));
+	return host_copy(NULL, srcHost, dstDevice, ByteCount, NULL);
 }
 DRV_ALIAS(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds);
 
 CUresult CUDAAPI
+cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+{
+	return host_copy(dstHost, NULL, srcDevice, ByteCount, hStream);
+}
+DRV_ALIAS(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz);
+
+CUresult CUDAAPI
 cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	cua_client *c;
-	int dev;
-	CUresult r = drv_current(&c, &dev);
-	if (r != CUDA_SUCCESS || ByteCount == 0)
-		return r;
-	if (dstHost == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	return drv_result(cua_memcpy_dtoh_on(c, dstHost, srcDevice, ByteCount, CUA_STREAM_ORDERED));
+	return host_copy(dstHost, NULL, srcDevice, ByteCount, NULL);
 }
 DRV_ALIAS(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds);
 
-/* One device-side operation queued on stream s as a one-item batch; fire and forget (its failure surfaces at
- * the next synchronisation, as an asynchronous CUDA error does). */
+/* A device-side operation: count bytes copied from src to dst (width 0), or count elements of width bytes set to
+ * value. async: queued on stream hs as a one-item batch, fire and forget (its failure surfaces at the next
+ * synchronisation, as an asynchronous CUDA error does). Otherwise (hs is then NULL) one blocking call on the
+ * session's ordered stream, the default one, which reports a failure at once. */
 static CUresult
-queue_one(cua_client *c, cua_stream s, CUdeviceptr dst, CUdeviceptr src, uint32_t value, unsigned width, size_t count)
+device_op(CUdeviceptr dst, CUdeviceptr src, uint32_t value, unsigned width, size_t count, CUstream hs, bool async)
 {
+	cua_client *c;
+	cua_stream s;
+	CUresult r = drv_enter(&c, NULL, hs, &s);
+	if (r != CUDA_SUCCESS || count == 0)
+		return r;
+	if (!async)
+		return drv_result(width == 0 ? cua_memcpy_dtod(c, dst, src, count)
+					     : cua_memset(c, dst, value, width, count));
 	cua_batch *b = cua_batch_new(c);
 	if (b == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -115,117 +142,56 @@ queue_one(cua_client *c, cua_stream s, CUdeviceptr dst, CUdeviceptr src, uint32_
 CUresult CUDAAPI
 cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	cua_client *c;
-	int dev;
-	CUresult r = drv_current(&c, &dev);
-	if (r != CUDA_SUCCESS || ByteCount == 0)
-		return r;
-	return drv_result(cua_memcpy_dtod(c, dstDevice, srcDevice, ByteCount)); /* the ordered stream: the default */
+	return device_op(dstDevice, srcDevice, 0, 0, ByteCount, NULL, false);
 }
 DRV_ALIAS(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds);
 
 CUresult CUDAAPI
-cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
-{
-	cua_client *c;
-	int dev;
-	cua_stream s;
-	CUresult r = drv_current(&c, &dev);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
-	if (r != CUDA_SUCCESS || ByteCount == 0)
-		return r;
-	if (srcHost == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	return drv_result(cua_memcpy_htod_on(c, dstDevice, srcHost, ByteCount, s));
-}
-DRV_ALIAS(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz);
-
-CUresult CUDAAPI
-cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-{
-	cua_client *c;
-	int dev;
-	cua_stream s;
-	CUresult r = drv_current(&c, &dev);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
-	if (r != CUDA_SUCCESS || ByteCount == 0)
-		return r;
-	if (dstHost == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	return drv_result(cua_memcpy_dtoh_on(c, dstHost, srcDevice, ByteCount, s));
-}
-DRV_ALIAS(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz);
-
-CUresult CUDAAPI
 cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 {
-	cua_client *c;
-	int dev;
-	cua_stream s;
-	CUresult r = drv_current(&c, &dev);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
-	if (r != CUDA_SUCCESS || ByteCount == 0)
-		return r;
-	return queue_one(c, s, dstDevice, srcDevice, 0, 0, ByteCount);
+	return device_op(dstDevice, srcDevice, 0, 0, ByteCount, hStream, true);
 }
 DRV_ALIAS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz);
-
-static CUresult
-memset_on(CUdeviceptr dst, uint32_t value, unsigned width, size_t n, CUstream hStream, bool async)
-{
-	cua_client *c;
-	int dev;
-	cua_stream s;
-	CUresult r = drv_current(&c, &dev);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
-	if (r != CUDA_SUCCESS || n == 0)
-		return r;
-	return async ? queue_one(c, s, dst, 0, value, width, n) : drv_result(cua_memset(c, dst, value, width, n));
-}
 
 CUresult CUDAAPI
 cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-	return memset_on(dstDevice, uc, 1, N, NULL, false);
+	return device_op(dstDevice, 0, uc, 1, N, NULL, false);
 }
 DRV_ALIAS(cuMemsetD8_v2, cuMemsetD8_v2_ptds);
 
 CUresult CUDAAPI
 cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
 {
-	return memset_on(dstDevice, us, 2, N, NULL, false);
+	return device_op(dstDevice, 0, us, 2, N, NULL, false);
 }
 DRV_ALIAS(cuMemsetD16_v2, cuMemsetD16_v2_ptds);
 
 CUresult CUDAAPI
 cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
-	return memset_on(dstDevice, ui, 4, N, NULL, false);
+	return device_op(dstDevice, 0, ui, 4, N, NULL, false);
 }
 DRV_ALIAS(cuMemsetD32_v2, cuMemsetD32_v2_ptds);
 
 CUresult CUDAAPI
 cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
 {
-	return memset_on(dstDevice, uc, 1, N, hStream, true);
+	return device_op(dstDevice, 0, uc, 1, N, hStream, true);
 }
 DRV_ALIAS(cuMemsetD8Async, cuMemsetD8Async_ptsz);
 
 CUresult CUDAAPI
 cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
 {
-	return memset_on(dstDevice, us, 2, N, hStream, true);
+	return device_op(dstDevice, 0, us, 2, N, hStream, true);
 }
 DRV_ALIAS(cuMemsetD16Async, cuMemsetD16Async_ptsz);
 
 CUresult CUDAAPI
 cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
 {
-	return memset_on(dstDevice, ui, 4, N, hStream, true);
+	return device_op(dstDevice, 0, ui, 4, N, hStream, true);
 }
 DRV_ALIAS(cuMemsetD32Async, cuMemsetD32Async_ptsz);
 

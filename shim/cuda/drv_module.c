@@ -173,12 +173,10 @@ CUresult CUDAAPI
 cuModuleUnload(CUmodule hmod)
 {
 	cua_client *c;
-	CUresult r = drv_client(&c);
+	struct drv_obj *o;
+	CUresult r = drv_object((uintptr_t)hmod, DRV_MODULE, true, &c, &o);
 	if (r != CUDA_SUCCESS)
 		return r;
-	struct drv_obj *o = drv_handle_take((uintptr_t)hmod, DRV_MODULE);
-	if (o == NULL)
-		return CUDA_ERROR_INVALID_HANDLE;
 	r = drv_result(cua_module_unload(c, o->u.mod.m));
 	cua_mutex_lock(&funcs_lock);
 	for (size_t i = 0; i < o->u.mod.nfuncs; i++)
@@ -267,10 +265,7 @@ cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char
 static CUresult
 function(CUfunction hfunc, cua_client **c, struct drv_obj **o)
 {
-	CUresult r = drv_client(c);
-	if (r == CUDA_SUCCESS && (*o = drv_handle_get((uintptr_t)hfunc, DRV_FUNCTION)) == NULL)
-		r = CUDA_ERROR_INVALID_HANDLE;
-	return r;
+	return drv_object((uintptr_t)hfunc, DRV_FUNCTION, false, c, o);
 }
 
 CUresult CUDAAPI
@@ -303,17 +298,102 @@ cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 	return function(hfunc, &c, &o);
 }
 
+/* The daemon's OCCUPANCY takes no flags: CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE is accepted and the answer is
+ * CUDA's default behaviour's. */
+#define DRV_OCCUPANCY_FLAGS ((unsigned)(CU_OCCUPANCY_DEFAULT | CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
+
 CUresult CUDAAPI
-cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize)
+cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize,
+						     size_t dynamicSMemSize, unsigned int flags)
 {
 	cua_client *c;
 	struct drv_obj *o;
 	CUresult r = function(func, &c, &o);
-	if (r == CUDA_SUCCESS && (numBlocks == NULL || blockSize <= 0))
+	if (r == CUDA_SUCCESS && (numBlocks == NULL || blockSize <= 0 || (flags & ~DRV_OCCUPANCY_FLAGS)))
 		r = CUDA_ERROR_INVALID_VALUE;
 	return r != CUDA_SUCCESS ? r
 				 : drv_result(cua_occupancy_max_active_blocks(c, o->u.fn.f, (unsigned)blockSize,
 									      dynamicSMemSize, numBlocks));
+}
+
+CUresult CUDAAPI
+cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize)
+{
+	return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize,
+								    CU_OCCUPANCY_DEFAULT);
+}
+
+/* The device's limits the search needs, in the order of CUDA's: threads per multiprocessor, warp size, threads per
+ * block, multiprocessors (cuDeviceGetAttribute: the GPU's own, through the daemon). */
+static const CUdevice_attribute occupancy_limits[] = {
+	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+	CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+	CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+};
+
+/* CUDA's search (cuda_runtime.h, cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags): from the largest block
+ * size the device, the function and blockSizeLimit allow, down by a warp, the one whose blocks × threads per
+ * multiprocessor is greatest — a tie keeps the larger block — with the dynamic shared memory the callback gives
+ * for that size (dynamicSMemSize without one; more than the device's opt-in maximum fits no block), stopping
+ * once a size fills the multiprocessor. The daemon answers each size's occupancy, so the result is the GPU's own.
+ * minGridSize: the chosen size's blocks per multiprocessor × multiprocessors. */
+CUresult CUDAAPI
+cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+					  CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+					  int blockSizeLimit, unsigned int flags)
+{
+	cua_client *c;
+	int dev, func_max = 0, lim[4] = {0};
+	const cua_device_info *info;
+	struct drv_obj *o = NULL;
+	CUresult r = drv_current(&c, &dev);
+	if (r == CUDA_SUCCESS)
+		r = drv_device_info(dev, &info);
+	if (r == CUDA_SUCCESS && (o = drv_handle_get((uintptr_t)func, DRV_FUNCTION)) == NULL)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	if (r == CUDA_SUCCESS && (minGridSize == NULL || blockSize == NULL || (flags & ~DRV_OCCUPANCY_FLAGS)))
+		r = CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < sizeof(lim) / sizeof(lim[0]); i++)
+		r = cuDeviceGetAttribute(&lim[i], occupancy_limits[i], dev);
+	if (r == CUDA_SUCCESS)
+		r = drv_result(
+			cua_func_get_attribute(c, o->u.fn.f, CUA_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &func_max));
+	if (r == CUDA_SUCCESS && lim[1] <= 0)
+		r = CUDA_ERROR_UNKNOWN; /* a warp size the search cannot step by */
+	if (r != CUDA_SUCCESS)
+		return r;
+	int sm_threads = lim[0], warp = lim[1], dev_max = lim[2], mps = lim[3];
+	int limit = blockSizeLimit == 0 || blockSizeLimit > dev_max ? dev_max : blockSizeLimit;
+	if (func_max < limit)
+		limit = func_max;
+	int best_size = 0, best_blocks = 0, best_threads = 0;
+	for (int aligned = (limit + warp - 1) / warp * warp;
+	     r == CUDA_SUCCESS && aligned > 0 && best_threads != sm_threads; aligned -= warp) {
+		int size = limit < aligned ? limit : aligned, blocks = 0;
+		size_t smem = blockSizeToDynamicSMemSize != NULL ? blockSizeToDynamicSMemSize(size) : dynamicSMemSize;
+		if (smem <= info->max_shared_optin) /* else no block fits, as CUDA counts it; the daemon would refuse */
+			r = drv_result(cua_occupancy_max_active_blocks(c, o->u.fn.f, (unsigned)size, smem, &blocks));
+		if (r == CUDA_SUCCESS && size * blocks > best_threads) {
+			best_size = size;
+			best_blocks = blocks;
+			best_threads = size * blocks;
+		}
+	}
+	if (r == CUDA_SUCCESS) {
+		*minGridSize = best_blocks * mps;
+		*blockSize = best_size;
+	}
+	return r;
+}
+
+CUresult CUDAAPI
+cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+				 CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+				 int blockSizeLimit)
+{
+	return cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+							 dynamicSMemSize, blockSizeLimit, CU_OCCUPANCY_DEFAULT);
 }
 
 /* ---- launches ---- */
@@ -390,16 +470,13 @@ static CUresult
 launch(CUfunction f, const CUlaunchConfig *cfg, void **kernelParams, void **extra, bool cooperative)
 {
 	cua_client *c;
-	int dev;
 	cua_stream s;
-	CUresult r = drv_current(&c, &dev);
+	CUresult r = drv_enter(&c, NULL, cfg->hStream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	struct drv_obj *o = drv_handle_get((uintptr_t)f, DRV_FUNCTION);
 	if (o == NULL)
 		return CUDA_ERROR_INVALID_HANDLE;
-	if ((r = drv_stream(cfg->hStream, &s)) != CUDA_SUCCESS)
-		return r;
 	if (cfg->gridDimX == 0 || cfg->gridDimY == 0 || cfg->gridDimZ == 0 || cfg->blockDimX == 0 ||
 	    cfg->blockDimY == 0 || cfg->blockDimZ == 0)
 		return CUDA_ERROR_INVALID_VALUE;

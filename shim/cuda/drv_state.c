@@ -110,6 +110,14 @@ drv_current(cua_client **c, int *dev)
 	return CUDA_SUCCESS;
 }
 
+CUresult
+drv_enter(cua_client **c, int *dev, CUstream hs, cua_stream *s)
+{
+	int d;
+	CUresult r = drv_current(c, dev != NULL ? dev : &d);
+	return r != CUDA_SUCCESS ? r : drv_stream(hs, s);
+}
+
 uint64_t
 drv_handle_new(struct drv_obj *o)
 {
@@ -147,6 +155,15 @@ drv_handle_take(uint64_t h, enum drv_kind k)
 		o = NULL;
 	cua_mutex_unlock(&map_lock);
 	return o;
+}
+
+CUresult
+drv_object(uint64_t h, enum drv_kind k, bool take, cua_client **c, struct drv_obj **o)
+{
+	CUresult r = drv_client(c);
+	if (r == CUDA_SUCCESS && (*o = take ? drv_handle_take(h, k) : drv_handle_get(h, k)) == NULL)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	return r;
 }
 
 CUresult

@@ -73,12 +73,10 @@ CUresult CUDAAPI
 cuStreamDestroy_v2(CUstream hStream)
 {
 	cua_client *c;
-	CUresult r = drv_client(&c);
+	struct drv_obj *o;
+	CUresult r = drv_object((uintptr_t)hStream, DRV_STREAM, true, &c, &o);
 	if (r != CUDA_SUCCESS)
 		return r;
-	struct drv_obj *o = drv_handle_take((uintptr_t)hStream, DRV_STREAM);
-	if (o == NULL)
-		return CUDA_ERROR_INVALID_HANDLE;
 	int st = CUA_OK;
 	if (o->u.st.own) {
 		/* CUDA lets queued work finish after the destroy: wait for it here when the daemon would refuse. */
@@ -100,11 +98,8 @@ CUresult CUDAAPI
 cuStreamSynchronize(CUstream hStream)
 {
 	cua_client *c;
-	int dev;
 	cua_stream s;
-	CUresult r = drv_current(&c, &dev);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
+	CUresult r = drv_enter(&c, NULL, hStream, &s);
 	return r != CUDA_SUCCESS ? r : drv_synchronize(c);
 }
 DRV_ALIAS(cuStreamSynchronize, cuStreamSynchronize_ptsz);
@@ -116,9 +111,7 @@ cuStreamQuery(CUstream hStream)
 	cua_client *c;
 	int dev;
 	cua_stream s;
-	CUresult r = drv_current(&c, &dev);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
+	CUresult r = drv_enter(&c, &dev, hStream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (drv_all_synced())
@@ -143,14 +136,19 @@ DRV_ALIAS(cuStreamQuery, cuStreamQuery_ptsz);
 static CUresult
 event(CUevent hEvent, cua_client **c, cua_event *out)
 {
-	CUresult r = drv_client(c);
-	if (r != CUDA_SUCCESS)
-		return r;
-	struct drv_obj *o = drv_handle_get((uintptr_t)hEvent, DRV_EVENT);
-	if (o == NULL)
-		return CUDA_ERROR_INVALID_HANDLE;
-	*out = o->u.ev.e;
-	return CUDA_SUCCESS;
+	struct drv_obj *o;
+	CUresult r = drv_object((uintptr_t)hEvent, DRV_EVENT, false, c, &o);
+	if (r == CUDA_SUCCESS)
+		*out = o->u.ev.e;
+	return r;
+}
+
+/* The preamble of an event's use on a stream: the event, then the stream. */
+static CUresult
+event_on(CUevent hEvent, CUstream hStream, cua_client **c, cua_event *e, cua_stream *s)
+{
+	CUresult r = event(hEvent, c, e);
+	return r != CUDA_SUCCESS ? r : drv_stream(hStream, s);
 }
 
 CUresult CUDAAPI
@@ -159,9 +157,7 @@ cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 	cua_client *c;
 	cua_stream s;
 	cua_event e;
-	CUresult r = event(hEvent, &c, &e);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
+	CUresult r = event_on(hEvent, hStream, &c, &e, &s);
 	if (r == CUDA_SUCCESS && Flags != 0)
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS)
@@ -206,9 +202,7 @@ cuEventRecord(CUevent hEvent, CUstream hStream)
 	cua_client *c;
 	cua_stream s;
 	cua_event e;
-	CUresult r = event(hEvent, &c, &e);
-	if (r == CUDA_SUCCESS)
-		r = drv_stream(hStream, &s);
+	CUresult r = event_on(hEvent, hStream, &c, &e, &s);
 	if (r == CUDA_SUCCESS)
 		drv_submitted();
 	return r != CUDA_SUCCESS ? r : drv_result(cua_event_record(c, e, s));
@@ -258,12 +252,10 @@ CUresult CUDAAPI
 cuEventDestroy_v2(CUevent hEvent)
 {
 	cua_client *c;
-	CUresult r = drv_client(&c);
+	struct drv_obj *o;
+	CUresult r = drv_object((uintptr_t)hEvent, DRV_EVENT, true, &c, &o);
 	if (r != CUDA_SUCCESS)
 		return r;
-	struct drv_obj *o = drv_handle_take((uintptr_t)hEvent, DRV_EVENT);
-	if (o == NULL)
-		return CUDA_ERROR_INVALID_HANDLE;
 	int st = cua_event_destroy(c, o->u.ev.e);
 	free(o);
 	return drv_result(st);

@@ -115,10 +115,6 @@
 	X(cuStreamGetCtx, "cuStreamGetCtx", FIX_MISC)                                                                  \
 	X(cuEventRecordWithFlags, "cuEventRecordWithFlags", "use cuEventRecord")                                       \
 	X(cuFuncGetName, "cuFuncGetName", "keep the name given to cuModuleGetFunction")                                \
-	X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize",                                        \
-	  "try block sizes with cuOccupancyMaxActiveBlocksPerMultiprocessor")                                          \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                                        \
-	  "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "use cuOccupancyMaxActiveBlocksPerMultiprocessor")   \
 	X(cuLaunchCooperativeKernelMultiDevice, "cuLaunchCooperativeKernelMultiDevice",                                \
 	  "launch on each device with cuLaunchCooperativeKernel")
 

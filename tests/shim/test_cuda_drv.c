@@ -387,6 +387,175 @@ START_TEST(device_fault)
 }
 END_TEST
 
+/* What the cuda-samples' *Drv programs ask before anything else (helper_cuda_drvapi.h's findCudaDeviceDRV ranks
+ * devices by multiprocessors × clock, each query checked with checkCudaErrors, which exits on any error; then
+ * cuCtxCreate with zeroed CUctxCreateParams): every answer is a success. */
+START_TEST(sample_device_choice)
+{
+	int n = 0, v = -1;
+	CU(cuInit(0));
+	CU(cuDeviceGetCount(&n));
+	for (CUdevice d = 0; d < n; d++) {
+		CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
+		ck_assert_int_gt(v, 0);
+		CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, d));
+		ck_assert_int_gt(v, 0);
+		CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d));
+		CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d));
+		CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, d));
+		ck_assert_int_ne(v, CU_COMPUTEMODE_PROHIBITED);
+	}
+	CU_IS(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, n));
+
+	CUctxCreateParams params = {0};
+	CUcontext ctx;
+	CUdevice dev = -1;
+	CU(cuCtxCreate(&ctx, &params, 0, 0));
+	CU(cuCtxGetDevice(&dev));
+	ck_assert_int_eq(dev, 0);
+	CU(cuCtxDestroy(ctx));
+}
+END_TEST
+
+/* Callbacks for cuOccupancyMaxPotentialBlockSize: each records the sizes it was asked about, and answers
+ * no dynamic shared memory for the sizes that fit, too_big for the others. */
+static int asked[64], nasked;
+
+static size_t
+record(int block_size, bool fits, size_t too_big)
+{
+	if (nasked < 64)
+		asked[nasked++] = block_size;
+	return fits ? 0 : too_big;
+}
+
+/* Sizes above 256 ask for more memory than any device has: no block fits. */
+static size_t
+smem_none_above_256(int block_size)
+{
+	return record(block_size, block_size <= 256, (size_t)1 << 30);
+}
+
+/* Only 224 and 96 fit (65536 bytes is more than the kernel's 48 KiB maximum, within the device's opt-in): 9
+ * blocks of 7 warps and 21 blocks of 3 warps are both 63 warps per multiprocessor, and the tie goes to the
+ * larger. */
+static size_t
+smem_tie(int block_size)
+{
+	return record(block_size, block_size == 224 || block_size == 96, 65536);
+}
+
+/* cuOccupancyMaxPotentialBlockSize's cases on the emulated device, whose occupancy model (PROTOCOL.md) holds at
+ * most 32 blocks, 64 warps and 232448 bytes of dynamic shared memory per multiprocessor (2048 threads), of a
+ * kernel of 1024 threads at most and 48 KiB of dynamic shared memory per block. */
+static const struct potential_case {
+	const char *what;
+	CUoccupancyB2DSize smem; /* the callback, or NULL */
+	size_t dyn;
+	int limit;
+	int block, blocks_per_mp;    /* the answer: blockSize, and minGridSize / multiprocessors */
+	int first_asked, last_asked; /* the sizes the callback was asked about first and last (0: none) */
+} potential_cases[] = {
+	{"no callback, no limit: the function's 1024 threads fill a multiprocessor twice", NULL, 0, 0, 1024, 2, 0, 0},
+	{"dynamicSMemSize without a callback: 49152 bytes fit 4 blocks", NULL, 49152, 512, 512, 4, 0, 0},
+	{"more dynamic shared memory than the kernel may use: nothing fits", NULL, 65536, 0, 0, 0, 0, 0},
+	{"matrixMulDrv's call: 2 × 32 × 32 floats of dynamic shared memory", NULL, 8192, 0, 1024, 2, 0, 0},
+	{"blockSizeLimit 100 is tried as it is (16 × 4 warps), then 96 (21 × 3), then 64 (32 × 2 fill it)",
+	 smem_none_above_256, 0, 100, 64, 32, 100, 64},
+	{"the callback's size for each block size, dynamicSMemSize ignored; more than the device has fits no block; "
+	 "the search stops at a full multiprocessor",
+	 smem_none_above_256, 4096, 0, 256, 8, 1024, 256},
+	{"equal occupancy (63 warps at 224 and at 96): the larger; every size asked", smem_tie, 0, 0, 224, 9, 1024, 32},
+};
+
+START_TEST(occupancy_potential_block_size)
+{
+	CUmodule m = setup();
+	CUfunction fill;
+	int grid = -1, block = -1, mps = 0, blocks = -1;
+	CU(cuModuleGetFunction(&fill, m, "fill_u32"));
+	CU(cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+
+	for (size_t i = 0; i < sizeof(potential_cases) / sizeof(potential_cases[0]); i++) {
+		const struct potential_case *k = &potential_cases[i];
+		for (unsigned flags = 0; flags <= CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE; flags++) {
+			nasked = 0;
+			CU(flags == 0 ? cuOccupancyMaxPotentialBlockSize(&grid, &block, fill, k->smem, k->dyn, k->limit)
+				      : cuOccupancyMaxPotentialBlockSizeWithFlags(&grid, &block, fill, k->smem, k->dyn,
+										  k->limit, flags));
+			ck_assert_msg(block == k->block && grid == k->blocks_per_mp * mps,
+				      "%s (flags %u): block %d grid %d, want %d and %d", k->what, flags, block, grid,
+				      k->block, k->blocks_per_mp * mps);
+			if (k->first_asked == 0)
+				continue;
+			ck_assert_int_ge(nasked, 2);
+			ck_assert_int_eq(asked[0], k->first_asked);
+			ck_assert_int_eq(asked[1], (k->first_asked + 31) / 32 * 32 - 32); /* then down by a warp */
+			for (int j = 2; j < nasked; j++)
+				ck_assert_int_eq(asked[j], asked[j - 1] - 32);
+			ck_assert_int_eq(asked[nasked - 1], k->last_asked);
+		}
+	}
+
+	CU(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, fill, 96, 0, CU_OCCUPANCY_DEFAULT));
+	ck_assert_int_eq(blocks, 21);
+
+	/* errors */
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxPotentialBlockSize(NULL, &block, fill, NULL, 0, 0));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxPotentialBlockSize(&grid, NULL, fill, NULL, 0, 0));
+	CU_IS(CUDA_ERROR_INVALID_VALUE,
+	      cuOccupancyMaxPotentialBlockSizeWithFlags(&grid, &block, fill, NULL, 0, 0, 0x4));
+	CU_IS(CUDA_ERROR_INVALID_VALUE,
+	      cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, fill, 96, 0, 0x4));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, fill, 0, 0, 0));
+	CU_IS(CUDA_ERROR_INVALID_HANDLE,
+	      cuOccupancyMaxPotentialBlockSize(&grid, &block, (CUfunction)(uintptr_t)0xbad0, NULL, 0, 0));
+	CU_IS(CUDA_ERROR_INVALID_HANDLE,
+	      cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, (CUfunction)(uintptr_t)0xbad0, 96, 0, 0));
+	void *fn = NULL;
+	CUdriverProcAddressQueryResult st;
+	CU(cuGetProcAddress("cuOccupancyMaxPotentialBlockSize", &fn, CUDA_VERSION, 0, &st));
+	ck_assert_ptr_eq(fn, (void *)cuOccupancyMaxPotentialBlockSize);
+	CU(cuGetProcAddress("cuOccupancyMaxPotentialBlockSizeWithFlags", &fn, CUDA_VERSION, 0, &st));
+	ck_assert_ptr_eq(fn, (void *)cuOccupancyMaxPotentialBlockSizeWithFlags);
+	CU(cuCtxSetCurrent(NULL));
+	CU_IS(CUDA_ERROR_INVALID_CONTEXT, cuOccupancyMaxPotentialBlockSize(&grid, &block, fill, NULL, 0, 0));
+}
+END_TEST
+
+/* The copies' and memsets' checks, in CUDA's order: the context, the stream, then the arguments; a zero-byte copy
+ * succeeds without looking at its pointers. */
+START_TEST(copy_errors)
+{
+	setup();
+	CUdeviceptr p;
+	uint32_t h[16] = {0};
+	CUstream bad = (CUstream)(uintptr_t)0xbad0;
+	CU(cuMemAlloc(&p, sizeof(h)));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemcpyHtoD(p, NULL, sizeof(h)));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemcpyDtoH(NULL, p, sizeof(h)));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemcpyHtoDAsync(p, NULL, sizeof(h), NULL));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemcpyDtoHAsync(NULL, p, sizeof(h), NULL));
+	CU(cuMemcpyHtoD(p, NULL, 0));
+	CU(cuMemcpyDtoHAsync(NULL, p, 0, NULL));
+	CU(cuMemsetD32(p, 0, 0));
+	CU(cuMemcpyDtoD(p, p, 0));
+	CU_IS(CUDA_ERROR_INVALID_HANDLE, cuMemcpyHtoDAsync(p, h, sizeof(h), bad));
+	CU_IS(CUDA_ERROR_INVALID_HANDLE, cuMemcpyDtoHAsync(h, p, sizeof(h), bad));
+	CU_IS(CUDA_ERROR_INVALID_HANDLE, cuMemcpyDtoDAsync(p, p, sizeof(h), bad));
+	CU_IS(CUDA_ERROR_INVALID_HANDLE, cuMemsetD8Async(p, 0, sizeof(h), bad));
+	/* a synchronous copy or memset of memory that is not allocated fails at once */
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemsetD32(0x10, 0, 4));
+	CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemcpyDtoD(p, 0x10, 4));
+	CU(cuMemFree(p));
+	CU(cuCtxSetCurrent(NULL));
+	CU_IS(CUDA_ERROR_INVALID_CONTEXT, cuMemcpyHtoD(p, h, sizeof(h)));
+	CU_IS(CUDA_ERROR_INVALID_CONTEXT, cuMemcpyDtoHAsync(h, p, sizeof(h), bad)); /* the context first */
+	CU_IS(CUDA_ERROR_INVALID_CONTEXT, cuMemsetD16Async(p, 0, 8, NULL));
+	CU_IS(CUDA_ERROR_INVALID_CONTEXT, cuStreamSynchronize(NULL));
+}
+END_TEST
+
 START_TEST(error_names)
 {
 	const char *s = NULL;
@@ -489,6 +658,14 @@ START_TEST(no_daemon)
 	CU_IS(CUDA_ERROR_NOT_INITIALIZED, cuDeviceGetCount(&n));
 	CUdeviceptr p;
 	CU_IS(CUDA_ERROR_NOT_INITIALIZED, cuMemAlloc(&p, 16));
+	/* the session is checked before any handle */
+	CU_IS(CUDA_ERROR_NOT_INITIALIZED, cuStreamDestroy((CUstream)(uintptr_t)0x1000));
+	CU_IS(CUDA_ERROR_NOT_INITIALIZED, cuEventRecord((CUevent)(uintptr_t)0x1000, NULL));
+	CU_IS(CUDA_ERROR_NOT_INITIALIZED, cuModuleUnload((CUmodule)(uintptr_t)0x1000));
+	int grid, block;
+	CU_IS(CUDA_ERROR_NOT_INITIALIZED,
+	      cuOccupancyMaxPotentialBlockSize(&grid, &block, (CUfunction)(uintptr_t)0x1000, NULL, 0, 0));
+	CU_IS(CUDA_ERROR_NOT_INITIALIZED, cuMemcpyHtoD(p, &n, sizeof(n)));
 }
 END_TEST
 
@@ -514,6 +691,9 @@ main(void)
 	tcase_add_test(tc, device_fault);
 	tcase_add_test(tc, unsupported_calls);
 	tcase_add_test(tc, proc_address);
+	tcase_add_test(tc, sample_device_choice);
+	tcase_add_test(tc, occupancy_potential_block_size);
+	tcase_add_test(tc, copy_errors);
 	suite_add_tcase(s, tc);
 	TCase *plain = tcase_create("no_daemon");
 	tcase_set_timeout(plain, 60);
