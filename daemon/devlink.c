@@ -1001,8 +1001,8 @@ do_spare_make(struct fe *fe, struct device *d) CUA_REQUIRES(cuad_fe_lock)
 	fe_lock(fe);
 	if (rc == 0 && !d->spare_quit && !atomic_load(&d->stop) && !atomic_load(&fe->stopping)) {
 		d->spare_ready = true;
-		log_debug("device %d: spare worker %d (generation %u) ready in %llu ms", d->index, (int)sp->pid,
-			  sp->gen, (unsigned long long)(cua_now_ms() - t0));
+		log_info("device %d: spare worker %d (generation %u) ready in %llu ms", d->index, (int)sp->pid, sp->gen,
+			 (unsigned long long)(cua_now_ms() - t0));
 	} else {
 		d->spare = NULL;
 		if (rc != 0 && !atomic_load(&sp->stop) && !atomic_load(&fe->stopping)) {
