@@ -689,17 +689,18 @@ watchdog_check(struct fe *fe, struct device *d)
  * level with the milliseconds since the recovery began ("recovery +N ms"):
  *   0. the worker's fatal completion record is read (do_completed), or its death is noticed (waitpid);
  *   1. the faulting request is answered (its session sees the CUDA error);
- *   2. the worker is swapped out: with a spare thread, killed at once and handed to it to reap (a faulted
- *      worker writes nothing after its fatal record, and the driver's teardown of its context can take long on
- *      a GPU: nothing waits for it); without one, waited for until it exited;
- *   3. the requests still in flight are answered CONTEXT_LOST, the generation counted, old handles marked stale;
+ *   2. a faulted worker writes nothing after its fatal record, so nothing waits for its exit, whose teardown of
+ *      the context can take long on a GPU: with a spare thread it is killed at once and handed to that thread to
+ *      reap; without one it is waited for before the next worker starts (step 4), as its memory is freed then;
+ *   3. the requests still in flight are answered CONTEXT_LOST, the generation counted, old handles marked stale
+ *      (requests queued against them are answered CONTEXT_LOST from here, not when the next worker serves);
  *   4. the next generation serves: the ready spare swapped in (pointers moved), or a fresh worker spawned and
  *      waited for (process, driver, context, pool streams, staging page-locked: most of the time on a GPU);
  *   5. the first request dispatched to it and (6.) its first completion (do_dev_dispatch, do_completed).
  * The spare thread logs, on the same clock, when the faulted worker was reaped and when the next spare is ready.
  */
 
-#define RETIRED (-1) /* restart's st: the worker reported a fault and was handed to the spare thread */
+#define FAULTED (-1) /* restart's st: the worker reported a sticky fault (its fatal record was read) */
 
 /* A faulted worker killed and swapped out, for the spare thread to reap. */
 struct retired_worker {
@@ -715,42 +716,48 @@ recovery_phase(struct device *d, uint64_t t0, const char *what)
 	log_debug("device %d: recovery +%llu ms: %s", d->index, (unsigned long long)(cua_now_ms() - t0), what);
 }
 
-/* Kills the faulted worker and hands it to the spare thread to reap (or reaps it here when out of memory). The
- * completion thread, without fe->lock. */
+/* Kills the faulted worker pid (of generation gen) and hands it to the spare thread to reap (or reaps it here when
+ * out of memory). The completion thread, without fe->lock. */
 static void
-retire(struct fe *fe, struct device *d, uint64_t t0)
+retire(struct fe *fe, struct device *d, pid_t pid, uint32_t gen, uint64_t t0)
 {
 	struct retired_worker *o = calloc(1, sizeof(*o));
-	kill(d->pid, SIGKILL); /* it exits by itself after its fatal record: this only makes sure */
+	kill(pid, SIGKILL); /* it exits by itself after its fatal record: this only makes sure */
 	if (o == NULL) {
-		waitpid(d->pid, NULL, 0);
-	} else {
-		o->pid = d->pid;
-		o->gen = own_gen(d);
-		o->since_ms = t0;
-		fe_lock(fe);
-		TAILQ_INSERT_TAIL(&d->retired, o, link);
-		pthread_cond_broadcast(&d->spare_cond);
-		fe_unlock(fe);
+		waitpid(pid, NULL, 0);
+		return;
 	}
-	d->pid = 0;
+	o->pid = pid;
+	o->gen = gen;
+	o->since_ms = t0;
+	fe_lock(fe);
+	TAILQ_INSERT_TAIL(&d->retired, o, link);
+	pthread_cond_broadcast(&d->spare_cond);
+	fe_unlock(fe);
 }
 
-/* Waits up to ms for d's worker, which reported a fault, to exit. Whether it did (*st its status). The
+/* Waits for the faulted worker pid to exit (it does after its fatal record), looking at d->stop every 50 ms. The
  * completion thread, without fe->lock. */
-static bool
-await_exit(struct device *d, int *st, int ms)
+static void
+await_exit(struct device *d, pid_t pid)
 {
-	int pfd = (int)syscall(SYS_pidfd_open, d->pid, 0); /* readable once the worker has exited */
-	if (pfd >= 0) {
-		struct pollfd p = {pfd, POLLIN, 0};
-		poll(&p, 1, ms);
-		close(pfd);
-	} else { /* a kernel before 5.3 */
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0); /* readable once the worker has exited */
+	while (waitpid(pid, NULL, WNOHANG) == 0) {
+		if (atomic_load(&d->stop)) { /* shutting down: do not wait for it */
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			break;
+		}
+		if (pfd >= 0) {
+			struct pollfd p = {pfd, POLLIN, 0};
+			poll(&p, 1, 50);
+		} else { /* a kernel before 5.3 */
+			struct timespec ts = {0, 10 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
 	}
-	return waitpid(d->pid, st, WNOHANG) == d->pid;
+	if (pfd >= 0)
+		close(pfd);
 }
 
 /* Moves the ready spare sp's worker and shared-memory link into d (whose own link is gone) and frees sp. Caller
@@ -813,21 +820,21 @@ take_spare(struct fe *fe, struct device *d)
 	return sp;
 }
 
-/* The worker died or faulted (its last records were read; st its exit status, or RETIRED): fail its work, mark
- * its objects stale, start the next generation — the spare when one is ready. Completion thread, without
- * fe->lock. Returns 0 when the new worker serves. */
+/* The worker died or faulted (its last records were read; st its exit status, or FAULTED while it may still be
+ * exiting): fail its work, mark its objects stale, start the next generation — the spare when one is ready.
+ * Completion thread, without fe->lock. Returns 0 when the new worker serves. */
 static int
 restart(struct fe *fe, struct device *d, int st)
 {
-	if (st == RETIRED)
-		log_error("device %d: worker reported a sticky fault; replacing it", d->index);
+	if (st == FAULTED)
+		log_error("device %d: worker %d reported a sticky fault; replacing it", d->index, (int)d->pid);
 	else if (WIFEXITED(st))
 		log_error("device %d: worker %d exited with status %d; restarting", d->index, d->pid, WEXITSTATUS(st));
 	else
 		log_error("device %d: worker %d killed by signal %d; restarting", d->index, d->pid, WTERMSIG(st));
 	struct request_queue lost;
 	struct request *r;
-	bool faulted = d->dying;
+	pid_t exiting = st == FAULTED ? d->pid : 0; /* the faulted worker, until it was reaped */
 	fe_lock(fe);
 	if (d->recover_ms == 0) { /* a death, not a reported fault: the recovery begins now */
 		d->recover_ms = cua_now_ms();
@@ -839,10 +846,11 @@ restart(struct fe *fe, struct device *d, int st)
 	d->state = DEV_RESTARTING; /* nothing new is sent to it from here */
 	do_fail_inflight(d, &lost);
 	fe_unlock(fe);
-	recovery_phase(d, t0,
-		       st == RETIRED ? "worker killed and handed to the spare thread to reap"
-		       : faulted     ? "the faulted worker exited and was reaped"
-				     : "the worker's death noticed");
+	if (exiting > 0 && d->spare_thread_started) {
+		retire(fe, d, exiting, old, t0);
+		exiting = 0;
+		recovery_phase(d, t0, "the faulted worker killed and handed to the spare thread to reap");
+	}
 	unsigned nlost = 0;
 	while ((r = TAILQ_FIRST(&lost)) != NULL) { /* answered before their objects go stale, as they ran before */
 		TAILQ_REMOVE(&lost, r, qlink);
@@ -855,7 +863,8 @@ restart(struct fe *fe, struct device *d, int st)
 	if (d != &fe->devs[d->index]) /* a session's own worker: the device's operator-visible count shows it too */
 		fe->devs[d->index].session_restarts++;
 	do_sessions_mark_stale(fe, d, old);
-	d->spare_failed = false; /* the spare thread tries again after a restart */
+	d->spare_failed = false;        /* the spare thread tries again after a restart */
+	pthread_cond_signal(&fe->cond); /* the dispatcher: requests queued against the lost objects are answered */
 	fe_unlock(fe);
 	if (cua_log_get_level() >= CUA_LOG_DEBUG) {
 		char what[128];
@@ -869,6 +878,10 @@ restart(struct fe *fe, struct device *d, int st)
 	shm_destroy(d); /* the old worker keeps its own mapping until it exits */
 	struct device *sp = take_spare(fe, d);
 	int rc = 0;
+	if (sp == NULL && exiting > 0) { /* no spare thread: the fresh worker after the faulted one is gone */
+		await_exit(d, exiting);
+		recovery_phase(d, t0, "the faulted worker exited and was reaped");
+	}
 	if (sp == NULL)
 		rc = dev_launch(fe, d);
 	fe_lock(fe);
@@ -881,7 +894,7 @@ restart(struct fe *fe, struct device *d, int st)
 		log_info("device %d: worker generation %u ready%s, %s, %llu ms after the %s", d->index, d->gen,
 			 d->owner != NULL ? " (a session's own worker)" : "",
 			 sp != NULL ? "a spare swapped in" : "a fresh worker", (unsigned long long)(cua_now_ms() - t0),
-			 faulted ? "fault" : "death");
+			 st == FAULTED ? "fault" : "death");
 	} else {
 		d->state = DEV_FAILED;
 		d->recover_ms = 0;
@@ -923,18 +936,11 @@ completion_main(void *arg)
 			return NULL;
 		int st = 0;
 		bool gone = false;
-		if (d->pid > 0 && d->dying && d->spare_thread_started) {
-			/* nothing more comes from it: swap it out now rather than wait for its context's teardown */
-			fe_lock(fe);
-			uint64_t t0 = d->recover_ms;
-			fe_unlock(fe);
-			retire(fe, d, t0);
-			st = RETIRED;
+		if (d->pid > 0 && d->dying) { /* nothing more comes from it: recover now, not after its exit */
+			st = FAULTED;
 			gone = true;
 		} else if (d->pid > 0) {
 			gone = waitpid(d->pid, &st, WNOHANG) == d->pid;
-			if (!gone && d->dying) /* no spare thread: wait for it, woken when it exits */
-				gone = await_exit(d, &st, 50);
 		}
 		if (!gone) {
 			watchdog_check(fe, d);
@@ -942,6 +948,10 @@ completion_main(void *arg)
 			continue;
 		}
 		if (atomic_load(&d->stop) || atomic_load(&fe->stopping)) { /* shutting down: no new generation */
+			if (st == FAULTED) {                               /* not reaped yet */
+				kill(d->pid, SIGKILL);
+				waitpid(d->pid, NULL, 0);
+			}
 			d->pid = 0;
 			return NULL;
 		}
