@@ -185,6 +185,28 @@ START_TEST(spare_worker_replaces_a_faulted_worker_twice)
 }
 END_TEST
 
+/* Waits (bounded: 20 s) until process pid, killed, has exited: a zombie, as nobody has reaped it yet. */
+static void
+await_exited(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 2000; i++) {
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			return;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		const char *rp = strrchr(buf, ')');
+		if (rp != NULL && rp[1] == ' ' && rp[2] == 'Z')
+			return;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	ck_abort_msg("process %d did not exit within 20 s of SIGKILL", (int)pid);
+}
+
 /* A spare that died idle is not swapped in: the fault is recovered with a fresh worker, and a new spare follows. */
 START_TEST(dead_spare_is_not_swapped_in)
 {
@@ -193,6 +215,7 @@ START_TEST(dead_spare_is_not_swapped_in)
 	pid_t spare = daemon_worker_pid_of_gen(&D, 0, 2);
 	ck_assert_int_gt(spare, 0);
 	ck_assert_int_eq(kill(spare, SIGKILL), 0);
+	await_exited(spare); /* dead before the fault, not dying during it */
 	double lost, dt = fault_and_recover(b, 1, &lost);
 	printf("dead spare, fault 1: fresh session served %.1f ms after the fault was reported\n", dt * 1e3);
 	ck_assert_double_eq(dev0_metric("cuasyncd_worker_spare_swaps_total"), 0);
