@@ -89,6 +89,7 @@ struct config {
 	unsigned watchdog_s;
 	unsigned emu_threads;       /* --emu-threads: the emulated device's stream threads, at most (0: derived) */
 	unsigned submit_threads;    /* --submit-threads: a worker's threads issuing stream work (0: derived) */
+	bool spare_worker;          /* --spare-worker: a shared device keeps a spare worker ready (devlink.c) */
 	unsigned drain_timeout;     /* s: how long SIGTERM waits for the work in the workers (--drain-timeout) */
 	unsigned hello_timeout;     /* s: a connection that has not said HELLO by then is closed (0: never) */
 	unsigned handshake_timeout; /* s: a remote connection still in its TLS/SP handshake by then is closed */

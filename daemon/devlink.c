@@ -221,6 +221,17 @@ dev_launch(struct fe *fe, struct device *d)
 }
 
 static void *completion_main(void *arg);
+static void *spare_main(void *arg);
+
+/* Whether d keeps a spare worker ready (--spare-worker): a shared device's worker serves every session of the
+ * device, so its fault costs all of them the time a new worker takes; a session's own worker (--isolation
+ * session) is replaced from the pool instead, and under --isolation session the shared worker serves only the
+ * tenants that chose to share, which is not worth a second context on every device. */
+static bool
+spare_wanted(const struct fe *fe, const struct device *d)
+{
+	return fe->cfg.spare_worker && fe->cfg.isolation == ISO_SHARED && d == &fe->devs[d->index];
+}
 
 /* Not analysed (CUA_NO_TSA): it sets d's guarded fields (gen, state) without fe->lock, which is safe because d is
  * nobody else's yet: main starts the shared devices before the edge and the dispatcher run, and dev_spawn a device
@@ -232,6 +243,8 @@ dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_NO_TSA
 	d->done = done;
 	d->shm_fd = -1;
 	d->gen = 1;
+	TAILQ_INIT(&d->retired);
+	pthread_cond_init(&d->spare_cond, NULL);
 	if (d->staging_size == 0) /* a shared worker (dev_spawn sets a session worker's) */
 		d->staging_size = fe->cfg.staging_bytes;
 	int rc = dev_launch(fe, d);
@@ -247,6 +260,13 @@ dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_NO_TSA
 		return CUA_EINTERNAL;
 	}
 	d->cpl_thread_started = true;
+	if (spare_wanted(fe, d)) {
+		if (pthread_create(&d->spare_thread, NULL, spare_main, d) == 0)
+			d->spare_thread_started = true;
+		else /* recovery still works, with a fresh worker */
+			log_warn("device %d: cannot start the spare thread; a fault will start a fresh worker",
+				 d->index);
+	}
 	return 0;
 }
 
@@ -259,6 +279,8 @@ dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_NO_TSA
  * its own can hang it (a leak check's ptrace stop). Without fe->lock.
  */
 #define STOP_GRACE_MS 5000
+static void spare_abort(struct device *d);
+static void spare_stop(struct device *d);
 /* Not analysed (CUA_NO_TSA): it reads d->in_flight without fe->lock, safe because it runs only from dev_stop, after
  * d's completion thread was joined and with nothing dispatching to d (see dev_stop). */
 static void
@@ -302,6 +324,7 @@ dev_stop(struct device *d, struct request_queue *left) CUA_NO_TSA
 	struct request *r, *tmp;
 	TAILQ_INIT(left);
 	atomic_store(&d->stop, 1);
+	spare_abort(d);
 	if (d->shm && d->pid > 0) {
 		/* a zero-length record asks the worker to finish */
 		if (ring_reserve(d->cmd, 0) != NULL)
@@ -324,6 +347,7 @@ dev_stop(struct device *d, struct request_queue *left) CUA_NO_TSA
 		TAILQ_INSERT_TAIL(left, r, qlink);
 	}
 	d->in_flight = 0;
+	spare_stop(d); /* last: the worker it made may be the one just stopped */
 }
 
 int
@@ -443,6 +467,11 @@ do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
 	ring_commit(d->cmd, len);
 	HASH_ADD(hh, d->inflight, id, sizeof(r->id), r);
 	d->in_flight++;
+	if (d->recover_ms != 0 && !d->recover_dispatched) {
+		d->recover_dispatched = true;
+		log_debug("device %d: recovery +%llu ms: first request dispatched to generation %u", d->index,
+			  (unsigned long long)(cua_now_ms() - d->recover_ms), d->gen);
+	}
 	return 0;
 }
 
@@ -513,8 +542,17 @@ do_completed(struct device *d, const unsigned char *rec, size_t len) CUA_REQUIRE
 		log_error("device %d: sticky fault in request %llu of session %llu", d->index,
 			  (unsigned long long)h.req, (unsigned long long)r->s->id);
 		cua_log_ctx_clear();
-		/* The worker exits next: send it nothing more, so new work waits for the fresh one. */
+		/* The worker exits next: send it nothing more, so new work waits for the fresh one. Nothing follows
+		 * this record (the worker holds its completion lock until it exits), so the recovery begins now. */
 		d->state = DEV_RESTARTING;
+		d->dying = true;
+		d->recover_ms = cua_now_ms();
+		d->recover_dispatched = false;
+		log_debug("device %d: recovery +0 ms: worker %d reported a sticky fault", d->index, (int)d->pid);
+	} else if (d->recover_ms != 0 && d->recover_dispatched) {
+		log_debug("device %d: recovery +%llu ms: first completion from generation %u; recovered", d->index,
+			  (unsigned long long)(cua_now_ms() - d->recover_ms), d->gen);
+		d->recover_ms = 0;
 	}
 	return r;
 }
@@ -644,26 +682,180 @@ watchdog_check(struct fe *fe, struct device *d)
 	kill(d->pid, SIGKILL);
 }
 
-/* The worker died (its last records were read): fail its work, mark its objects stale, start the next
- * generation. Completion thread, without fe->lock. Returns 0 when the new worker serves. */
+/* ------------------------------------------------------------------ recovery */
+
+/*
+ * A worker that faulted or died is replaced by the device's completion thread. The phases, each logged at debug
+ * level with the milliseconds since the recovery began ("recovery +N ms"):
+ *   0. the worker's fatal completion record is read (do_completed), or its death is noticed (waitpid);
+ *   1. the faulting request is answered (its session sees the CUDA error);
+ *   2. a faulted worker writes nothing after its fatal record, so nothing waits for its exit, whose teardown of
+ *      the context can take long on a GPU: with a spare thread it is killed at once and handed to that thread to
+ *      reap; without one it is waited for before the next worker starts (step 4), as its memory is freed then;
+ *   3. the requests still in flight are answered CONTEXT_LOST, the generation counted, old handles marked stale
+ *      (requests queued against them are answered CONTEXT_LOST from here, not when the next worker serves);
+ *   4. the next generation serves: the ready spare swapped in (pointers moved), or a fresh worker spawned and
+ *      waited for (process, driver, context, pool streams, staging page-locked: most of the time on a GPU);
+ *   5. the first request dispatched to it and (6.) its first completion (do_dev_dispatch, do_completed).
+ * The spare thread logs, on the same clock, when the faulted worker was reaped and when the next spare is ready.
+ */
+
+#define FAULTED (-1) /* restart's st: the worker reported a sticky fault (its fatal record was read) */
+
+/* A faulted worker killed and swapped out, for the spare thread to reap. */
+struct retired_worker {
+	TAILQ_ENTRY(retired_worker) link;
+	pid_t pid;
+	uint32_t gen;
+	uint64_t since_ms; /* the recovery's start */
+};
+
+static void
+recovery_phase(struct device *d, uint64_t t0, const char *what)
+{
+	log_debug("device %d: recovery +%llu ms: %s", d->index, (unsigned long long)(cua_now_ms() - t0), what);
+}
+
+/* Kills the faulted worker pid (of generation gen) and hands it to the spare thread to reap (or reaps it here when
+ * out of memory). The completion thread, without fe->lock. */
+static void
+retire(struct fe *fe, struct device *d, pid_t pid, uint32_t gen, uint64_t t0)
+{
+	struct retired_worker *o = calloc(1, sizeof(*o));
+	kill(pid, SIGKILL); /* it exits by itself after its fatal record: this only makes sure */
+	if (o == NULL) {
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	o->pid = pid;
+	o->gen = gen;
+	o->since_ms = t0;
+	fe_lock(fe);
+	TAILQ_INSERT_TAIL(&d->retired, o, link);
+	pthread_cond_broadcast(&d->spare_cond);
+	fe_unlock(fe);
+}
+
+/* Waits for the faulted worker pid to exit (it does after its fatal record), looking at d->stop every 50 ms. The
+ * completion thread, without fe->lock. */
+static void
+await_exit(struct device *d, pid_t pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0); /* readable once the worker has exited */
+	while (waitpid(pid, NULL, WNOHANG) == 0) {
+		if (atomic_load(&d->stop)) { /* shutting down: do not wait for it */
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			break;
+		}
+		if (pfd >= 0) {
+			struct pollfd p = {pfd, POLLIN, 0};
+			poll(&p, 1, 50);
+		} else { /* a kernel before 5.3 */
+			struct timespec ts = {0, 10 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+}
+
+/* Moves the ready spare sp's worker and shared-memory link into d (whose own link is gone) and frees sp. Caller
+ * holds fe->lock. */
+static void
+do_link_move(struct device *d, struct device *sp) CUA_REQUIRES(cuad_fe_lock)
+{
+	d->pid = sp->pid;
+	d->info = sp->info;
+	d->shm_fd = sp->shm_fd;
+	d->shm = sp->shm;
+	d->shm_len = sp->shm_len;
+	d->cmd = sp->cmd;
+	d->cpl = sp->cpl;
+	d->staging = sp->staging;
+	d->staging_alloc = sp->staging_alloc; /* transferred: its free list is d's now */
+	free(sp);
+}
+
+/* Ends a spare that will not serve (stopping, or not of the generation wanted, or dead): killed, reaped, its
+ * link undone. Without fe->lock. */
+static void
+spare_discard(struct device *sp)
+{
+	if (sp->pid > 0) {
+		kill(sp->pid, SIGKILL); /* idle: it holds nothing that needs an orderly end */
+		waitpid(sp->pid, NULL, 0);
+	}
+	shm_destroy(sp);
+	free(sp);
+}
+
+/* The ready spare for d's next generation (d->gen, already counted): one being started is waited for, since it is
+ * further along than a fresh one would be. NULL when there is none (no spare thread, the spare failed, or it died
+ * idle). The completion thread, without fe->lock. */
+static struct device *
+take_spare(struct fe *fe, struct device *d)
+{
+	if (!d->spare_thread_started)
+		return NULL;
+	fe_lock(fe);
+	while (d->spare != NULL && !d->spare_ready && !atomic_load(&d->stop))
+		fe_cond_wait(fe, &d->spare_cond, NULL);
+	struct device *sp = d->spare_ready ? d->spare : NULL;
+	if (sp != NULL) {
+		d->spare = NULL;
+		d->spare_ready = false;
+	}
+	uint32_t want = d->gen;
+	fe_unlock(fe);
+	int st;
+	if (sp != NULL && (own_gen(sp) != want || waitpid(sp->pid, &st, WNOHANG) != 0)) {
+		log_warn("device %d: the spare worker %d is %s; starting a fresh one", d->index, (int)sp->pid,
+			 own_gen(sp) != want ? "of another generation" : "gone");
+		if (own_gen(sp) == want)
+			sp->pid = 0; /* reaped just now */
+		spare_discard(sp);
+		sp = NULL;
+	}
+	return sp;
+}
+
+/* The worker died or faulted (its last records were read; st its exit status, or FAULTED while it may still be
+ * exiting): fail its work, mark its objects stale, start the next generation — the spare when one is ready.
+ * Completion thread, without fe->lock. Returns 0 when the new worker serves. */
 static int
 restart(struct fe *fe, struct device *d, int st)
 {
-	if (WIFEXITED(st))
+	if (st == FAULTED)
+		log_error("device %d: worker %d reported a sticky fault; replacing it", d->index, (int)d->pid);
+	else if (WIFEXITED(st))
 		log_error("device %d: worker %d exited with status %d; restarting", d->index, d->pid, WEXITSTATUS(st));
 	else
 		log_error("device %d: worker %d killed by signal %d; restarting", d->index, d->pid, WTERMSIG(st));
 	struct request_queue lost;
 	struct request *r;
+	pid_t exiting = st == FAULTED ? d->pid : 0; /* the faulted worker, until it was reaped */
 	fe_lock(fe);
+	if (d->recover_ms == 0) { /* a death, not a reported fault: the recovery begins now */
+		d->recover_ms = cua_now_ms();
+		d->recover_dispatched = false;
+	}
+	uint64_t t0 = d->recover_ms;
 	uint32_t old = d->gen;
 	d->pid = 0;
 	d->state = DEV_RESTARTING; /* nothing new is sent to it from here */
 	do_fail_inflight(d, &lost);
 	fe_unlock(fe);
+	if (exiting > 0 && d->spare_thread_started) {
+		retire(fe, d, exiting, old, t0);
+		exiting = 0;
+		recovery_phase(d, t0, "the faulted worker killed and handed to the spare thread to reap");
+	}
+	unsigned nlost = 0;
 	while ((r = TAILQ_FIRST(&lost)) != NULL) { /* answered before their objects go stale, as they ran before */
 		TAILQ_REMOVE(&lost, r, qlink);
 		d->done(fe, r);
+		nlost++;
 	}
 	fe_lock(fe);
 	d->gen++;
@@ -671,21 +863,45 @@ restart(struct fe *fe, struct device *d, int st)
 	if (d != &fe->devs[d->index]) /* a session's own worker: the device's operator-visible count shows it too */
 		fe->devs[d->index].session_restarts++;
 	do_sessions_mark_stale(fe, d, old);
+	d->spare_failed = false;        /* the spare thread tries again after a restart */
+	pthread_cond_signal(&fe->cond); /* the dispatcher: requests queued against the lost objects are answered */
 	fe_unlock(fe);
+	if (cua_log_get_level() >= CUA_LOG_DEBUG) {
+		char what[128];
+		snprintf(what, sizeof(what), "%u request(s) in flight answered, handles of generation %u stale", nlost,
+			 old);
+		recovery_phase(d, t0, what);
+	}
 	d->hung_s = 0;
+	d->dying = false;
 
-	shm_destroy(d);
-	int rc = dev_launch(fe, d);
+	shm_destroy(d); /* the old worker keeps its own mapping until it exits */
+	struct device *sp = take_spare(fe, d);
+	int rc = 0;
+	if (sp == NULL && exiting > 0) { /* no spare thread: the fresh worker after the faulted one is gone */
+		await_exit(d, exiting);
+		recovery_phase(d, t0, "the faulted worker exited and was reaped");
+	}
+	if (sp == NULL)
+		rc = dev_launch(fe, d);
 	fe_lock(fe);
+	if (sp != NULL) {
+		do_link_move(d, sp);
+		d->spare_swaps++;
+	}
 	if (rc == 0) {
 		d->state = DEV_READY;
-		log_info("device %d: worker generation %u ready%s", d->index, d->gen,
-			 d->owner != NULL ? " (a session's own worker)" : "");
+		log_info("device %d: worker generation %u ready%s, %s, %llu ms after the %s", d->index, d->gen,
+			 d->owner != NULL ? " (a session's own worker)" : "",
+			 sp != NULL ? "a spare swapped in" : "a fresh worker", (unsigned long long)(cua_now_ms() - t0),
+			 st == FAULTED ? "fault" : "death");
 	} else {
 		d->state = DEV_FAILED;
+		d->recover_ms = 0;
 		log_error("device %d: restart failed: %s", d->index, d->why);
 	}
-	pthread_cond_signal(&fe->cond); /* the dispatcher: waiting work can go (or be refused) now */
+	pthread_cond_signal(&fe->cond);         /* the dispatcher: waiting work can go (or be refused) now */
+	pthread_cond_broadcast(&d->spare_cond); /* the spare thread: the next spare */
 	fe_unlock(fe);
 	return rc;
 }
@@ -705,29 +921,177 @@ completion_main(void *arg)
 		if (rec != NULL) {
 			fe_lock(fe);
 			struct request *r = do_completed(d, rec, len);
+			uint64_t t0 = d->dying ? d->recover_ms : 0;
 			fe_unlock(fe);
 			if (r != NULL) { /* no lock held over the copy or the callback */
 				apply(r, rec, len);
 				d->done(fe, r);
 			}
 			ring_release(d->cpl);
+			if (t0 != 0)
+				recovery_phase(d, t0, "the faulting request answered");
 			continue;
 		}
 		if (atomic_load(&d->stop))
 			return NULL;
-		int st;
-		pid_t w = d->pid > 0 ? waitpid(d->pid, &st, WNOHANG) : 0;
-		if (w != d->pid) {
+		int st = 0;
+		bool gone = false;
+		if (d->pid > 0 && d->dying) { /* nothing more comes from it: recover now, not after its exit */
+			st = FAULTED;
+			gone = true;
+		} else if (d->pid > 0) {
+			gone = waitpid(d->pid, &st, WNOHANG) == d->pid;
+		}
+		if (!gone) {
 			watchdog_check(fe, d);
 			ring_wait_data(d->cpl, 50);
 			continue;
 		}
 		if (atomic_load(&d->stop) || atomic_load(&fe->stopping)) { /* shutting down: no new generation */
+			if (st == FAULTED) {                               /* not reaped yet */
+				kill(d->pid, SIGKILL);
+				waitpid(d->pid, NULL, 0);
+			}
 			d->pid = 0;
 			return NULL;
 		}
 		if (restart(fe, d, st) != 0)
 			return NULL;
 		watchdog_reset(d);
+	}
+}
+
+/* ------------------------------------------------------------------ spare workers */
+
+/*
+ * The spare thread of a shared device (--spare-worker yes) keeps one worker of the next generation ready: spawned
+ * and initialised — on a GPU its context made, pool streams created, staging page-locked — but sent nothing. A
+ * restart takes it (take_spare) instead of starting a worker, and the thread then reaps the faulted worker and
+ * starts the next spare. A spare that cannot start (out of GPU memory, say) is not retried before the next
+ * restart; recovery then starts a fresh worker, as without a spare. The spare costs a context's device memory and
+ * a second shared-memory region (--ring twice, --staging; page-locked on a GPU).
+ */
+
+/* Reaps the retired worker o (already killed) and frees o. The spare thread, without fe->lock. */
+static void
+reap_retired(struct device *d, struct retired_worker *o)
+{
+	int st = 0;
+	while (waitpid(o->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (cua_log_get_level() >= CUA_LOG_DEBUG) {
+		char what[128];
+		snprintf(what, sizeof(what), "the faulted worker %d (generation %u) exited and was reaped", (int)o->pid,
+			 o->gen);
+		recovery_phase(d, o->since_ms, what);
+	}
+	free(o);
+}
+
+/* Starts a spare for d's next generation and makes it d's ready spare. Entered and left with fe->lock, which it
+ * drops while the worker starts. The spare thread. */
+static void
+do_spare_make(struct fe *fe, struct device *d) CUA_REQUIRES(cuad_fe_lock)
+{
+	struct device *sp = calloc(1, sizeof(*sp));
+	if (sp == NULL) {
+		d->spare_failed = true;
+		return;
+	}
+	sp->fe = fe;
+	sp->index = d->index;
+	sp->ordinal = d->ordinal;
+	sp->staging_size = d->staging_size;
+	sp->shm_fd = -1;
+	sp->gen = d->gen + 1;
+	d->spare = sp; /* starting: only its stop is anyone else's (dev_stop) */
+	uint64_t t0 = cua_now_ms();
+	fe_unlock(fe);
+	int rc = dev_launch(fe, sp);
+	fe_lock(fe);
+	if (rc == 0 && !d->spare_quit && !atomic_load(&d->stop) && !atomic_load(&fe->stopping)) {
+		d->spare_ready = true;
+		log_info("device %d: spare worker %d (generation %u) ready in %llu ms", d->index, (int)sp->pid, sp->gen,
+			 (unsigned long long)(cua_now_ms() - t0));
+	} else {
+		d->spare = NULL;
+		if (rc != 0 && !atomic_load(&sp->stop) && !atomic_load(&fe->stopping)) {
+			d->spare_failed = true;
+			log_warn("device %d: cannot keep a spare worker ready (%s); a fault will start a fresh worker",
+				 d->index, sp->why);
+		}
+		fe_unlock(fe);
+		if (rc == 0)
+			spare_discard(sp);
+		else
+			free(sp); /* dev_launch undid its link */
+		fe_lock(fe);
+	}
+	pthread_cond_broadcast(&d->spare_cond); /* a restart waiting for it */
+}
+
+static void *
+spare_main(void *arg)
+{
+	struct device *d = arg;
+	struct fe *fe = d->fe;
+	char name[16];
+	snprintf(name, sizeof(name), "cuad-spare%d", d->index);
+	pthread_setname_np(pthread_self(), name);
+	fe_lock(fe);
+	while (!d->spare_quit) {
+		struct retired_worker *o = TAILQ_FIRST(&d->retired);
+		if (o != NULL) { /* first: on a GPU the next context is made after the faulted one is gone */
+			TAILQ_REMOVE(&d->retired, o, link);
+			fe_unlock(fe);
+			reap_retired(d, o);
+			fe_lock(fe);
+			continue;
+		}
+		if (d->spare == NULL && !d->spare_failed && d->state == DEV_READY && !atomic_load(&d->stop) &&
+		    !atomic_load(&fe->stopping)) {
+			do_spare_make(fe, d);
+			continue;
+		}
+		fe_cond_wait(fe, &d->spare_cond, NULL);
+	}
+	fe_unlock(fe);
+	return NULL;
+}
+
+/* dev_stop's first step: a spare being started stops waiting for its worker, a restart waiting for it goes on. */
+static void
+spare_abort(struct device *d) CUA_NO_TSA
+{
+	if (!d->spare_thread_started)
+		return;
+	fe_lock(d->fe);
+	if (d->spare != NULL && !d->spare_ready)
+		atomic_store(&d->spare->stop, 1);
+	pthread_cond_broadcast(&d->spare_cond);
+	fe_unlock(d->fe);
+}
+
+/* dev_stop's last step, after d's worker exited: the spare thread ends, the ready spare is stopped as any idle
+ * worker is, the retired workers are reaped. */
+static void
+spare_stop(struct device *d) CUA_NO_TSA
+{
+	if (!d->spare_thread_started)
+		return;
+	fe_lock(d->fe);
+	d->spare_quit = true;
+	pthread_cond_broadcast(&d->spare_cond);
+	fe_unlock(d->fe);
+	pthread_join(d->spare_thread, NULL);
+	d->spare_thread_started = false;
+	if (d->spare != NULL) /* ready (one being started was discarded by the thread) */
+		dev_destroy(d->spare);
+	d->spare = NULL;
+	d->spare_ready = false;
+	struct retired_worker *o;
+	while ((o = TAILQ_FIRST(&d->retired)) != NULL) {
+		TAILQ_REMOVE(&d->retired, o, link);
+		reap_retired(d, o);
 	}
 }

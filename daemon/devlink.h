@@ -20,6 +20,8 @@
 
 enum dev_state { DEV_STARTING, DEV_READY, DEV_RESTARTING, DEV_FAILED };
 
+struct retired_worker; /* devlink.c: a faulted worker swapped out, still to be reaped */
+
 /* Called by a device's completion thread without fe->lock (the callee takes it: no lock is held across a
  * completion, as NNG's aio contract has it), once per request that left the worker: the items of r carry the
  * worker's results (or CONTEXT_LOST when the worker died, DEVICE_HUNG when the watchdog killed it). The callee
@@ -69,10 +71,30 @@ struct device {
 	uint64_t wd_seen_ms; /* when it last moved (or the watch began afresh) */
 	uint64_t wd_poll_ms; /* the completion thread's previous look */
 	uint32_t hung_s;     /* non-zero: the watchdog killed this generation after that many seconds */
+	bool dying;          /* the completion thread's: the worker reported a sticky fault and exits next */
+	/* Recovery after a fault (the completion thread's phase log, devlink.c "Recovery"): when it began on the
+	 * front-end's clock (0: none under way), and which of its last phases were logged. */
+	uint64_t recover_ms CUA_GUARDED_BY(cuad_fe_lock);
+	bool recover_dispatched CUA_GUARDED_BY(cuad_fe_lock);
+	/* --spare-worker (a shared device only): a worker of the next generation, spawned and initialised (its
+	 * context made) by the spare thread in the background, swapped in at once when the worker faults or dies.
+	 * spare is the one being started (spare_ready false: the spare thread alone touches it, others only its
+	 * stop) or ready; the retired are faulted workers, killed and swapped out, that the spare thread reaps. */
+	struct device *spare CUA_GUARDED_BY(cuad_fe_lock);
+	bool spare_ready CUA_GUARDED_BY(cuad_fe_lock);
+	bool spare_failed CUA_GUARDED_BY(cuad_fe_lock);    /* the last one could not start: no retry before a restart */
+	bool spare_quit CUA_GUARDED_BY(cuad_fe_lock);      /* dev_stop: the spare thread ends (after the worker did) */
+	uint32_t spare_swaps CUA_GUARDED_BY(cuad_fe_lock); /* restarts that a ready spare served */
+	TAILQ_HEAD(, retired_worker) retired CUA_GUARDED_BY(cuad_fe_lock);
+	pthread_cond_t spare_cond; /* with fe->lock: the spare thread has work, or a spare became ready or failed */
+	pthread_t spare_thread;    /* lives as long as d: it is the parent (PR_SET_PDEATHSIG) of the workers it made */
+	bool spare_thread_started; /* as cpl_thread */
 };
 
 /* Starts d's worker and waits for it to report its device (up to a minute). 0, or an error code with
- * d->why said and d->state DEV_FAILED. Called from main before the edge starts, without fe->lock. */
+ * d->why said and d->state DEV_FAILED. A shared device (d is fe->devs[d->index]) under --spare-worker yes and
+ * --isolation shared also gets its spare thread, which keeps a spare worker ready. Called from main before the
+ * edge starts, without fe->lock. */
 int dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_EXCLUDES(cuad_fe_lock);
 /* Stops the worker and its completion thread; the requests still in flight on d are moved to *left
  * (initialised here), unanswered, for the caller to free. Without fe->lock. */

@@ -147,6 +147,10 @@ const struct opt_row options_table[] = {
 	{"submit-threads", OPT_UINT, 0, F(submit_threads), "0", 0, 64, NULL, NULL, "N",
 	 "threads per GPU worker issuing stream work, each owning a share of the streams (a stream's order holds: one "
 	 "stream, one thread); 1: the command loop issues everything", ": half the cores, at most 8"},
+	{"spare-worker", OPT_ENUM, 0, F(spare_worker), "yes", 0, 0, "no|yes", NULL, "yes|no",
+	 "keep a spare worker of each shared device started and initialised, so that a worker that faults or dies is "
+	 "replaced at once; costs a second context's GPU memory per device (about 520 MiB on an H200)",
+	 "; none is kept under --isolation session"},
 	{"drain-timeout", OPT_UINT, OPT_RELOAD, F(drain_timeout), "30", 0, 86400, NULL, NULL, "SECONDS",
 	 "on SIGTERM, how long to wait for the work already in the workers before exiting anyway", NULL},
 	{"hello-timeout", OPT_UINT, 0, F(hello_timeout), "10", 0, 86400, NULL, NULL, "SECONDS",

@@ -577,9 +577,11 @@ do_request_dispatch(struct fe *fe, struct request *r)
 			return SCHED_WAIT; /* the pool thread wakes the dispatcher when one is ready */
 		r->s->worker[r->dev] = d;
 	}
-	if (d->state == DEV_STARTING || d->state == DEV_RESTARTING)
+	/* Refers to objects of a lost generation: answered at once, even while the next worker starts. */
+	bool lost = r->dep_gen != 0 && r->dep_gen != d->gen;
+	if (!lost && (d->state == DEV_STARTING || d->state == DEV_RESTARTING))
 		return SCHED_WAIT;
-	if (d->state == DEV_FAILED || (r->dep_gen != 0 && r->dep_gen != d->gen)) {
+	if (d->state == DEV_FAILED || lost) {
 		if (r->kind == REQ_CLEANUP) /* nothing left to release on a lost context */
 			;
 		else if (d->state == DEV_FAILED)

@@ -203,7 +203,9 @@ stats_snapshot(struct fe *fe, bool with_sessions, struct stats_snap *out)
 						    .restarts = d->restarts + d->session_restarts,
 						    .total_bytes = d->info.total_mem,
 						    .ready = d->state == DEV_READY,
-						    .drained = (fe->drained >> i & 1u) != 0};
+						    .drained = (fe->drained >> i & 1u) != 0,
+						    .spare_ready = d->spare_ready,
+						    .spare_swaps = d->spare_swaps};
 		memcpy(out->dev[i].model, d->info.name, sizeof(out->dev[i].model));
 		out->dev[i].model[sizeof(out->dev[i].model) - 1] = '\0';
 		snprintf(out->dev[i].uuid, sizeof(out->dev[i].uuid), "%s", d->uuid);
@@ -385,14 +387,19 @@ fmt_devices(FILE *f, const struct stats_snap *snap)
 		{"worker_restarts_total", "counter",
 		 "Restarts of the device's workers, the shared one and each session's own (faults, deaths, watchdog)."},
 		{"worker_generation", "gauge", "The device's current worker generation (1 at start)."},
+		{"worker_spare_ready", "gauge",
+		 "1 when a spare worker (--spare-worker) is started and ready to replace the device's shared worker."},
+		{"worker_spare_swaps_total", "counter",
+		 "Restarts of the device's shared worker that a ready spare worker served at once."},
 	};
 	char l[800];
 	for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
 		head(f, rows[k].name, rows[k].type, rows[k].help);
 		for (int i = 0; i < snap->ndevs; i++) {
 			const struct stats_device *d = &snap->dev[i];
-			const unsigned long long v[] = {d->ready,     d->drained,  d->mem_bytes, d->total_bytes,
-							d->in_flight, d->restarts, d->generation};
+			const unsigned long long v[] = {d->ready,       d->drained,     d->mem_bytes,
+							d->total_bytes, d->in_flight,   d->restarts,
+							d->generation,  d->spare_ready, d->spare_swaps};
 			device_labels(l, sizeof(l), snap, i);
 			sample(f, rows[k].name, l, v[k]);
 		}

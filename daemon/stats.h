@@ -115,6 +115,9 @@ struct stats_device {
 	uint64_t total_bytes; /* the device's memory */
 	bool ready;
 	bool drained; /* by the operator (DRAIN): no new objects */
+	/* --spare-worker: a spare worker is ready to replace the shared one; restarts a ready spare served */
+	bool spare_ready;
+	uint32_t spare_swaps;
 };
 
 /* Everything the endpoint reports, copied out of the daemon at one moment. */

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "cuda_impl.h"
 
@@ -40,9 +41,13 @@ new_stream(struct cu *C, int prio, bool pool, uint32_t *sid, cua_err *e)
 static int
 cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_err *e)
 {
+	/* Each step's time at debug level: a restart after a fault waits for all of it unless a spare worker
+	 * (--spare-worker) did it beforehand (docs/OPERATIONS.md, "Faults"). */
+	uint64_t t0 = cua_now_ms(), t1, t2, t3;
 	int r = cu_load_driver(e);
 	if (r != 0)
 		return r;
+	t1 = cua_now_ms();
 	struct cu *C = calloc(1, sizeof(*C));
 	if (C == NULL)
 		return cua_err_set(e, CUA_ENOMEM, "out of host memory");
@@ -60,6 +65,7 @@ cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_er
 	    (cr = drv.cuCtxSetCurrent(C->ctx)) != CUDA_SUCCESS)
 		return cua_err_set(e, CUA_ENO_DEVICE, "device %d: primary context: %s: %s", w->opts.device, errname(cr),
 				   errstr(cr));
+	t2 = cua_now_ms();
 	memset(info, 0, sizeof(*info));
 	drv.cuDeviceGetName(info->name, sizeof(info->name) - 1, C->dev);
 	snprintf(info->backend, sizeof(info->backend), "cuda");
@@ -105,6 +111,7 @@ cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_er
 	if (w->opts.scrub &&
 	    (cr = drv.cuStreamCreateWithPriority(&C->scrub, CU_STREAM_NON_BLOCKING, greatest)) != CUDA_SUCCESS)
 		return cerr(e, cr, "cuStreamCreateWithPriority (the scrub stream)");
+	t3 = cua_now_ms();
 	/* Page-lock the staging area shared with the front-end: copies then run at pinned-memory speed. */
 	cr = drv.cuMemHostRegister(w->staging, w->staging_size, CU_MEMHOSTREGISTER_PORTABLE);
 	if (cr == CUDA_SUCCESS)
@@ -119,6 +126,11 @@ cu_init(struct wk *w, const struct wk_host *host, struct wdev_info *info, cua_er
 	TAILQ_INIT(&C->free_markers);
 	if (cu_reactor_start(C) != 0)
 		return cua_err_set(e, CUA_EINTERNAL, "cannot start the completion reactor");
+	log_debug("device %d: cuInit %llu ms, primary context %llu ms, %u pool streams %llu ms, staging of %llu "
+		  "bytes page-locked %llu ms",
+		  w->opts.device, (unsigned long long)(t1 - t0), (unsigned long long)(t2 - t1), info->pool_streams,
+		  (unsigned long long)(t3 - t2), (unsigned long long)w->staging_size,
+		  (unsigned long long)(cua_now_ms() - t3));
 	return 0;
 }
 

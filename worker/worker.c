@@ -7,6 +7,7 @@
 
 #include "core.h"
 
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "ring.h"
 
@@ -310,6 +311,7 @@ submit_threads(const struct worker_opts *o)
 int
 worker_main(const struct worker_opts *o)
 {
+	uint64_t t0 = cua_now_ms(); /* the restart's phases (devlink.c "Recovery"): how long a worker takes to serve */
 	static char ident[32];
 	snprintf(ident, sizeof(ident), "cuasyncd-worker[%d]", o->device);
 	cua_log_set_ident(ident);
@@ -347,8 +349,9 @@ worker_main(const struct worker_opts *o)
 		hello(&w, r, e.detail);
 		return 1;
 	}
-	log_info("device %d ready: %s sm_%u%u, %s backend, generation %u", o->device, w.info.name, w.info.sm_major,
-		 w.info.sm_minor, w.be->name, o->generation);
+	log_info("device %d ready: %s sm_%u%u, %s backend, generation %u, %llu ms after the worker started", o->device,
+		 w.info.name, w.info.sm_major, w.info.sm_minor, w.be->name, o->generation,
+		 (unsigned long long)(cua_now_ms() - t0));
 	hello(&w, 0, NULL);
 	unsigned nsub = submit_threads(o);
 	if (nsub > 1 && (w.sub = wksub_start(&w, nsub, &sub_ops)) != NULL)

@@ -12,7 +12,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 "$b/daemon/cuasyncd" --cuda-probe
 rc=0
 summary=""
-for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_completion integration/test_session_mode integration/test_isolation integration/test_isolation@session integration/test_scrub \
+for t in unit/test_arena unit/test_wire unit/test_ring integration/test_requests integration/test_faults integration/test_recovery integration/test_completion integration/test_session_mode integration/test_isolation integration/test_isolation@session integration/test_scrub \
     integration/test_watchdog integration/test_shutdown integration/test_flow integration/test_submit \
     integration/test_kernel_features integration/test_launch_attrs integration/test_events integration/test_graphs integration/test_weights integration/test_gpu \
     integration/test_samples; do

@@ -179,15 +179,17 @@ daemon_stop(struct daemon *d)
 		fprintf(stderr, "could not remove %s\n", d->dir);
 }
 
-pid_t
-daemon_worker_pid(const struct daemon *d, int dev)
+/* The daemon's worker for device dev started as generation want, or (want 0) the one of the lowest generation, the
+ * last found among equals; -1 when none. */
+static pid_t
+worker_scan(const struct daemon *d, int dev, unsigned want)
 {
-	/* The workers are the daemon's children, started as `cuasyncd --worker FD --worker-device N ...`. */
+	/* The workers are the daemon's children, started as `cuasyncd --worker FD --worker-device N
+	 * --worker-generation G ...`; a spare worker (--spare-worker) is started for the next generation. */
 	DIR *dir = opendir("/proc");
 	pid_t found = -1;
+	unsigned best = UINT32_MAX;
 	struct dirent *e;
-	char want[32];
-	snprintf(want, sizeof(want), "%d", dev);
 	while (dir && (e = readdir(dir)) != NULL) {
 		char path[300], buf[4096];
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
@@ -211,14 +213,38 @@ daemon_worker_pid(const struct daemon *d, int dev)
 		n = fread(buf, 1, sizeof(buf) - 1, f);
 		fclose(f);
 		buf[n] = '\0';
-		/* argv is NUL-separated: find "--worker-device" followed by dev */
-		for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-			if (strcmp(buf + i, "--worker-device") == 0 && i + 16 < n && strcmp(buf + i + 16, want) == 0)
-				found = atoi(e->d_name);
+		/* argv is NUL-separated: "--worker-device" followed by dev, "--worker-generation" by its generation */
+		int device = -1;
+		unsigned gen = 0;
+		for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+			size_t next = i + strlen(buf + i) + 1;
+			if (next >= n)
+				break;
+			if (strcmp(buf + i, "--worker-device") == 0)
+				device = atoi(buf + next);
+			else if (strcmp(buf + i, "--worker-generation") == 0)
+				gen = (unsigned)strtoul(buf + next, NULL, 10);
+		}
+		if (device != dev || (want != 0 && gen != want) || (want == 0 && gen > best))
+			continue;
+		best = gen;
+		found = atoi(e->d_name);
 	}
 	if (dir)
 		closedir(dir);
 	return found;
+}
+
+pid_t
+daemon_worker_pid(const struct daemon *d, int dev)
+{
+	return worker_scan(d, dev, 0);
+}
+
+pid_t
+daemon_worker_pid_of_gen(const struct daemon *d, int dev, unsigned gen)
+{
+	return worker_scan(d, dev, gen);
 }
 
 cua_client *

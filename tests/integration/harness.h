@@ -23,8 +23,11 @@ struct daemon {
 void daemon_start(struct daemon *d, const char *const *extra);
 /* SIGTERM, wait, assert a clean exit; removes the private directory. */
 void daemon_stop(struct daemon *d);
-/* The pid of the daemon's worker for device dev, or -1. */
+/* The pid of the daemon's worker for device dev, or -1. Beside a spare worker (--spare-worker, started for the
+ * next generation) the one of the lowest generation, which serves. */
 pid_t daemon_worker_pid(const struct daemon *d, int dev);
+/* The pid of the daemon's worker for device dev started as generation gen (a spare: the serving one's + 1), or -1. */
+pid_t daemon_worker_pid_of_gen(const struct daemon *d, int dev, unsigned gen);
 /* The build directory: $CUA_TEST_BUILDDIR or the one configured. */
 const char *builddir(void);
 /* Backend name the tests run against: $CUA_TEST_BACKEND (cuda on the GPU machine) or emu. */
