@@ -94,6 +94,8 @@ cuac_hello(cua_client *c)
 			break;
 	}
 	explicit_bzero(token, sizeof(token));
+	if (r == 0)
+		cuac_transport_shm_open(c); /* NULL channel: NNG carries everything */
 	return r;
 }
 
