@@ -61,9 +61,10 @@ typedef void (*cuac_done_fn)(void *arg, int status, const char *why, const cua_w
  * was sent; cua_last_error untouched): CUA_ESESSION_LOST when the session is lost (CUAC_SESSION_LOST_WHY). body need not outlive the call. */
 int cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done, void *arg);
 
-/* Attaches the shared-memory channel (shmchan.c) when it is wanted and can be: from now on ordered requests
- * go through it when they fit, over NNG otherwise. The connecting thread, right after HELLO; never fails. */
-void cuac_transport_shm_open(cua_client *c);
+struct cuac_shm;
+/* Gives c the shared-memory channel s (shmchan.c; started): from now on ordered requests go through it when
+ * they fit, over NNG otherwise; closed with the transport. The connecting thread, right after HELLO. */
+void cuac_transport_set_shm(cua_client *c, struct cuac_shm *s);
 /* ------------------------------------------------------------------ rpc.c */
 
 /* Synchronous calls whose reply body is not needed / is one u64 (copied into *out). As cuac_rpc (ordered). */
@@ -105,10 +106,12 @@ struct cuac_shm_wait {
 	size_t len;
 	LIST_ENTRY(cuac_shm_wait) link;
 };
-/* Creates the channel and attaches it (over the fd channel) when $CUASYNC_SHM is 1 and c is an ipc://
- * connection with a session; NULL otherwise or on any failure (then NNG carries everything). The connecting
- * thread, right after HELLO. */
-struct cuac_shm *cuac_shm_open(cua_client *c);
+/* Creates a channel: the sealed memfd mapped, its header written, and the eventfd; their descriptors in *memfd
+ * and *efd (s's: pass them with cuac_fdchan_shm, then cuac_shm_start). NULL on any failure. */
+struct cuac_shm *cuac_shm_create(int *memfd, int *efd);
+/* Once the daemon took the channel: closes the memfd (the mapping stays) and starts the reader. 0, or -1 when
+ * it could not (s is freed then). */
+int cuac_shm_start(struct cuac_shm *s);
 /* Stops the reader (waiters still waiting fail with CUA_ECLOSED) and frees s; NULL is fine. */
 void cuac_shm_close(struct cuac_shm *s);
 /* The session is gone: every waiter fails with CUA_ESESSION_LOST (on the reader thread) and nothing more is

@@ -1,8 +1,9 @@
 /*
  * shmchan.c — libcuasync's side of the shared-memory channel (PROTOCOL.md §10, layout in common/cua_shm.h).
  *
- * The client makes a sealed memfd with the header and both rings and an eventfd (the daemon's doorbell), and
- * passes both over the fd channel (SHM record). Requests go into the request ring under s->lock (any thread),
+ * The client makes a sealed memfd with the header and both rings and an eventfd (the daemon's doorbell); calls.c
+ * passes both over the fd channel (SHM record) and hands the channel to transport.c. This file calls no other
+ * client file (transport.c calls it). Requests go into the request ring under s->lock (any thread),
  * each with a tag naming its waiter; the eventfd is written only when the daemon says it sleeps. One reader
  * thread takes replies out of the reply ring: it polls for CUA_SHM_SPIN_NS after the last one, then sleeps on
  * the header's futex word (FUTEX_WAIT, shared: the daemon wakes it from its own process), and hands each reply
@@ -11,7 +12,6 @@
 #include "config.h"
 
 #include "cua_shm.h"
-#include "cuac_error.h"
 #include "cuac_transport.h"
 #include "internal.h"
 
@@ -43,6 +43,7 @@ struct cuac_shm {
 	atomic_uint_fast64_t sent;
 	atomic_int stop, lost;
 	pthread_t reader;
+	bool started;
 	uint32_t rep_head;  /* the reader's */
 	unsigned char *acc; /* the reader's: a reply in pieces (CUA_SHM_MORE) */
 	size_t acc_len, acc_cap;
@@ -204,7 +205,7 @@ reader_main(void *arg)
 		if (ld(&s->h->rep_tail) == s->rep_head || over) {
 			/* a timeout keeps a daemon that died without a word from leaving us asleep for good */
 			struct timespec ts = {1, 0};
-			if (!atomic_load(&s->stop) && !atomic_load(&s->lost))
+			if (!atomic_load(&s->stop))
 				(void)syscall(SYS_futex, &s->h->rep_futex, FUTEX_WAIT, v, &ts, NULL, 0);
 		}
 		st(&s->h->client_waiting, 0);
@@ -233,11 +234,8 @@ shm_free(struct cuac_shm *s)
 }
 
 struct cuac_shm *
-cuac_shm_open(cua_client *c)
+cuac_shm_create(int *memfd, int *efd)
 {
-	const char *env = getenv("CUASYNC_SHM");
-	if (env == NULL || strcmp(env, "1") != 0 || cuac_transport_ipc_path(c) == NULL || !c->has_fd_secret)
-		return NULL;
 	struct cuac_shm *s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return NULL;
@@ -262,18 +260,26 @@ cuac_shm_open(cua_client *c)
 	s->h->ring_bytes = s->ring;
 	s->req = s->map + CUA_SHM_HDR_BYTES;
 	s->rep = s->req + s->ring;
-	if (cuac_fdchan_shm(c, s->memfd, s->efd) != 0)
-		goto fail;
-	close(s->memfd); /* the mapping and the daemon's copy keep it */
-	s->memfd = -1;
-	if (pthread_create(&s->reader, NULL, reader_main, s) != 0) {
-		st(&s->h->closed, CUA_ECLOSED);
-		goto fail; /* the daemon keeps serving a ring nobody writes until the session ends */
-	}
+	*memfd = s->memfd;
+	*efd = s->efd;
 	return s;
 fail:
 	shm_free(s);
 	return NULL;
+}
+
+int
+cuac_shm_start(struct cuac_shm *s)
+{
+	close(s->memfd); /* the mapping and the daemon's copy keep it */
+	s->memfd = -1;
+	if (pthread_create(&s->reader, NULL, reader_main, s) != 0) {
+		st(&s->h->closed, CUA_ECLOSED);
+		shm_free(s); /* the daemon serves a ring nobody writes until the session ends */
+		return -1;
+	}
+	s->started = true;
+	return 0;
 }
 
 bool
@@ -350,10 +356,12 @@ cuac_shm_close(struct cuac_shm *s)
 {
 	if (s == NULL)
 		return;
-	atomic_store(&s->stop, 1);
-	__atomic_fetch_add(&s->h->rep_futex, 1, __ATOMIC_SEQ_CST);
-	(void)syscall(SYS_futex, &s->h->rep_futex, FUTEX_WAKE, 1, NULL, NULL, 0);
-	pthread_join(s->reader, NULL);
+	if (s->started) {
+		atomic_store(&s->stop, 1);
+		__atomic_fetch_add(&s->h->rep_futex, 1, __ATOMIC_SEQ_CST);
+		(void)syscall(SYS_futex, &s->h->rep_futex, FUTEX_WAKE, 1, NULL, NULL, 0);
+		pthread_join(s->reader, NULL);
+	}
 	shm_free(s);
 }
 

@@ -559,8 +559,11 @@ cuac_transport_close(cua_client *c)
 	/* An exchange's callback tells its owner (who may then come here) before it closes its context, which
 	 * must not race with nng_close (NNG 1.5.2 panics on the socket's freed mutex): wait for those tails. Every
 	 * exchange was answered or failed by now (the caller waited for its flights), so this is short. */
-	cuac_shm_close(c->t->shm); /* fails what waits on it (nothing should) */
+	pthread_mutex_lock(&c->t->plock); /* pipe_event reads t->shm under it */
+	struct cuac_shm *shm = c->t->shm;
 	c->t->shm = NULL;
+	pthread_mutex_unlock(&c->t->plock);
+	cuac_shm_close(shm); /* fails what waits on it (nothing should) */
 	pthread_mutex_lock(&c->t->plock);
 	while (c->t->exchanges > 0)
 		pthread_cond_wait(&c->t->idle, &c->t->plock);
@@ -918,9 +921,11 @@ out:
 }
 
 void
-cuac_transport_shm_open(cua_client *c)
+cuac_transport_set_shm(cua_client *c, struct cuac_shm *s)
 {
-	c->t->shm = cuac_shm_open(c);
+	pthread_mutex_lock(&c->t->plock);
+	c->t->shm = s;
+	pthread_mutex_unlock(&c->t->plock);
 }
 
 uint64_t
