@@ -151,7 +151,7 @@ take_record(struct cuac_shm *s, uint32_t tail)
 	if (avail > s->ring || avail < sizeof(rec))
 		return false;
 	ring_read(s, s->rep_head, &rec, sizeof(rec));
-	if (rec.len == 0 || padded(rec.len) > avail)
+	if (rec.len == 0 || rec.len > avail - sizeof(rec) || padded(rec.len) > avail)
 		return false;
 	if (s->acc_len + rec.len > s->acc_cap) {
 		size_t cap = s->acc_len + rec.len;

@@ -306,7 +306,8 @@ read_requests(struct shmch *ch)
 					 tail, ch->req_head);
 		struct cua_shm_rec rec;
 		ring_read(ch, ch->req, ch->req_head, &rec, sizeof(rec));
-		if (rec.len == 0 || rec.len > fe->cfg.max_message || padded(rec.len) > avail || rec.flags != 0)
+		if (rec.len == 0 || rec.len > avail - sizeof(rec) || rec.len > fe->cfg.max_message ||
+		    padded(rec.len) > avail || rec.flags != 0)
 			return violation(ch,
 					 "a request record of %u bytes (flags %u) with %u bytes published "
 					 "(at most %zu per message)",
