@@ -345,6 +345,9 @@ attacker(void *arg)
 			eventfd_write(c.efd, 1);
 		}
 		ck_assert_msg(wait_closed(&c), "the daemon did not close a scribbled channel within 20 s");
+		/* why, as the daemon wrote it: a broken rule, or (the flood) replies the client never read */
+		ck_assert_uint_eq(__atomic_load_n(&c.h->closed, __ATOMIC_SEQ_CST),
+				  round == 1 ? (uint32_t)CUA_ETIMEOUT : (uint32_t)CUA_EPROTOCOL);
 		atomic_fetch_add(&closed_seen, 1);
 		hch_free(&c);
 		close(s);
@@ -427,6 +430,8 @@ START_TEST(hostile_rings_beside_good_clients)
 	ck_assert_uint_eq(atomic_load(&wrongly_accepted), 0);
 	ck_assert_uint_eq(atomic_load(&closed_seen), NHOSTILE * HOSTILE_ROUNDS);
 	ck_assert(file_has(D.log, "closing the channel and its connection"));
+	ck_assert(file_has(D.log, "is not a record boundary within the ring"));
+	ck_assert(file_has(D.log, "(--send-timeout); closing the channel"));
 	/* the daemon still serves a fresh client through a channel */
 	cua_client *c = connect_to(&D);
 	good_round(c, 0xabcdefu);
