@@ -101,7 +101,7 @@ struct cuac_shm_wait {
 	bool listed; /* in the channel's list (guarded by its lock) */
 	bool done;   /* synchronous: the reply (buf, len) or the failure (status, why) is in */
 	int status;
-	char why[160];
+	char why[512];
 	void *buf;
 	size_t len;
 	LIST_ENTRY(cuac_shm_wait) link;

@@ -297,6 +297,21 @@ read_requests(struct shmch *ch)
 {
 	struct fe *fe = ch->svc->fe;
 	unsigned n = 0;
+	if (ld(&ch->h->req_tail) == ch->req_head)
+		return false;
+	/* Records of a session that is closing (its connection going, an operator's DISCONNECT) are not read: on NNG
+	 * its connection is closed and they would never arrive, and request_receive would answer CLOSED, or make a
+	 * new session for a pipe it has forgotten. The channel goes with the session; its client sees SESSION_LOST. */
+	fe_lock(fe);
+	struct session *s = do_session_by_pipe(fe, ch->pipe);
+	bool live = s != NULL && s->id == ch->session;
+	fe_unlock(fe);
+	if (!live) {
+		log_debug("shared-memory channel of session %llu: the session is closing",
+			  (unsigned long long)ch->session);
+		ch_close(ch, CUA_ECLOSED, false);
+		return false;
+	}
 	for (; n < SHMCHAN_BURST; n++) {
 		uint32_t tail = ld(&ch->h->req_tail), avail = tail - ch->req_head;
 		if (avail == 0)
