@@ -620,7 +620,9 @@ shmchan_attach(struct shmsvc *svc, uint64_t session, int memfd, int efd, char *w
 	bool dup = false;
 	TAILQ_FOREACH(o, &svc->list, link)
 	dup |= o->session == session;
-	struct epoll_event e = {.events = EPOLLIN, .data.fd = efd};
+	/* edge-triggered: every write wakes the thread once, whatever the counter holds (a client's eventfd in
+	 * semaphore mode, or a huge count, cannot keep it readable and the thread awake) */
+	struct epoll_event e = {.events = EPOLLIN | EPOLLET, .data.fd = efd};
 	if (dup || svc->n >= SHMCHAN_MAX) {
 		status = CUA_EQUOTA;
 		snprintf(why, why_len,

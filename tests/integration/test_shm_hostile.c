@@ -80,11 +80,17 @@ raw_session(uint64_t *sid, uint8_t *secret)
 	struct cua_req_hello h = {1, 1, {"hostile", 7}, (uint32_t)getpid(), {"", 0}};
 	cua_wbuf b = {0};
 	ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&b), CUA_OP_HELLO, 0, &h), 0);
-	ck_assert_int_eq(nng_send(s, b.data, b.len, 0), 0);
-	cua_wbuf_free(&b);
 	char *rep = NULL;
 	size_t rlen = 0;
-	ck_assert_int_eq(nng_recv(s, &rep, &rlen, NNG_FLAG_ALLOC), 0);
+	int rv = NNG_ECONNRESET;
+	/* HELLO is safe to repeat (as libcuasync does): a connection reset before the daemon's socket took the pipe
+	 * (its listener watchdog restarting a listener on a loaded machine) loses nothing */
+	for (int attempt = 0; attempt < 5 && rv == NNG_ECONNRESET; attempt++) {
+		ck_assert_int_eq(nng_send(s, b.data, b.len, 0), 0);
+		rv = nng_recv(s, &rep, &rlen, NNG_FLAG_ALLOC);
+	}
+	cua_wbuf_free(&b);
+	ck_assert_msg(rv == 0, "HELLO: %s", nng_strerror(rv));
 	cua_wire_reply r;
 	cua_err e;
 	ck_assert_int_eq(cua_wire_decode_reply(rep, rlen, &r, &e), 0);
@@ -215,23 +221,26 @@ honest_ping(struct hch *c)
 	ck_assert_int_eq(cua_wire_pack_request(cua_wbuf_out(&b), CUA_OP_PING, ++c->seq, &p), 0);
 	ring_put(c, (uint32_t)b.len, 0, c->seq, b.data, b.len);
 	cua_wbuf_free(&b);
-	int k = 0;
-	while (__atomic_load_n(&c->h->rep_tail, __ATOMIC_SEQ_CST) == c->rhead &&
-	       __atomic_load_n(&c->h->closed, __ATOMIC_SEQ_CST) == 0 && k++ < 20000)
-		pause_ms(1);
-	ck_assert_msg(k < 20000, "no reply in the reply ring within 20 s");
-	if (__atomic_load_n(&c->h->rep_tail, __ATOMIC_SEQ_CST) == c->rhead)
-		return false;
-	struct cua_shm_rec r;
-	memcpy(&r, c->rep + (c->rhead & (RING - 1)), sizeof(r));
-	ck_assert_uint_eq(r.tag, c->seq);
-	ck_assert_uint_eq(r.flags, 0);
+	struct cua_shm_rec r = {0, 0, 0};
 	unsigned char msg[256];
-	ck_assert_uint_le(r.len, sizeof(msg));
-	for (uint32_t i = 0; i < r.len; i++)
-		msg[i] = c->rep[(c->rhead + sizeof(r) + i) & (RING - 1)];
-	c->rhead += (uint32_t)(sizeof(r) + ((r.len + 15) & ~15u));
-	__atomic_store_n(&c->h->rep_head, c->rhead, __ATOMIC_SEQ_CST);
+	/* replies of the garbage records sent before may come first: skipped (bounded) */
+	for (int skipped = 0; r.tag != c->seq; skipped++) {
+		ck_assert_int_lt(skipped, 1000);
+		int k = 0;
+		while (__atomic_load_n(&c->h->rep_tail, __ATOMIC_SEQ_CST) == c->rhead &&
+		       __atomic_load_n(&c->h->closed, __ATOMIC_SEQ_CST) == 0 && k++ < 20000)
+			pause_ms(1);
+		ck_assert_msg(k < 20000, "no reply in the reply ring within 20 s");
+		if (__atomic_load_n(&c->h->rep_tail, __ATOMIC_SEQ_CST) == c->rhead)
+			return false;
+		memcpy(&r, c->rep + (c->rhead & (RING - 1)), sizeof(r));
+		ck_assert_uint_eq(r.flags, 0);
+		ck_assert_uint_le(r.len, sizeof(msg));
+		for (uint32_t i = 0; i < r.len; i++)
+			msg[i] = c->rep[(c->rhead + sizeof(r) + i) & (RING - 1)];
+		c->rhead += (uint32_t)(sizeof(r) + ((r.len + 15) & ~15u));
+		__atomic_store_n(&c->h->rep_head, c->rhead, __ATOMIC_SEQ_CST);
+	}
 	cua_wire_reply w;
 	cua_err e;
 	ck_assert_int_eq(cua_wire_decode_reply(msg, r.len, &w, &e), 0);
@@ -359,34 +368,65 @@ attacker(void *arg)
 
 /* ---- the well-behaved */
 
-static void
-good_round(cua_client *c, uint32_t v)
+#define GK(call)                                                                                                       \
+	do {                                                                                                           \
+		int rc_ = (call);                                                                                      \
+		if (rc_ != CUA_OK)                                                                                     \
+			return rc_;                                                                                    \
+	} while (0)
+
+/* One verified round; CUA_OK or the status of the call that failed. */
+static int
+good_round_rc(cua_client *c, uint32_t v)
 {
 	static _Thread_local uint32_t in[ROUND_BYTES / 4], out[ROUND_BYTES / 4];
 	cua_deviceptr d;
-	CK(cua_mem_alloc(c, 0, ROUND_BYTES, &d));
+	GK(cua_mem_alloc(c, 0, ROUND_BYTES, &d));
 	for (uint32_t i = 0; i < ROUND_BYTES / 4; i++)
 		in[i] = v ^ i;
-	CK(cua_memcpy_htod(c, d, in, ROUND_BYTES));
+	GK(cua_memcpy_htod(c, d, in, ROUND_BYTES));
 	memset(out, 0, sizeof(out));
-	CK(cua_memcpy_dtoh(c, out, d, ROUND_BYTES));
+	GK(cua_memcpy_dtoh(c, out, d, ROUND_BYTES));
 	for (uint32_t i = 0; i < ROUND_BYTES / 4; i++)
 		ck_assert_uint_eq(out[i], v ^ i);
-	CK(cua_ping(c));
-	CK(cua_mem_free(c, d));
+	GK(cua_ping(c));
+	GK(cua_mem_free(c, d));
+	return CUA_OK;
 }
 
+static void
+good_round(cua_client *c, uint32_t v)
+{
+	int r = good_round_rc(c, v);
+	ck_assert_msg(r == CUA_OK, "round %u: %s: %s", v, cua_strerror_name(r), cua_last_error());
+}
+
+static atomic_uint relistens;
+
+/* Rounds until the attackers are done. A session may be lost only to the daemon's listener watchdog (it restarts
+ * an ipc listener that NNG 1.5.2 stopped accepting on, bug #1518, and the connections go with it; its probe
+ * misfires on a heavily loaded machine): then, and only after the daemon logged it, the client reconnects. */
 static void *
 good_client(void *arg)
 {
 	cua_client *c = connect_to(&D);
 	unsigned rounds = 0;
+	uint64_t shm = 0;
 	uint32_t base = (uint32_t)(uintptr_t)arg << 24;
 	good_round(c, base);
-	while (atomic_load(&attackers_left) > 0 && rounds < 100000)
-		good_round(c, base + ++rounds);
+	while (atomic_load(&attackers_left) > 0 && rounds < 100000) {
+		int r = good_round_rc(c, base + ++rounds);
+		if (r == CUA_ESESSION_LOST && file_has(D.log, "stopped accepting") && atomic_load(&relistens) < 10) {
+			atomic_fetch_add(&relistens, 1);
+			shm += cua_shm_requests(c);
+			cua_disconnect(c);
+			c = connect_to(&D);
+			continue;
+		}
+		ck_assert_msg(r == CUA_OK, "round %u: %s: %s", rounds, cua_strerror_name(r), cua_last_error());
+	}
 	good_round(c, base + 0xffffffu);
-	ck_assert_uint_gt(cua_shm_requests(c), rounds);
+	ck_assert_uint_gt(shm + cua_shm_requests(c), rounds);
 	cua_disconnect(c);
 	return (void *)(uintptr_t)rounds;
 }
@@ -425,8 +465,11 @@ START_TEST(hostile_rings_beside_good_clients)
 		pthread_join(good[i], &r);
 		rounds += (unsigned)(uintptr_t)r;
 	}
-	fprintf(stderr, "  good rounds: %u; hostile channels closed: %u; attaches refused: %u; honest pings: %u\n",
-		rounds, atomic_load(&closed_seen), atomic_load(&refused_seen), atomic_load(&honest_pings));
+	fprintf(stderr,
+		"  good rounds: %u; hostile channels closed: %u; attaches refused: %u; honest pings: %u; reconnects "
+		"after a listener restart: %u\n",
+		rounds, atomic_load(&closed_seen), atomic_load(&refused_seen), atomic_load(&honest_pings),
+		atomic_load(&relistens));
 	ck_assert_uint_eq(atomic_load(&wrongly_accepted), 0);
 	ck_assert_uint_eq(atomic_load(&closed_seen), NHOSTILE * HOSTILE_ROUNDS);
 	ck_assert(file_has(D.log, "closing the channel and its connection"));
