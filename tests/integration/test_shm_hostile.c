@@ -76,6 +76,10 @@ raw_session(uint64_t *sid, uint8_t *secret)
 	ck_assert_int_eq(nng_req0_open(&s), 0);
 	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 20000);
+	/* the daemon closes this connection when it closes the channel: no redial (NNG 1.5.2 leaks a dialer's pipe
+	 * caught in its handshake by nng_close, which LeakSanitizer would report) */
+	nng_socket_set_ms(s, NNG_OPT_RECONNMINT, 3600000);
+	nng_socket_set_ms(s, NNG_OPT_RECONNMAXT, 3600000);
 	ck_assert_int_eq(nng_dial(s, D.url, NULL, 0), 0);
 	struct cua_req_hello h = {1, 1, {"hostile", 7}, (uint32_t)getpid(), {"", 0}};
 	cua_wbuf b = {0};
@@ -494,6 +498,17 @@ START_TEST(hostile_rings_beside_good_clients)
 	cua_disconnect(c);
 }
 END_TEST
+
+/* LeakSanitizer, in this test process only (the daemon's leaks are checked with tests/lsan.supp as everywhere):
+ * NNG 1.5.2 keeps a few objects of raw sockets whose connections the daemon closed while their dialers were
+ * busy (allocated on NNG's own threads, start_thread -> libnng). Nothing of libcuasync's channel is allocated
+ * there. No effect without ASan. */
+const char *__lsan_default_suppressions(void);
+const char *
+__lsan_default_suppressions(void)
+{
+	return "leak:libnng.so\n";
+}
 
 static Suite *
 shm_suite(void)
