@@ -463,7 +463,8 @@ svc_main(void *arg)
 		atomic_store(&svc->sleeping, 0);
 		TAILQ_FOREACH(ch, &svc->list, link)
 		st(&ch->h->daemon_sleeping, 0);
-		last_work = now_ns();
+		/* no spin after a wake-up that brought nothing (a tick): the next pass finds a doorbell's record and
+		 * that work starts the spin, so idle channels cost one pass per TICK_MS */
 	}
 	while (!TAILQ_EMPTY(&svc->list))
 		ch_close(TAILQ_FIRST(&svc->list), CUA_ESHUTTING_DOWN, false);
