@@ -371,15 +371,17 @@ static void
 tick(struct shmsvc *svc)
 {
 	struct shmch *ch, *next;
-	uint64_t now = cua_now_ms();
 	for (ch = TAILQ_FIRST(&svc->list); ch != NULL; ch = next) {
 		next = TAILQ_NEXT(ch, link);
 		fe_lock(svc->fe);
 		bool gone = do_session_by_id(svc->fe, ch->session) == NULL;
 		unsigned timeout = svc->fe->cfg.send_timeout_ms;
 		fe_unlock(svc->fe);
+		/* what the client made room for is written first: a queue that waited on this thread (delayed by
+		 * another channel's work, or by the machine) is not the client's fault */
 		pthread_mutex_lock(&ch->lock);
-		bool stalled = ch->nqueue > 0 && now - ch->moved_ms >= timeout;
+		flush_locked(ch);
+		bool stalled = ch->nqueue > 0 && cua_now_ms() - ch->moved_ms >= timeout;
 		pthread_mutex_unlock(&ch->lock);
 		if (gone) {
 			log_debug("shared-memory channel of session %llu: the session ended",
