@@ -63,6 +63,27 @@ out:
 	return r;
 }
 
+/* The shared-memory channel (PROTOCOL.md §10), when $CUASYNC_SHM is 1 on an ipc:// connection: made, passed
+ * over the fd channel, and handed to the transport. Any failure leaves everything on NNG (nothing is reported:
+ * the connection works without it). */
+static void
+shm_attach(cua_client *c)
+{
+	const char *env = getenv("CUASYNC_SHM");
+	int memfd, efd;
+	if (env == NULL || strcmp(env, "1") != 0 || cuac_transport_ipc_path(c) == NULL || !c->has_fd_secret)
+		return;
+	struct cuac_shm *s = cuac_shm_create(&memfd, &efd);
+	if (s == NULL)
+		return;
+	if (cuac_fdchan_shm(c, memfd, efd) != 0) {
+		cuac_shm_close(s);
+		return;
+	}
+	if (cuac_shm_start(s) == 0)
+		cuac_transport_set_shm(c, s);
+}
+
 int
 cuac_hello(cua_client *c)
 {
@@ -94,6 +115,8 @@ cuac_hello(cua_client *c)
 			break;
 	}
 	explicit_bzero(token, sizeof(token));
+	if (r == 0)
+		shm_attach(c);
 	return r;
 }
 

@@ -61,6 +61,10 @@ typedef void (*cuac_done_fn)(void *arg, int status, const char *why, const cua_w
  * was sent; cua_last_error untouched): CUA_ESESSION_LOST when the session is lost (CUAC_SESSION_LOST_WHY). body need not outlive the call. */
 int cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done, void *arg);
 
+struct cuac_shm;
+/* Gives c the shared-memory channel s (shmchan.c; started): from now on ordered requests go through it when
+ * they fit, over NNG otherwise; closed with the transport. The connecting thread, right after HELLO. */
+void cuac_transport_set_shm(cua_client *c, struct cuac_shm *s);
 /* ------------------------------------------------------------------ rpc.c */
 
 /* Synchronous calls whose reply body is not needed / is one u64 (copied into *out). As cuac_rpc (ordered). */
@@ -78,5 +82,49 @@ int cuac_call_u64(cua_client *c, uint32_t op, const void *body, uint64_t *out);
 int cuac_fdchan_pass(cua_client *c, const int *fds, unsigned n, uint64_t *tickets);
 /* Closes the channel's connection, if any. At disconnect. */
 void cuac_fdchan_close(cua_client *c);
+/* Passes a shared-memory channel's memfd and eventfd (they stay the caller's) with an SHM record (shmchan.c).
+ * 0, or the status with cua_last_error set, as cuac_fdchan_pass. */
+int cuac_fdchan_shm(cua_client *c, int memfd, int efd);
+
+/* ------------------------------------------------------------------ shmchan.c */
+/* The shared-memory channel (PROTOCOL.md §10, common/cua_shm.h): rings in a sealed memfd, served by the daemon
+ * beside NNG. transport.c decides what goes through it; shmchan.c owns the mapping and a reader thread that
+ * hands each reply to the waiter that named its tag. */
+struct cuac_shm;
+/* How a reply (or its failure) reaches an asynchronous waiter, on the reader thread with no lock held: status 0
+ * and the reply's bytes (malloc'd, the callee's to free) or status != 0 with why and buf NULL. */
+typedef void (*cuac_shm_fn)(void *arg, int status, const char *why, void *buf, size_t len);
+struct cuac_shm_wait {
+	uint64_t tag;   /* set by cuac_shm_send */
+	cuac_shm_fn fn; /* NULL: a synchronous waiter (cuac_shm_wait_reply) */
+	void *arg;
+	bool listed; /* in the channel's list (guarded by its lock) */
+	bool done;   /* synchronous: the reply (buf, len) or the failure (status, why) is in */
+	int status;
+	char why[512];
+	void *buf;
+	size_t len;
+	LIST_ENTRY(cuac_shm_wait) link;
+};
+/* Creates a channel: the sealed memfd mapped, its header written, and the eventfd; their descriptors in *memfd
+ * and *efd (s's: pass them with cuac_fdchan_shm, then cuac_shm_start). NULL on any failure. */
+struct cuac_shm *cuac_shm_create(int *memfd, int *efd);
+/* Once the daemon took the channel: closes the memfd (the mapping stays) and starts the reader. 0, or -1 when
+ * it could not (s is freed then). */
+int cuac_shm_start(struct cuac_shm *s);
+/* Stops the reader (waiters still waiting fail with CUA_ECLOSED) and frees s; NULL is fine. */
+void cuac_shm_close(struct cuac_shm *s);
+/* The session is gone: every waiter fails with CUA_ESESSION_LOST (on the reader thread) and nothing more is
+ * sent. Any thread, never blocks (NNG's pipe callback calls it). */
+void cuac_shm_lost(struct cuac_shm *s);
+/* Puts the encoded request (body, len; its seq stamped already) into the request ring with w as its waiter.
+ * true: sent, w will be answered exactly once; false: nothing was sent (no room, too large, channel closed):
+ * send it over NNG. Any thread. */
+bool cuac_shm_send(struct cuac_shm *s, const void *body, size_t len, struct cuac_shm_wait *w);
+/* Waits for a synchronous waiter's reply, up to timeout_ms (negative: none). true: w->done (its result in w);
+ * false: timed out, w withdrawn (a late reply is dropped). */
+bool cuac_shm_wait_reply(struct cuac_shm *s, struct cuac_shm_wait *w, int timeout_ms);
+/* Requests sent through s (0 for NULL). */
+uint64_t cuac_shm_count(const struct cuac_shm *s);
 
 #endif

@@ -104,10 +104,11 @@ fail:
 	return r;
 }
 
-int
-cuac_fdchan_pass(cua_client *c, const int *fds, unsigned n, uint64_t *tickets)
+/* One record of kind (PASS or SHM) with the n descriptors of fds; PASS's tickets into tickets. */
+static int
+send_fds(cua_client *c, uint32_t kind, const int *fds, unsigned n, uint64_t *tickets)
 {
-	struct cua_fdchan_pass p = {htole32(CUA_FDCHAN_PASS), htole32(n)};
+	struct cua_fdchan_pass p = {htole32(kind), htole32(n)};
 	struct cua_fdchan_reply rep;
 	char msg[CUA_FDCHAN_MAX_TEXT + 1];
 	int r = 0;
@@ -136,10 +137,23 @@ cuac_fdchan_pass(cua_client *c, const int *fds, unsigned n, uint64_t *tickets)
 		close(c->fdc_fd); /* the daemon closes it after a refusal */
 		c->fdc_fd = -1;
 	}
-	if (r == 0)
+	if (r == 0 && tickets != NULL)
 		memcpy(tickets, rep.tickets, n * sizeof(*tickets));
 	pthread_mutex_unlock(&c->fdc_lock);
 	return r;
+}
+
+int
+cuac_fdchan_pass(cua_client *c, const int *fds, unsigned n, uint64_t *tickets)
+{
+	return send_fds(c, CUA_FDCHAN_PASS, fds, n, tickets);
+}
+
+int
+cuac_fdchan_shm(cua_client *c, int memfd, int efd)
+{
+	int fds[2] = {memfd, efd};
+	return send_fds(c, CUA_FDCHAN_SHM, fds, 2, NULL);
 }
 
 void

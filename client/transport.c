@@ -55,6 +55,7 @@ struct cuac_transport {
 	unsigned exchanges;    /* asynchronous exchanges whose callback has not finished (it closes their context) */
 	pthread_cond_t idle;   /* broadcast when exchanges drops to 0 */
 	LIST_HEAD(, live) live;
+	struct cuac_shm *shm; /* the shared-memory channel (shmchan.c), set once right after HELLO; NULL: NNG only */
 };
 
 /* One asynchronous exchange: its own context, the aio that sends then receives, whom to tell. */
@@ -102,6 +103,7 @@ pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 		t->gone[t->ngone++ % (sizeof(t->gone) / sizeof(t->gone[0]))] = id;
 		if (t->session_pipe == id && !t->lost) {
 			t->lost = true;
+			cuac_shm_lost(t->shm);
 			LIST_FOREACH(l, &t->live, link)
 			nng_aio_abort(l->aio, NNG_ECONNRESET);
 		}
@@ -557,6 +559,11 @@ cuac_transport_close(cua_client *c)
 	/* An exchange's callback tells its owner (who may then come here) before it closes its context, which
 	 * must not race with nng_close (NNG 1.5.2 panics on the socket's freed mutex): wait for those tails. Every
 	 * exchange was answered or failed by now (the caller waited for its flights), so this is short. */
+	pthread_mutex_lock(&c->t->plock); /* pipe_event reads t->shm under it */
+	struct cuac_shm *shm = c->t->shm;
+	c->t->shm = NULL;
+	pthread_mutex_unlock(&c->t->plock);
+	cuac_shm_close(shm); /* fails what waits on it (nothing should) */
 	pthread_mutex_lock(&c->t->plock);
 	while (c->t->exchanges > 0)
 		pthread_cond_wait(&c->t->idle, &c->t->plock);
@@ -680,6 +687,38 @@ out:
 	return r;
 }
 
+/* The synchronous exchange through the shared-memory channel: *taken false when the channel did not take it
+ * (no channel, no room, too large: the caller sends it over NNG); else as roundtrip, *m replaced by the reply. */
+static int
+shm_roundtrip(cua_client *c, nng_msg **m, bool *taken)
+{
+	struct cuac_transport *t = c->t;
+	struct cuac_shm_wait w;
+	nng_msg *reply;
+	memset(&w, 0, sizeof(w));
+	pthread_mutex_lock(&c->lock);
+	cua_wire_patch_seq(nng_msg_body(*m), nng_msg_len(*m), t->seq + 1);
+	*taken = cuac_shm_send(t->shm, nng_msg_body(*m), nng_msg_len(*m), &w);
+	if (*taken)
+		t->seq++;
+	pthread_mutex_unlock(&c->lock);
+	if (!*taken)
+		return 0;
+	if (!cuac_shm_wait_reply(t->shm, &w, atomic_load(&t->timeout_ms)))
+		return cuac_fail(CUA_ETIMEOUT, "waiting for cuasyncd: timed out");
+	if (w.status != 0)
+		return cuac_fail(w.status, "%s", w.why);
+	if (nng_msg_alloc(&reply, w.len) != 0) {
+		free(w.buf);
+		return cuac_fail(CUA_ENOMEM, "out of memory");
+	}
+	memcpy(nng_msg_body(reply), w.buf, w.len);
+	free(w.buf);
+	nng_msg_free(*m);
+	*m = reply;
+	return 0;
+}
+
 int
 cuac_rpc(cua_client *c, uint32_t op, const void *body, bool ordered, struct cuac_reply *rep)
 {
@@ -705,7 +744,10 @@ cuac_rpc(cua_client *c, uint32_t op, const void *body, bool ordered, struct cuac
 		goto out;
 	}
 	nng_aio_set_timeout(aio, atomic_load(&c->t->timeout_ms));
-	if ((r = roundtrip(c, ctx, aio, &m, ordered)) != 0)
+	bool taken = false;
+	if (ordered && c->t->shm != NULL && (r = shm_roundtrip(c, &m, &taken)) != 0)
+		goto out;
+	if (!taken && (r = roundtrip(c, ctx, aio, &m, ordered)) != 0)
 		goto out;
 	cua_err_clear(&e);
 	if ((r = cua_wire_decode_reply(nng_msg_body(m), nng_msg_len(m), &rep->w, &e)) != 0) {
@@ -810,12 +852,98 @@ exchange_cb(void *arg)
 	pthread_mutex_unlock(&t->plock);
 }
 
+/* An asynchronous exchange through the shared-memory channel. */
+struct shm_exchange {
+	struct cuac_shm_wait w; /* first: the channel hands back &w */
+	struct cuac_transport *t;
+	cuac_done_fn done;
+	void *arg;
+};
+
+/* cuac_shm_fn: the reply (or failure) of a shm_exchange, on the channel's reader thread. */
+static void
+shm_exchange_cb(void *arg, int status, const char *why, void *buf, size_t len)
+{
+	struct shm_exchange *x = arg;
+	struct cuac_transport *t = x->t;
+	cua_wire_reply rep;
+	cua_err e;
+	memset(&rep, 0, sizeof(rep));
+	cua_err_clear(&e);
+	if (status != 0)
+		x->done(x->arg, status, why, NULL);
+	else if (cua_wire_decode_reply(buf, len, &rep, &e) != 0)
+		x->done(x->arg, CUA_EPROTOCOL, e.detail, NULL);
+	else
+		x->done(x->arg, 0, NULL, &rep);
+	cua_wire_reply_free(&rep);
+	free(buf);
+	free(x);
+	pthread_mutex_lock(&t->plock);
+	if (--t->exchanges == 0)
+		pthread_cond_broadcast(&t->idle);
+	pthread_mutex_unlock(&t->plock);
+}
+
+/* cuac_send_async through the channel: 1 when the channel did not take it (send it over NNG), else as
+ * cuac_send_async. Caller holds c->lock. */
+static int
+shm_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done, void *arg)
+{
+	struct cuac_transport *t = c->t;
+	struct shm_exchange *x = calloc(1, sizeof(*x));
+	nng_msg *m = NULL;
+	int r = CUA_ENOMEM;
+	if (x == NULL || (r = encode_request(op, body, &m)) != 0)
+		goto out;
+	*x = (struct shm_exchange){.t = t, .done = done, .arg = arg};
+	x->w.fn = shm_exchange_cb;
+	x->w.arg = x;
+	cua_wire_patch_seq(nng_msg_body(m), nng_msg_len(m), t->seq + 1);
+	pthread_mutex_lock(&t->plock);
+	t->exchanges++; /* before the send: its callback may end it at once */
+	pthread_mutex_unlock(&t->plock);
+	if (cuac_shm_send(t->shm, nng_msg_body(m), nng_msg_len(m), &x->w)) {
+		t->seq++;
+		x = NULL; /* the channel answers it */
+		r = 0;
+	} else {
+		pthread_mutex_lock(&t->plock);
+		t->exchanges--;
+		pthread_mutex_unlock(&t->plock);
+		r = 1;
+	}
+out:
+	if (m)
+		nng_msg_free(m);
+	free(x);
+	return r;
+}
+
+void
+cuac_transport_set_shm(cua_client *c, struct cuac_shm *s)
+{
+	pthread_mutex_lock(&c->t->plock);
+	c->t->shm = s;
+	pthread_mutex_unlock(&c->t->plock);
+}
+
+uint64_t
+cua_shm_requests(const cua_client *c)
+{
+	return c != NULL && c->t != NULL ? cuac_shm_count(c->t->shm) : 0;
+}
+
 int
 cuac_send_async(cua_client *c, uint32_t op, const void *body, cuac_done_fn done, void *arg)
 {
 	struct exchange *x = NULL;
 	nng_msg *m = NULL;
 	int r = CUA_ENOMEM;
+
+	if (c->t->shm != NULL && (r = shm_send_async(c, op, body, done, arg)) != 1)
+		return r;
+	r = CUA_ENOMEM;
 
 	if ((x = calloc(1, sizeof(*x))) == NULL)
 		goto out;

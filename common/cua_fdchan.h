@@ -9,6 +9,8 @@
  *
  *   client -> daemon  AUTH   struct cua_fdchan_auth   no descriptors; the first record, exactly once
  *   client -> daemon  PASS   struct cua_fdchan_pass   1..CUA_FDCHAN_MAX_FDS descriptors (SCM_RIGHTS)
+ *   client -> daemon  SHM    struct cua_fdchan_pass   exactly 2 descriptors: the shared-memory channel's memfd
+ *                                                     and its eventfd (cua_shm.h, PROTOCOL.md §10); no ticket
  *   daemon -> client  REPLY  struct cua_fdchan_reply  followed by a message of up to CUA_FDCHAN_MAX_TEXT
  *                                                     bytes (UTF-8, no NUL), one per AUTH and PASS
  */
@@ -26,7 +28,7 @@
 #define CUA_FDCHAN_CONNS_PER_SESSION 2u /* authenticated connections of one session */
 #define CUA_FDCHAN_AUTH_MS 2000u        /* from accept to AUTH, at most */
 
-enum { CUA_FDCHAN_AUTH = 1, CUA_FDCHAN_PASS = 2 };
+enum { CUA_FDCHAN_AUTH = 1, CUA_FDCHAN_PASS = 2, CUA_FDCHAN_SHM = 3 };
 
 struct cua_fdchan_auth {
 	uint32_t kind;                     /* CUA_FDCHAN_AUTH */
@@ -35,8 +37,8 @@ struct cua_fdchan_auth {
 	uint8_t secret[CUA_FDCHAN_SECRET]; /* HELLO's reply: fd_secret */
 };
 struct cua_fdchan_pass {
-	uint32_t kind; /* CUA_FDCHAN_PASS */
-	uint32_t nfds; /* the descriptors attached (SCM_RIGHTS), 1..CUA_FDCHAN_MAX_FDS */
+	uint32_t kind; /* CUA_FDCHAN_PASS (or CUA_FDCHAN_SHM) */
+	uint32_t nfds; /* the descriptors attached (SCM_RIGHTS), 1..CUA_FDCHAN_MAX_FDS (SHM: 2) */
 };
 struct cua_fdchan_reply {
 	uint32_t kind;                        /* the record answered (AUTH or PASS; 0: none, a violation) */

@@ -2,7 +2,9 @@
  * edge-listen.c — the daemon's NNG listeners, and a watchdog that keeps them accepting.
  *
  * NNG 1.5.2 has a bug (upstream #1518, fixed after 1.5.2): a peer that disconnects while the SP handshake
- * is in progress can leave a listener that never accepts again. Debian 12 ships 1.5.2, so every
+ * is in progress can leave a listener that never accepts again. The daemon removes the known cause (the SP
+ * header written to a peer already gone, EPIPE: daemon/nngfix.c), so a restart here means something new, and
+ * it costs every connection of that listener. Debian 12 ships 1.5.2, so every
  * LISTENER_PROBE_MS the watchdog connects to each ipc:// and tcp:// listener like a client would, completes
  * the 8-byte SP handshake and waits for the socket to report the new pipe (the broken listener still
  * negotiates, it just never hands the pipe over); a listener that fails within LISTENER_PROBE_TIMEOUT_MS is

@@ -9,6 +9,7 @@
 #include "cua_wire.h"
 #include "edge.h"
 #include "session.h"
+#include "shmchan.h"
 
 #include <arpa/inet.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -20,6 +21,7 @@
 
 /* An NNG context with its aio: receives a request, later sends its reply. */
 struct edge_ctx {
+	uint32_t kind; /* 0; a shared-memory channel's reply context says SHMCHAN_CTX_KIND here (shmchan.h) */
 	struct edge *ed;
 	nng_ctx ctx;
 	nng_aio *aio;
@@ -72,6 +74,8 @@ edge_send(void *arg, void *msg, bool counted)
 {
 	struct edge_ctx *c = arg;
 	nng_msg *m = msg;
+	if (c->kind == SHMCHAN_CTX_KIND) /* the request came through a shared-memory ring */
+		return shmchan_send(arg, msg, counted);
 	if (m == NULL) {
 		ctx_recv(c);
 		return 0;
@@ -94,7 +98,10 @@ edge_reply(void *arg, const struct reply *rep)
 static void
 edge_drop(void *arg)
 {
-	ctx_recv(arg);
+	if (((struct edge_ctx *)arg)->kind == SHMCHAN_CTX_KIND)
+		shmchan_drop(arg);
+	else
+		ctx_recv(arg);
 }
 
 static void

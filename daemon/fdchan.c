@@ -8,6 +8,7 @@
 #include "fdchan.h"
 #include "fdtab.h"
 #include "session.h"
+#include "shmchan.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -204,6 +205,28 @@ on_pass(struct fdchan *fc, unsigned i, const unsigned char *rec, size_t len, int
 		refuse(fc, i, CUA_FDCHAN_PASS, status, "out of memory");
 }
 
+/* SHM on connection i with its memfd and eventfd: the session's shared-memory channel (shmchan.c), answered
+ * OK or refused with why (the connection stays open: a client falls back to NNG and may pass more). */
+static void
+on_shm(struct fdchan *fc, unsigned i, const unsigned char *rec, size_t len, int *fds, unsigned nfds)
+	CUA_EXCLUDES(cuad_fe_lock)
+{
+	struct fdchan_conn *c = &fc->conns[i];
+	struct cua_fdchan_pass p = {0, 0};
+	char why[CUA_FDCHAN_MAX_TEXT];
+	if (len == sizeof(p))
+		memcpy(&p, rec, sizeof(p));
+	if (c->session == 0 || len != sizeof(p) || nfds != 2 || le32toh(p.nfds) != 2) {
+		for (unsigned k = 0; k < nfds; k++)
+			close(fds[k]);
+		refuse(fc, i, CUA_FDCHAN_SHM, c->session == 0 ? CUA_EUNAUTHENTICATED : CUA_EPROTOCOL, "%s",
+		       c->session == 0 ? "SHM before AUTH" : "SHM is 8 bytes with nfds 2 and 2 descriptors");
+		return;
+	}
+	int status = shmchan_attach(fc->shm, c->session, fds[0], fds[1], why, sizeof(why));
+	send_reply(c->fd, CUA_FDCHAN_SHM, status, NULL, 0, status == 0 ? NULL : why);
+}
+
 /* One record from connection i (it was readable). */
 static void
 on_readable(struct fdchan *fc, unsigned i)
@@ -252,19 +275,22 @@ on_readable(struct fdchan *fc, unsigned i)
 	const char *bad = (m.msg_flags & MSG_CTRUNC)  ? "more descriptors than one PASS may carry"
 			  : (m.msg_flags & MSG_TRUNC) ? "a record longer than any the channel has"
 			  : other_ctl                 ? "ancillary data other than SCM_RIGHTS"
-			  : kind == CUA_FDCHAN_PASS || kind == CUA_FDCHAN_AUTH ? NULL
-									       : "an unknown record kind";
+			  : kind == CUA_FDCHAN_PASS || kind == CUA_FDCHAN_AUTH || kind == CUA_FDCHAN_SHM
+				  ? NULL
+				  : "an unknown record kind";
 	if (bad != NULL) {
 		for (unsigned k = 0; k < nfds; k++)
 			close(fds[k]);
-		refuse(fc, i, kind == CUA_FDCHAN_PASS || kind == CUA_FDCHAN_AUTH ? kind : 0, CUA_EPROTOCOL,
-		       "%s (at most %u)", bad, CUA_FDCHAN_MAX_FDS);
+		refuse(fc, i, kind == CUA_FDCHAN_PASS || kind == CUA_FDCHAN_AUTH || kind == CUA_FDCHAN_SHM ? kind : 0,
+		       CUA_EPROTOCOL, "%s (at most %u)", bad, CUA_FDCHAN_MAX_FDS);
 		return;
 	}
 	if (kind == CUA_FDCHAN_AUTH) {
 		for (unsigned k = 0; k < nfds; k++)
 			close(fds[k]);
 		on_auth(fc, i, rec, (size_t)n, nfds);
+	} else if (kind == CUA_FDCHAN_SHM) {
+		on_shm(fc, i, rec, (size_t)n, fds, nfds);
 	} else {
 		on_pass(fc, i, rec, (size_t)n, fds, nfds);
 	}

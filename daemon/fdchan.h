@@ -34,6 +34,7 @@ struct fdchan_conn;
 
 struct fdchan {
 	struct fe *fe;
+	struct shmsvc *shm;       /* where SHM records attach their channel (shmchan.h); NULL: refused */
 	int lfd[CUAD_MAX_LISTEN]; /* the channel sockets, nl of them */
 	char path[CUAD_MAX_LISTEN][108];
 	int nl;

@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "request.h"
+#include "shmchan.h"
 #include "stats.h"
 #include "tenant.h"
 #include "worker.h"
@@ -453,7 +454,10 @@ serve(struct fe *fe)
 	pthread_sigmask(SIG_BLOCK, &block, NULL); /* threads inherit the mask; main waits for the signals */
 	if (choose_backend(fe) != 0 || (usable = start_devices(fe)) <= 0)
 		return 1;
-	if (request_start(fe) != 0 || edge_start(&ed, fe) != 0 || fdchan_start(&fc, fe) != 0)
+	if (request_start(fe) != 0 || edge_start(&ed, fe) != 0)
+		return 1;
+	fc.shm = shmchan_start(fe); /* NULL: clients use NNG only (logged) */
+	if (fdchan_start(&fc, fe) != 0)
 		return 1;
 	if (fe->cfg.metrics_listen != NULL && metrics_start(&metrics, fe) != 0)
 		return 1;
@@ -469,8 +473,9 @@ serve(struct fe *fe)
 	notify("STOPPING=1\nSTATUS=shutting down: draining");
 	drain(fe, &ed, &fc, &block);
 	metrics_stop(&metrics); /* before the core goes: its handlers read fe */
+	fdchan_stop(&fc);       /* no channel attaches after this */
+	shmchan_stop(fc.shm);   /* before edge_stop: its violations close NNG pipes; late ring replies are dropped */
 	edge_stop(&ed);
-	fdchan_stop(&fc); /* before the sessions go: it looks them up */
 	request_stop(fe);
 	edge_fini(&ed);
 	free(fe->devs);

@@ -24,9 +24,11 @@
 
 #include "nngfix.h"
 
+#include <errno.h>
 #include <nng/nng.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
 
 typedef void (*stream_io_fn)(nng_stream *, nng_aio *);
 
@@ -125,3 +127,74 @@ cuad_stream_send(nng_stream *s, nng_aio *aio)
 {
 	REAL_SEND(s, aio);
 }
+
+/*
+ * A second fix: NNG 1.5.2's listeners stop accepting for good when a peer hangs up during the SP handshake
+ * (upstream #1518, fixed in 1.6.0 by 6d93083c, in ipc.c and tls.c; tcp.c of 1.5.2 has the same code). The
+ * transport writes its 8-byte SP header first; when the peer already closed its end, sendmsg fails with EPIPE,
+ * which NNG maps to NNG_ECLOSED (posix_debug.c); the negotiation's error path hands that status to the
+ * listener's pending accept (ep->user_aio), and the listener reads NNG_ECLOSED as "I was closed" and never
+ * accepts again (listener.c, listener_accept_cb). Any local client can do that by connecting and hanging up at
+ * once — NNG's own dialer does it when its socket is closed while it redials a connection the daemon just closed
+ * (a client whose shared-memory channel broke a rule, test_shm_hostile). The listener watchdog (edge-listen.c)
+ * then had to restart the listener, which closes every connection of it, well-behaved clients' too.
+ *
+ * The daemon's sendmsg reports a peer that hung up as ECONNRESET instead, for libnng's calls only: NNG maps that
+ * to NNG_ECONNRESET, the status the listener treats as a remote condition (it accepts the next connection at
+ * once), and everywhere else in NNG both statuses end the pipe alike. The daemon's own sendmsg calls (fdchan.c)
+ * see EPIPE as before on a shared libnng; on a static link (--wrap) every caller sees ECONNRESET, which the
+ * daemon treats as EPIPE (a peer gone) everywhere.
+ */
+#ifdef CUAD_NNG_WRAPPED
+ssize_t __real_sendmsg(int fd, const struct msghdr *msg, int flags);
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *msg, int flags);
+
+ssize_t
+__wrap_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	ssize_t n = __real_sendmsg(fd, msg, flags);
+	if (n < 0 && errno == EPIPE && fix_applies())
+		errno = ECONNRESET;
+	return n;
+}
+#else
+typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
+static sendmsg_fn real_sendmsg;
+static const void *nng_base; /* where libnng is mapped (dladdr's dli_fbase) */
+static pthread_once_t sendmsg_once = PTHREAD_ONCE_INIT;
+
+static void
+find_sendmsg(void)
+{
+	Dl_info info;
+	real_sendmsg = (sendmsg_fn)(void (*)(void))dlsym(RTLD_NEXT, "sendmsg");
+	pthread_once(&real_once, find_real);
+	if (dladdr((const void *)(void (*)(void))real_send, &info) != 0)
+		nng_base = info.dli_fbase;
+	if (real_sendmsg == NULL) {
+		fprintf(stderr, "cuasyncd: libc's sendmsg not found (%s)\n", dlerror());
+		abort();
+	}
+}
+
+/* Whether the code at return address ra is libnng's. */
+static bool
+from_nng(const void *ra)
+{
+	Dl_info info;
+	return nng_base != NULL && dladdr(ra, &info) != 0 && info.dli_fbase == nng_base;
+}
+
+ssize_t
+sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	pthread_once(&sendmsg_once, find_sendmsg);
+	ssize_t n = real_sendmsg(fd, msg, flags);
+	if (n < 0 && errno == EPIPE) {
+		int e = errno;
+		bool nng = fix_applies() && from_nng(__builtin_return_address(0));
+		errno = nng ? ECONNRESET : e;
+	}
+	return n;
+}
+#endif
