@@ -531,7 +531,11 @@ START_TEST(requests_bytes_are_weighed)
 {
 	const int mode = _i;
 	struct daemon d;
-	start_mode(&d, mode, (const char *const[]){"--session-request-bytes", "32M", "--request-bytes", "48M", NULL});
+	/* the parked copies below must stay parked however slow the machine: a long sequence-gap timeout (a full
+	 * run on 2 busy cores once took over the default 5 s between parking them and sending the missing one) */
+	start_mode(&d, mode,
+		   (const char *const[]){"--session-request-bytes", "32M", "--request-bytes", "48M",
+					 "--seq-gap-timeout", "120000", NULL});
 	cua_client *good = connect_to(&d);
 	struct peer a, b;
 	peer_open(&a, d.url);
