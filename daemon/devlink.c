@@ -790,6 +790,24 @@ spare_discard(struct device *sp)
 	free(sp);
 }
 
+/* Whether process pid has begun to exit: its main thread is a zombie (Z) or dead (X) in /proc. A worker killed
+ * on a GPU stays unreapable while the driver tears its context down (hundreds of ms on an H200), so waitpid alone
+ * takes a spare killed just before a fault for a live one. */
+static bool
+pid_exiting(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return true;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')'); /* the command name may hold anything: the state follows the last ')' */
+	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 /* The ready spare for d's next generation (d->gen, already counted): one being started is waited for, since it is
  * further along than a fresh one would be. NULL when there is none (no spare thread, the spare failed, or it died
  * idle). The completion thread, without fe->lock. */
@@ -809,10 +827,14 @@ take_spare(struct fe *fe, struct device *d)
 	uint32_t want = d->gen;
 	fe_unlock(fe);
 	int st;
-	if (sp != NULL && (own_gen(sp) != want || waitpid(sp->pid, &st, WNOHANG) != 0)) {
+	bool reaped = false;
+	if (sp != NULL &&
+	    (own_gen(sp) != want || (reaped = waitpid(sp->pid, &st, WNOHANG) != 0) || pid_exiting(sp->pid))) {
 		log_warn("device %d: the spare worker %d is %s; starting a fresh one", d->index, (int)sp->pid,
-			 own_gen(sp) != want ? "of another generation" : "gone");
-		if (own_gen(sp) == want)
+			 own_gen(sp) != want ? "of another generation"
+			 : reaped            ? "gone"
+					     : "exiting");
+		if (reaped)
 			sp->pid = 0; /* reaped just now */
 		spare_discard(sp);
 		sp = NULL;
