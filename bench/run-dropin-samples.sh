@@ -6,16 +6,16 @@
 #       inside) into OUT with `nvcc -cudart shared -arch=sm_90` (no GPU needed; the *Drv programs' kernels
 #       become OUT/<name>64.fatbin, where the programs look for them).
 #   bench/run-dropin-samples.sh run OUT BUILDDIR [LIBDIR]
-#       runs each program natively, then through a cuasyncd of BUILDDIR with the drop-ins
-#       (BUILDDIR/shim/cudart/.libs, shim/cuda/.libs, client/.libs; LIBDIR: more libraries they need, e.g.
-#       libnng, libmsgpackc and mbedTLS where they are not installed), compares the outputs with every number
+#       runs each program natively, then with BUILDDIR/tools/cuasync-run against a cuasyncd of BUILDDIR, the
+#       drop-ins taken from BUILDDIR/shim/cudart/.libs, shim/cuda/.libs, client/.libs (LIBDIR: more libraries
+#       they need, e.g. libnng, libmsgpackc and mbedTLS where they are not installed), compares the outputs with every number
 #       masked, prints a table (exit statuses, whole-process seconds, ratio, outputs same or not); then runs
 #       four of them at once natively, under MPS (when nvidia-cuda-mps-control is on PATH) and through cuasyncd
 #       and prints each gang's wall time.
 set -u
 progs="vectorAdd matrixMul asyncAPI simpleStreams simpleCallback simpleCooperativeGroups simpleCudaGraphs
 reduction scan histogram transpose BlackScholes vectorAddDrv matrixMulDrv"
-gang="matrixMul reduction transpose BlackScholes"
+gang=(matrixMul reduction transpose BlackScholes)
 
 sample_dir() {
 	local d
@@ -60,7 +60,10 @@ timed_gang() {
 	shift
 	t0=$(now)
 	for s in "$@"; do
-		"./$s" >"$s.$tag.out" 2>&1 &
+		case $tag in
+		*cua) $runner "./$s" >"$s.$tag.out" 2>&1 & ;; # through cuasyncd: cuasync-run PROGRAM
+		*) "./$s" >"$s.$tag.out" 2>&1 & ;;
+		esac
 		pids+=($!)
 	done
 	local rc=0 p
@@ -69,7 +72,7 @@ timed_gang() {
 }
 
 run() {
-	local out b extra dir url dpid libs s nat cua same
+	local out b extra dir url dpid libs s same nt nrc ct crc g rc
 	out=$(cd "$1" && pwd) b=$(cd "$2" && pwd) extra=${3:+$(cd "$3" && pwd)}
 	cd "$out" || return 1
 	dir=$(mktemp -d)
@@ -78,10 +81,12 @@ run() {
 	dpid=$!
 	for _ in $(seq 100); do [ -S "$dir/d.sock" ] && break; sleep 0.1; done
 	libs=$b/shim/cudart/.libs:$b/shim/cuda/.libs:$b/client/.libs${extra:+:$extra}
+	[ -x "$b/tools/cuasync-run" ] || { echo "run-dropin-samples: no $b/tools/cuasync-run" >&2; return 1; }
+	runner="$b/tools/cuasync-run"
 	printf '%-24s %9s %9s %7s  %s\n' program native_s cua_s ratio "outputs (numbers masked)"
 	for s in $progs; do
 		read -r nt nrc < <(timed_gang native "$s")
-		read -r ct crc < <(LD_LIBRARY_PATH=$libs CUASYNC_URL=$url CUASYNC_RUN_VERBOSE=1 timed_gang cua "$s")
+		read -r ct crc < <(CUASYNC_RUN_LIBDIR=$libs CUASYNC_URL=$url CUASYNC_RUN_VERBOSE=1 timed_gang cua "$s")
 		if diff <(sed -E 's/[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?/#/g' "$s.native.out") \
 			<(grep -v '^cuasync-' "$s.cua.out" | sed -E 's/[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?/#/g') \
 			>"$s.diff"; then
@@ -95,8 +100,8 @@ run() {
 			'BEGIN { printf "%-24s %9.3f %9.3f %7.2f  %s\n", s, n, c, c / n, m }'
 	done
 	echo
-	echo "four at once ($gang): wall seconds, any failure"
-	read -r g rc < <(timed_gang gang-native $gang)
+	echo "four at once (${gang[*]}): wall seconds, any failure"
+	read -r g rc < <(timed_gang gang-native "${gang[@]}")
 	echo "  native processes:   $g s, failed=$rc"
 	if command -v nvidia-cuda-mps-control >/dev/null; then
 		local mps
@@ -105,7 +110,7 @@ run() {
 		export CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log
 		nvidia-cuda-mps-control -d
 		for _ in $(seq 100); do [ -e "$mps/pipe/control" ] && break; sleep 0.1; done
-		read -r g rc < <(timed_gang gang-mps $gang)
+		read -r g rc < <(timed_gang gang-mps "${gang[@]}")
 		echo "  under MPS:          $g s, failed=$rc"
 		echo quit | nvidia-cuda-mps-control
 		for _ in $(seq 100); do [ -e "$mps/pipe/control" ] || break; sleep 0.1; done
@@ -114,9 +119,9 @@ run() {
 	else
 		echo "  under MPS:          not measured (nvidia-cuda-mps-control is not on PATH)"
 	fi
-	read -r g rc < <(LD_LIBRARY_PATH=$libs CUASYNC_URL=$url timed_gang gang-cua $gang)
+	read -r g rc < <(CUASYNC_RUN_LIBDIR=$libs CUASYNC_URL=$url timed_gang gang-cua "${gang[@]}")
 	echo "  through cuasyncd:   $g s, failed=$rc"
-	for s in $gang; do
+	for s in "${gang[@]}"; do
 		grep -h -i -E 'pass|fail|error|result' "$s.gang-native.out" "$s.gang-cua.out" /dev/null | sort | uniq -c |
 			sed "s/^/  $s: /" | head -n 4
 	done
