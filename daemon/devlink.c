@@ -868,11 +868,6 @@ restart(struct fe *fe, struct device *d, int st)
 	d->state = DEV_RESTARTING; /* nothing new is sent to it from here */
 	do_fail_inflight(d, &lost);
 	fe_unlock(fe);
-	if (exiting > 0 && d->spare_thread_started) {
-		retire(fe, d, exiting, old, t0);
-		exiting = 0;
-		recovery_phase(d, t0, "the faulted worker killed and handed to the spare thread to reap");
-	}
 	unsigned nlost = 0;
 	while ((r = TAILQ_FIRST(&lost)) != NULL) { /* answered before their objects go stale, as they ran before */
 		TAILQ_REMOVE(&lost, r, qlink);
@@ -900,7 +895,12 @@ restart(struct fe *fe, struct device *d, int st)
 	shm_destroy(d); /* the old worker keeps its own mapping until it exits */
 	struct device *sp = take_spare(fe, d);
 	int rc = 0;
-	if (sp == NULL && exiting > 0) { /* no spare thread: the fresh worker after the faulted one is gone */
+	if (sp != NULL && exiting > 0) { /* the spare serves beside the faulted context's teardown */
+		retire(fe, d, exiting, old, t0);
+		recovery_phase(d, t0, "the faulted worker killed and handed to the spare thread to reap");
+	} else if (exiting > 0) {
+		/* no spare ready (none kept, it failed, or it died): a fresh worker starts only once the faulted one,
+		 * and the device memory its context holds, are gone */
 		await_exit(d, exiting);
 		recovery_phase(d, t0, "the faulted worker exited and was reaped");
 	}

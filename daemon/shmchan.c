@@ -78,6 +78,7 @@ struct shmsvc {
 	int epfd, wake;         /* wake: an eventfd, for attach, stop and replies written while the thread sleeps */
 	atomic_int sleeping;
 	atomic_int stopping;
+	atomic_int attaching; /* threads waiting for lock in attach: a busy pass loop hands it over */
 	pthread_t thread;
 	bool started;
 };
@@ -267,6 +268,10 @@ shmchan_send(void *ctx, void *msg, bool counted)
 		msg = NULL;
 		r = NULL;
 		flush_locked(ch);
+		/* the service thread accounts what was written and retries what was not. Under ch->lock with the
+		 * channel open: the service (and its eventfd) outlive every open channel, not a closed one's sender */
+		if (atomic_load(&ch->svc->sleeping))
+			(void)eventfd_write(ch->svc->wake, 1);
 	} else {
 		bytes = 0;
 	}
@@ -274,9 +279,6 @@ shmchan_send(void *ctx, void *msg, bool counted)
 	if (msg)
 		nng_msg_free(msg);
 	free(r);
-	/* the service thread accounts what was written and retries what was not */
-	if (bytes > 0 && atomic_load(&ch->svc->sleeping))
-		(void)eventfd_write(ch->svc->wake, 1);
 	ch_unref(ch);
 	free(x);
 	return bytes;
@@ -444,6 +446,13 @@ svc_main(void *arg)
 		}
 		if (work) {
 			last_work = now_ns();
+			/* A channel that always has work must not keep attach (the fd channel's only thread, which
+			 * every session's AUTH and PASS also wait for) out: yield the lock until it was taken. */
+			while (atomic_load(&svc->attaching) > 0) {
+				pthread_mutex_unlock(&svc->lock);
+				sched_yield();
+				pthread_mutex_lock(&svc->lock);
+			}
 			continue;
 		}
 		if (now_ns() - last_work < CUA_SHM_SPIN_NS) {
@@ -618,7 +627,9 @@ shmchan_attach(struct shmsvc *svc, uint64_t session, int memfd, int efd, char *w
 		snprintf(why, why_len, "cannot make the eventfd nonblocking: %s", strerror(errno));
 		goto out;
 	}
+	atomic_fetch_add(&svc->attaching, 1); /* the service thread hands the lock over (svc_main) */
 	pthread_mutex_lock(&svc->lock);
+	atomic_fetch_sub(&svc->attaching, 1);
 	struct shmch *o;
 	bool dup = false;
 	TAILQ_FOREACH(o, &svc->list, link)

@@ -3,8 +3,8 @@
  * libcuda.so.1 and libcudart.so.N; CUDA's runtime attribute numbers equal the driver's). The daemon reports what
  * the GPU's driver answers (cua_device_get_attribute); a program asking whether it may use a feature must hear
  * what a cuasyncd session offers: features the drop-ins refuse (mapped host memory, unified memory, memory pools,
- * virtual memory management, IPC and interop handles) read 0, and the compute mode reads default, since the
- * device is shared through the daemon whatever its own mode.
+ * virtual memory management, IPC and interop handles, and the rest listed below) read 0, and the compute mode
+ * reads default, since the device is shared through the daemon whatever its own mode.
  */
 #ifndef CUASYNC_SHIM_DROPIN_ATTRS_H
 #define CUASYNC_SHIM_DROPIN_ATTRS_H
@@ -45,6 +45,19 @@ static const int dropin_attr_zero[] = {
 	CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED,
+	/* stream memory operations, multi-device cooperative launches, CUDA arrays, compression and L2 access
+	 * policies: not implemented by the drop-ins */
+	CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1,
+	CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1,
+	CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1,
+	CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+	CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR,
+	CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH,
+	CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
+	CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
 };
 
 /* 0: *v holds what the session offers for attr (from the daemon, less the features above); else the

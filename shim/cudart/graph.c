@@ -439,6 +439,10 @@ hook_stream_wait(struct CUstream_st *st, struct CUevent_st *ev) CUA_EXCLUDES(gs_
 		e = cudaErrorStreamCaptureIsolation;
 	else if (st->cap && st->cap != cap)
 		e = cudaErrorStreamCaptureMerge;
+	else if (!st->cap && st == crt_stream_of(NULL))
+		/* the default stream (every thread's: legacy and per-thread are one here) cannot join a capture, as
+		 * BeginCapture refuses it: its synchronous copies would be captured, not run */
+		e = cudaErrorStreamCaptureImplicit;
 	else if (!st->cap) /* a fork: st joins the capture after the event's nodes */
 		e = member_add(cap, st, &r->deps) ? cudaSuccess : cudaErrorMemoryAllocation;
 	else { /* a join: st's next work also runs after the event's nodes */

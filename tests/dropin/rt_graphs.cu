@@ -246,6 +246,13 @@ capture(uint32_t *a, uint32_t *b, uint32_t *c)
 	CHECK_ERR(cudaStreamEndCapture(s1, &none), cudaErrorStreamCaptureUnjoined);
 	OK(cudaStreamIsCapturing(s2, &cs));
 	CHECK(cs == cudaStreamCaptureStatusNone, "an unjoined capture ends for every stream");
+	// the default stream cannot be forked into a capture (its synchronous copies would be captured, not run)
+	OK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	OK(cudaEventRecord(fork, s1));
+	CHECK_ERR(cudaStreamWaitEvent(0, fork, 0), cudaErrorStreamCaptureImplicit);
+	OK(cudaStreamIsCapturing(0, &cs));
+	CHECK(cs == cudaStreamCaptureStatusNone, "the default stream stays out of the capture");
+	CHECK_ERR(cudaStreamEndCapture(s1, &none), cudaErrorStreamCaptureInvalidated);
 	cudaGetLastError();
 	// nothing captured ran: a still holds what the graphs left
 	OK(cudaMemcpy(hout, b, N * 4, cudaMemcpyDeviceToHost));
