@@ -9,6 +9,7 @@
 #include "cuac_flight.h"
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 cua_batch *
@@ -56,9 +57,37 @@ copy_item(uint32_t kind)
 	return p;
 }
 
+/* A copy between dst_or_src and host memory [h, +bytes) as a MEMCPY_HTOD_HOST or MEMCPY_DTOH_HOST item when h lies
+ * in one of the client's host buffers: no bytes in the message, the host side read or written by the GPU when
+ * the copy runs in stream order (as CUDA's asynchronous copies from page-locked memory). Only where the buffer is
+ * certainly registered for the copy's device: one device (the daemon refuses a buffer of another device, and
+ * an item cannot fall back to carrying its bytes once sent), not in a graph. 1: appended (or failed: *r); 0: not
+ * a host buffer's, the caller carries the bytes. */
+static int
+host_item(cua_batch *b, uint32_t kind, cua_deviceptr dev_ptr, const void *h, size_t bytes, cua_stream s, int *r)
+{
+	uint64_t hb, off;
+	pthread_mutex_lock(&b->c->lock);
+	int ndevs = b->c->ndevs;
+	pthread_mutex_unlock(&b->c->lock);
+	if (b->graph || bytes == 0 || ndevs != 1 || !cuac_host_lookup(b->c, h, bytes, &hb, &off))
+		return 0;
+	struct cuac_pending *p = copy_item(kind);
+	if (p == NULL) {
+		*r = CUA_ENOMEM;
+		return 1;
+	}
+	p->item.u.host = (struct cua_req_memcpy_host){dev_ptr, cuac_stream(b->c, s), hb, off, bytes};
+	*r = batch_append(b, p);
+	return 1;
+}
+
 int
 cua_batch_add_memcpy_htod(cua_batch *b, cua_deviceptr dst, const void *src, size_t bytes, cua_stream s)
 {
+	int r;
+	if (host_item(b, CUA_OP_MEMCPY_HTOD_HOST, dst, src, bytes, s, &r))
+		return r;
 	struct cuac_pending *p = copy_item(CUA_OP_MEMCPY_HTOD);
 	if (p == NULL)
 		return CUA_ENOMEM;
@@ -74,6 +103,9 @@ cua_batch_add_memcpy_htod(cua_batch *b, cua_deviceptr dst, const void *src, size
 int
 cua_batch_add_memcpy_dtoh(cua_batch *b, void *dst, cua_deviceptr src, size_t bytes, cua_stream s)
 {
+	int r;
+	if (host_item(b, CUA_OP_MEMCPY_DTOH_HOST, src, dst, bytes, s, &r))
+		return r;
 	struct cuac_pending *p = copy_item(CUA_OP_MEMCPY_DTOH);
 	if (p == NULL)
 		return CUA_ENOMEM;

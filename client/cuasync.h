@@ -385,9 +385,13 @@ void cua_launch_free(cua_launch *l);
 cua_batch *cua_batch_new(cua_client *c);
 /* Consumes l. */
 int cua_batch_add_launch(cua_batch *b, cua_launch *l);
-/* src is read by cua_batch_submit. */
+/* src is read by cua_batch_submit — unless it lies in a cua_host_alloc buffer (and the daemon shows one
+ * device): then the GPU reads it when the copy runs in its stream's order, as CUDA's asynchronous copies from
+ * page-locked memory do, and the message carries no bytes; change it only after the copy completed. */
 int cua_batch_add_memcpy_htod(cua_batch *b, cua_deviceptr dst, const void *src, size_t bytes, cua_stream s);
-/* dst is written when the batch's future completes; it must stay valid until then. */
+/* dst is written when the batch's future completes; it must stay valid until then. Inside a cua_host_alloc
+ * buffer (one device) the GPU writes it in stream order, fire-and-forget batches too: it holds the data once the
+ * stream was synchronized (the future, cua_stream_synchronize, an event). */
 int cua_batch_add_memcpy_dtoh(cua_batch *b, void *dst, cua_deviceptr src, size_t bytes, cua_stream s);
 int cua_batch_add_memcpy_dtod(cua_batch *b, cua_deviceptr dst, cua_deviceptr src, size_t bytes, cua_stream s);
 int cua_batch_add_memset(cua_batch *b, cua_deviceptr dst, uint32_t value, unsigned width, size_t count, cua_stream s);

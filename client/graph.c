@@ -18,7 +18,10 @@
 cua_batch *
 cua_graph_begin(cua_client *c)
 {
-	return cua_batch_new(c);
+	cua_batch *b = cua_batch_new(c);
+	if (b != NULL)
+		b->graph = true;
+	return b;
 }
 
 /* The GRAPH_CREATE request for b's items: *items and *args are allocated here (free both after sending). Every

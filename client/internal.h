@@ -109,6 +109,7 @@ struct cua_batch {
 	cua_client *c;
 	struct cuac_pendq items; /* owned */
 	size_t n;
+	bool graph; /* cua_graph_begin's: its copies carry their bytes (a graph node cannot name a host buffer) */
 };
 
 struct cuac_transport;  /* transport.c: the NNG socket and its sequence numbers */

@@ -91,6 +91,11 @@ static size_t
 edge_reply(void *arg, const struct reply *rep)
 {
 	size_t bytes;
+	/* CLOSED is the answer of a session that is closing: on a socket it goes nowhere (the connection goes), and
+	 * neither does it through a shared-memory ring, whose client is to see SESSION_LOST when the channel closes
+	 * (PROTOCOL.md §10), not a reply that reached it before */
+	if (rep->status == CUA_ECLOSED && ((struct edge_ctx *)arg)->kind == SHMCHAN_CTX_KIND)
+		return shmchan_send(arg, NULL, false);
 	return edge_send(arg, edge_encode(rep, &bytes), rep->counted);
 }
 

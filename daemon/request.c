@@ -514,6 +514,14 @@ request_receive(struct fe *fe, const struct incoming *in)
 	r->op = r->w.op;
 	r->seq = r->w.seq;
 	r->s = do_session_by_pipe(fe, in->pipe);
+	if (in->session != 0 && (r->s == NULL || r->s->id != in->session)) {
+		/* a shared-memory record read as its session ended (DISCONNECT, the connection going): as on the closed
+		 * connection, its reply goes nowhere; the channel closes and its client sees SESSION_LOST (a CLOSED
+		 * reply through the ring would reach it first) */
+		fe->edge->drop(r->reply_ctx);
+		r->s = NULL;
+		goto drop;
+	}
 	if (r->s == NULL && !do_pipe_gone(fe, in->pipe) && (r->s = do_session_new(fe, in->pipe)) != NULL)
 		do_auth_session(fe, r->s, in->operator); /* the message beat the edge's pipe-added event */
 	if (r->s == NULL) {

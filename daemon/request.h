@@ -108,6 +108,7 @@ struct incoming {
 	void *reply_ctx; /* where the answer goes */
 	uint32_t pipe;   /* the connection */
 	bool operator;   /* it came through the operator endpoint */
+	uint64_t session; /* not 0: it came through that session's shared-memory channel and belongs to it alone */
 };
 
 /* The edge thread that received a message. Decodes it, then takes fe->lock and carries the request as far

@@ -342,7 +342,7 @@ read_requests(struct shmch *ch)
 		ch->records++;
 		*x = (struct shmctx){SHMCHAN_CTX_KIND, ch, rec.tag};
 		atomic_fetch_add(&ch->refs, 1);
-		struct incoming in = {m, nng_msg_body(m), rec.len, x, ch->pipe, false};
+		struct incoming in = {m, nng_msg_body(m), rec.len, x, ch->pipe, false, ch->session};
 		request_receive(fe, &in); /* takes m; x comes back through shmchan_send or shmchan_drop */
 	}
 	return n > 0;

@@ -900,6 +900,21 @@ is_device(uintptr_t p)
 	return in;
 }
 
+/* [p, +n) lies inside one cudaMallocHost block shared with the daemon's worker (cua_host_alloc). */
+static bool
+is_shared_host(const void *p, size_t n)
+{
+	bool in = false;
+	uintptr_t a = (uintptr_t)p;
+	pthread_mutex_lock(&G.mu);
+	for (size_t i = 0; i < G.host_ranges.n && !in; i++) {
+		struct crt_range *r = G.host_ranges.v[i];
+		in = r->shared && a >= r->base && a - r->base <= r->len && n <= r->len - (a - r->base);
+	}
+	pthread_mutex_unlock(&G.mu);
+	return in;
+}
+
 EXPORT cudaError_t
 cudaMalloc(void **devPtr, size_t size)
 {
@@ -1101,8 +1116,10 @@ cudaHostGetFlags(unsigned *pFlags, void *pHost)
 	return found ? cudaSuccess : record(cudaErrorInvalidValue);
 }
 
-/* A copy of kind on stream s: synchronous unless async (device-to-host copies always wait: into pageable
- * memory CUDA's do too, and the data must be there when the stream is synchronized). */
+/* A copy of kind on stream s: synchronous unless async. Asynchronous copies between the device and page-locked
+ * memory (cudaMallocHost's, shared with the daemon's worker) run in stream order without their bytes in a
+ * message (libcuasync's host-buffer batch items), as CUDA's do; an asynchronous copy into pageable memory waits,
+ * as CUDA's does (the data must be there when the stream is synchronized). */
 static int
 copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s, bool async)
 {
@@ -1122,13 +1139,18 @@ copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind ki
 	}
 	if (kind == cudaMemcpyHostToDevice && !async)
 		return status(TIMED(cua_memcpy_htod_on(c, (uintptr_t)dst, src, n, st)));
-	if (kind == cudaMemcpyDeviceToHost)
+	int ndev = 0; /* libcuasync names a host buffer in a copy only where the daemon shows one device */
+	bool dtoh_async = kind == cudaMemcpyDeviceToHost && async && is_shared_host(dst, n) &&
+			  cua_device_count(c, &ndev) == CUA_OK && ndev == 1;
+	if (kind == cudaMemcpyDeviceToHost && !dtoh_async)
 		return status(TIMED(cua_memcpy_dtoh_on(c, dst, (uintptr_t)src, n, st)));
-	if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice)
+	if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && !dtoh_async)
 		return record(cudaErrorInvalidMemcpyDirection);
 	cua_batch *b = cua_batch_new(c);
 	int r = b ? CUA_OK : CUA_ENOMEM;
-	if (r == CUA_OK)
+	if (r == CUA_OK && dtoh_async)
+		r = cua_batch_add_memcpy_dtoh(b, dst, (uintptr_t)src, n, st);
+	else if (r == CUA_OK)
 		r = kind == cudaMemcpyHostToDevice
 			    ? cua_batch_add_memcpy_htod(b, (uintptr_t)dst, src, n, st)
 			    : cua_batch_add_memcpy_dtod(b, (uintptr_t)dst, (uintptr_t)src, n, st);

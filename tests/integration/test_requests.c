@@ -644,6 +644,63 @@ START_TEST(host_buffer_copies)
 }
 END_TEST
 
+/* Batched copies between the device and a host buffer run in stream order without their bytes in the message
+ * (issue 19): the device reads the host source when the copy's turn comes, as CUDA's asynchronous copies from
+ * page-locked memory do, and writes the host target then, fire-and-forget copies too. Proven by changing the
+ * source while a kernel ahead of the copy on its stream still runs: the device gets the new bytes. */
+START_TEST(host_buffer_batch_copies_run_in_stream_order)
+{
+	cua_client *c = connect_to(&D);
+	const size_t N = 1u << 20;
+	unsigned char *h;
+	CK(cua_host_alloc(c, 0, 2 * N, (void **)&h));
+	cua_deviceptr d;
+	CK(cua_mem_alloc(c, 0, N, &d));
+	cua_stream s;
+	CK(cua_stream_create(c, 0, 0, &s));
+	cua_function spin = get_fn(c, load_kernels(c), "spin");
+	bool proven = false;
+	for (int attempt = 0; attempt < 3 && !proven; attempt++) {
+		memset(h, 0xa1, N);
+		memset(h + N, 0, N);
+		cua_future *k = submit_spin(c, spin, 1500, s);
+		cua_batch *b = cua_batch_new(c);
+		CK(cua_batch_add_memcpy_htod(b, d, h, N, s));
+		CK(cua_batch_submit(b, NULL)); /* fire-and-forget */
+		b = cua_batch_new(c);
+		CK(cua_batch_add_memcpy_dtoh(b, h + N, d, N, s));
+		CK(cua_batch_submit(b, NULL));
+		memset(h, 0x5e, N); /* after the submit, before the copy's turn */
+		/* the kernel ahead of both copies still runs: neither has run, the device must get 0x5e. (Else the
+		 * machine stalled longer than the kernel: try again.) */
+		proven = cua_future_poll(k) == 0;
+		CK(cua_future_wait(k, -1));
+		cua_future_free(k);
+		CK(cua_stream_synchronize(c, s));
+		if (!proven)
+			continue;
+		for (size_t i = 0; i < N; i += 4093)
+			ck_assert_msg(h[N + i] == 0x5e, "byte %zu: %#x: the copy read the host bytes at submit, not in "
+				      "stream order", i, h[N + i]);
+		ck_assert_uint_eq(h[2 * N - 1], 0x5e);
+	}
+	ck_assert_msg(proven, "the kernel ahead of the copies never outlasted their submission");
+	/* a future's batch: its DTOH lands in the buffer before the future completes */
+	memset(h + N, 0, N);
+	cua_batch *b = cua_batch_new(c);
+	CK(cua_batch_add_memcpy_dtoh(b, h + N + 8, d + 8, 4096, s));
+	cua_future *f;
+	CK(cua_batch_submit(b, &f));
+	CK(cua_future_wait(f, -1));
+	cua_future_free(f);
+	ck_assert_uint_eq(h[N + 8], 0x5e);
+	ck_assert_uint_eq(h[N + 8 + 4095], 0x5e);
+	ck_assert_uint_eq(h[N + 8 + 4096], 0);
+	CK(cua_host_free(c, h));
+	cua_disconnect(c);
+}
+END_TEST
+
 /* cuasyncctl, the operator's view, against the same daemon (a real process reading STATUS and DEVICES). */
 START_TEST(cuasyncctl_reports_the_daemon)
 {
@@ -693,6 +750,7 @@ requests_suite(void)
 	tcase_add_test(tc, sixteen_clients_thousand_launches_each);
 	tcase_add_test(tc, killed_client_is_cleaned_up);
 	tcase_add_test(tc, host_buffer_copies);
+	tcase_add_test(tc, host_buffer_batch_copies_run_in_stream_order);
 	tcase_add_test(tc, cuasyncctl_reports_the_daemon);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("quota");

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/util/platform.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,35 @@ served(cua_client *c, size_t bytes)
 	CK(cua_memcpy_dtoh(c, out, p, sizeof(out)));
 	ck_assert_int_eq(memcmp(in, out, sizeof(in)), 0);
 	CK(cua_mem_free(c, p));
+}
+
+/* How many requests of session id daemon d received (its operator's SESSIONS). */
+static uint64_t
+session_requests(const struct daemon *d, uint64_t id)
+{
+	cua_client *op = connect_operator(d);
+	cua_session_info *ss = NULL;
+	uint32_t n = 0;
+	uint64_t requests = UINT64_MAX;
+	CK(cua_sessions(op, &ss, &n));
+	for (uint32_t i = 0; i < n; i++)
+		if (ss[i].id == id)
+			requests = ss[i].requests;
+	free(ss);
+	cua_disconnect(op);
+	ck_assert_msg(requests != UINT64_MAX, "session %llu is not listed", (unsigned long long)id);
+	return requests;
+}
+
+/* Waits until session id received at least n requests (each counted once it was admitted, its bytes with it). */
+static void
+wait_session_requests(const struct daemon *d, uint64_t id, uint64_t n)
+{
+	uint64_t got;
+	for (int i = 0; (got = session_requests(d, id)) < n && i < 60000; i++)
+		nng_msleep(1);
+	ck_assert_msg(got >= n, "session %llu: %llu requests received, %llu sent", (unsigned long long)id,
+		      (unsigned long long)got, (unsigned long long)n);
 }
 
 static void
@@ -553,11 +583,15 @@ START_TEST(requests_bytes_are_weighed)
 		      n);
 	served(good, MB);
 
-	/* in total: a holds 30 MiB parked (seq +2..+4 wait for +1), b gets one 10 MiB copy in, not a second */
+	/* in total: a holds 30 MiB parked (seq +2..+4 wait for +1), b gets one 10 MiB copy in, not a second. NNG
+	 * took a's copies when rawq_send returns, not the daemon: b's are sent once the daemon counted a's (else b's
+	 * second could come in before a's third, and wait for its turn instead of being refused) */
 	struct rawq qa[4], qb[3];
 	uint64_t fa = a.seq + 1, fb = b.seq + 1;
+	uint64_t before = session_requests(&d, a.session);
 	for (unsigned k = 1; k < 4; k++)
 		rawq_send(a.s, &qa[k], CUA_OP_MEMCPY_HTOD, fa + k, &ha);
+	wait_session_requests(&d, a.session, before + 3);
 	for (unsigned k = 1; k < 3; k++)
 		rawq_send(b.s, &qb[k], CUA_OP_MEMCPY_HTOD, fb + k, &hb);
 	char msg[1024];
