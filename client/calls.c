@@ -63,7 +63,7 @@ out:
 	return r;
 }
 
-/* The shared-memory channel (PROTOCOL.md §10), when $CUASYNC_SHM is 1 on an ipc:// connection: made, passed
+/* The shared-memory channel (PROTOCOL.md §10) of an ipc:// connection, unless $CUASYNC_SHM is 0: made, passed
  * over the fd channel, and handed to the transport. Any failure leaves everything on NNG (nothing is reported:
  * the connection works without it). */
 static void
@@ -71,7 +71,7 @@ shm_attach(cua_client *c)
 {
 	const char *env = getenv("CUASYNC_SHM");
 	int memfd, efd;
-	if (env == NULL || strcmp(env, "1") != 0 || cuac_transport_ipc_path(c) == NULL || !c->has_fd_secret)
+	if ((env != NULL && strcmp(env, "0") == 0) || cuac_transport_ipc_path(c) == NULL || !c->has_fd_secret)
 		return;
 	struct cuac_shm *s = cuac_shm_create(&memfd, &efd);
 	if (s == NULL)

@@ -459,7 +459,7 @@ void cua_future_free(cua_future *f);
  * created (cua_last_error says why). Any thread. */
 int cua_client_fd(cua_client *c);
 /* Requests c sent through its shared-memory channel (PROTOCOL.md §10): 0 when it has none. The channel is made
- * at cua_connect on an ipc:// URL when $CUASYNC_SHM is 1 (any failure leaves everything on the socket). */
+ * at cua_connect on an ipc:// URL unless $CUASYNC_SHM is 0 (any failure leaves everything on the socket). */
 uint64_t cua_shm_requests(const cua_client *c);
 /* Makes cua_client_fd's fd unreadable until the next completion. Any thread; a no-op before cua_client_fd. */
 void cua_client_fd_clear(cua_client *c);

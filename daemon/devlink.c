@@ -20,6 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Monotonic ns t as r->hop_ns holds it: after r's receipt, 0 when unknown, earlier or 4 s later. */
+static uint32_t
+hop_since(const struct request *r, uint64_t t)
+{
+	return t > r->recv_ns && t - r->recv_ns < UINT32_MAX ? (uint32_t)(t - r->recv_ns) : 0;
+}
+
 #define HELLO_TIMEOUT_MS 60000
 
 static size_t
@@ -465,6 +472,7 @@ do_dev_dispatch(struct fe *fe, struct device *d, struct request *r)
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), r->cmds, r->cmds_len);
 	ring_commit(d->cmd, len);
+	r->hop_ns[0] = hop_since(r, cua_now_ns());
 	HASH_ADD(hh, d->inflight, id, sizeof(r->id), r);
 	d->in_flight++;
 	if (d->recover_ms != 0 && !d->recover_dispatched) {
@@ -566,6 +574,10 @@ apply(struct request *r, const unsigned char *rec, size_t len)
 	struct wcpl_req h;
 	memcpy(&h, rec, sizeof(h));
 	r->busy_ns = h.busy_ns;
+	r->hop_ns[1] = hop_since(r, h.t_read);
+	r->hop_ns[2] = hop_since(r, h.t_issued);
+	r->hop_ns[3] = hop_since(r, h.t_emit);
+	r->hop_ns[4] = hop_since(r, cua_now_ns());
 	size_t off = sizeof(h);
 	/* Commands were planned in item order, so one cursor walks items and commands together. */
 	uint32_t cur = 0;

@@ -102,6 +102,7 @@ do_answer(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
 	void *scratch;
 	build_reply(fe, r, &rep, &body, &scratch);
 	size_t bytes = fe->edge->reply(r->reply_ctx, &rep);
+	do_stats_hops(fe, r, cua_now_ns());
 	free(scratch);
 	do_replied(r, bytes);
 }
@@ -239,6 +240,7 @@ request_done(struct fe *fe, struct request *r)
 	do_left_device(fe, r);
 	s->in_flight--;
 	bytes = fe->edge->send(r->reply_ctx, msg, rep.counted);
+	do_stats_hops(fe, r, cua_now_ns());
 	do_replied(r, bytes);
 	do_request_end(fe, r);
 	fe_unlock(fe);

@@ -58,6 +58,9 @@ struct request {
 	uint64_t id;
 	uint64_t recv_ns; /* monotonic ns at receipt (the latency histogram, stats.h) */
 	uint64_t busy_ns; /* how long its work kept the device's streams busy (the worker's measure, wrec.h) */
+	/* its way through a worker (stats.h's hops), ns after recv_ns: its command record written, the worker's
+	 * three stamps (struct wcpl_req), its completion record read; 0: not that far, or over 4 s */
+	uint32_t hop_ns[5];
 	struct fe *fe;
 	struct session *s;
 	enum req_kind kind;
@@ -105,9 +108,9 @@ struct incoming {
 	void *msg;        /* owned by the request from here (edge_ops.msg_free) */
 	const void *body; /* the bytes, inside msg */
 	size_t len;
-	void *reply_ctx; /* where the answer goes */
-	uint32_t pipe;   /* the connection */
-	bool operator;   /* it came through the operator endpoint */
+	void *reply_ctx;  /* where the answer goes */
+	uint32_t pipe;    /* the connection */
+	bool operator;    /* it came through the operator endpoint */
 	uint64_t session; /* not 0: it came through that session's shared-memory channel and belongs to it alone */
 };
 

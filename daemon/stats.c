@@ -49,6 +49,31 @@ do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_t sta
 		}
 }
 
+static const char *const hop_names[STATS_NHOPS] = {"admit", "to_worker", "issue", "device", "to_front", "reply"};
+
+void
+do_stats_hops(struct fe *fe, const struct request *r, uint64_t reply_ns)
+{
+	/* one launch that ran, every stamp in order (a worker restarted in between, or a request that never
+	 * reached one, is left out) */
+	/* libcuasync sends a lone launch as a BATCH of one */
+	bool one = r->op == CUA_OP_LAUNCH || (r->op == CUA_OP_BATCH && r->decoded && r->w.body.batch.nitems == 1 &&
+					      r->w.body.batch.items[0].kind == CUA_OP_LAUNCH);
+	if (!one || r->nitems != 1 || r->items[0].status != CUA_OK || reply_ns <= r->recv_ns)
+		return;
+	uint64_t t[STATS_NHOPS + 1] = {0};
+	for (int i = 0; i < STATS_NHOPS - 1; i++)
+		t[i + 1] = r->hop_ns[i];
+	t[STATS_NHOPS] = reply_ns - r->recv_ns;
+	for (int i = 0; i < STATS_NHOPS; i++)
+		if (t[i + 1] == 0 || t[i + 1] < t[i])
+			return;
+	struct stats_hops *h = &fe->stats.hops;
+	h->count++;
+	for (int i = 0; i < STATS_NHOPS; i++)
+		h->sum_ns[i] += t[i + 1] - t[i];
+}
+
 void
 do_stats_tenant(struct fe *fe, const char *tenant, enum stats_family fam, uint32_t status)
 {
@@ -323,6 +348,24 @@ fmt_requests(FILE *f, const struct stats_snap *snap)
 }
 
 static void
+fmt_hops(FILE *f, const struct stats_snap *snap)
+{
+	char l[64];
+	head(f, "launch_hop_seconds_total", "counter",
+	     "Time launches spent in each hop through cuasyncd, summed over the launches answered after their kernel "
+	     "ran (divide by cuasyncd_launch_hops_total for the mean): admit (received to its command written to the "
+	     "worker), to_worker (to the worker taking it up), issue (to its kernel issued), device (to the worker's "
+	     "completion: the GPU ran it and the worker noticed), to_front (to the front-end reading it), reply (to "
+	     "its reply handed to the connection).");
+	for (int i = 0; i < STATS_NHOPS; i++) {
+		snprintf(l, sizeof(l), "hop=\"%s\"", hop_names[i]);
+		fprintf(f, "cuasyncd_launch_hop_seconds_total{%s} %.9f\n", l, (double)snap->c.hops.sum_ns[i] / 1e9);
+	}
+	head(f, "launch_hops_total", "counter", "Launches counted in cuasyncd_launch_hop_seconds_total.");
+	sample(f, "launch_hops_total", "", snap->c.hops.count);
+}
+
+static void
 fmt_latency(FILE *f, const struct stats_snap *snap)
 {
 	char l[96];
@@ -533,6 +576,7 @@ stats_format(const struct stats_snap *snap, size_t *len)
 	sample(f, "sessions_opened_total", "", snap->sessions_total);
 	fmt_requests(f, snap);
 	fmt_latency(f, snap);
+	fmt_hops(f, snap);
 	fmt_work(f, snap);
 	fmt_devices(f, snap);
 	if (snap->sess != NULL)

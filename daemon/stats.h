@@ -63,6 +63,17 @@ struct stats_hist {
 	uint64_t sum_ns;
 };
 
+/* The hops of a launch through cuasyncd (issue 19's breakdown), summed over the LAUNCH requests answered with
+ * their one kernel run, in ns: the edge received it → its command record written to the worker's ring →
+ * the worker's command loop took it up → its kernel issued (the completion notice asked) → the worker wrote
+ * its completion (the GPU ran it, the worker noticed) → the front-end read that → its reply handed to the edge.
+ * What the client sees beyond their sum is the transport both ways (socket or shared-memory ring). */
+enum stats_hop { HOP_ADMIT, HOP_TO_WORKER, HOP_ISSUE, HOP_DEVICE, HOP_TO_FRONT, HOP_REPLY, STATS_NHOPS };
+struct stats_hops {
+	uint64_t count;
+	uint64_t sum_ns[STATS_NHOPS];
+};
+
 /* Counters only ever grow (Prometheus counters). Guarded by fe->lock. */
 struct stats {
 	uint64_t requests[CUA_OP_MAX]
@@ -72,6 +83,7 @@ struct stats {
 	uint64_t copied[SD_NDIRS];        /* bytes copied by copies that succeeded */
 	uint64_t host_copied[SD_NDIRS];   /* … of them through shared host buffers (no socket) */
 	struct stats_hist latency[SF_NFAMILIES]; /* receive → reply (completion for fire-and-forget) */
+	struct stats_hops hops;                  /* of launches answered after their kernel ran */
 	struct stats_tenant_ctr *tenant;         /* per tenant, first request first (malloc'd, grown) */
 	uint32_t ntenant, cap_tenant;
 };
@@ -85,6 +97,9 @@ void do_stats_request(struct fe *fe, uint32_t op, enum stats_family fam, uint32_
  * only the first time a tenant is seen (out of memory: not counted). */
 void do_stats_tenant(struct fe *fe, const char *tenant, enum stats_family fam, uint32_t status)
 	CUA_REQUIRES(cuad_fe_lock);
+/* r, a request answered at reply_ns, added to the hops when it was one launch that went through a worker. */
+struct request;
+void do_stats_hops(struct fe *fe, const struct request *r, uint64_t reply_ns) CUA_REQUIRES(cuad_fe_lock);
 /* Frees the per-tenant counters (at the end, with fe). */
 void stats_fini(struct stats *st);
 

@@ -297,6 +297,10 @@ struct wcpl_req {
 	uint32_t ncmds;
 	uint32_t fatal;   /* 1: a sticky fault; the worker exits after this record */
 	uint64_t busy_ns; /* how long its work kept the device's streams busy, summed over the streams (see worker.c) */
+	/* CLOCK_MONOTONIC ns (one clock for the whole host, so the front-end compares them with its own): when the
+	 * worker's command loop began the record, when its last stream work was issued (0: none), and when this
+	 * record was written; the hops of a launch (stats.h, struct stats_hops) */
+	uint64_t t_read, t_issued, t_emit;
 };
 
 /* One command's outcome. */

@@ -57,8 +57,10 @@ struct tracker {
 	uint64_t req;
 	uint32_t ncmds;
 	atomic_int pending;
-	_Atomic uint64_t busy_ns; /* the time its work kept streams busy (wk_notice, notice_done) */
-	bool emitted;             /* its completion has been written (wk_fatal_many; under cpl_lock) */
+	_Atomic uint64_t busy_ns;  /* the time its work kept streams busy (wk_notice, notice_done) */
+	uint64_t t_read;           /* CLOCK_MONOTONIC ns: its record was taken up (struct wcpl_req) */
+	_Atomic uint64_t t_issued; /* the latest of its stream work's issue (wk_notice) */
+	bool emitted;              /* its completion has been written (wk_fatal_many; under cpl_lock) */
 	struct titem items[];
 };
 

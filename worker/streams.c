@@ -44,6 +44,9 @@ wk_notice(struct wk *w, uint32_t sid, struct wk_tag tag, wk_done_fn done)
 {
 	tag.sid = sid;
 	tag.t0 = mono_ns();
+	uint64_t prev = atomic_load(&tag.t->t_issued);
+	while (prev < tag.t0 && !atomic_compare_exchange_weak(&tag.t->t_issued, &prev, tag.t0))
+		;
 	w->be->notify(w, sid, tag, done);
 }
 

@@ -7,6 +7,7 @@
 
 #include "core.h"
 
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "ring.h"
 
@@ -95,7 +96,10 @@ emit(struct wk *w, struct tracker *t, uint32_t fatal)
 {
 	size_t cap = detail_cap(w, t), len = cpl_size(t, cap);
 	unsigned char *p = cpl_reserve(w, len);
-	struct wcpl_req h = {t->req, t->ncmds, fatal, atomic_load(&t->busy_ns)};
+	struct wcpl_req h = {t->req,      t->ncmds,
+			     fatal,       atomic_load(&t->busy_ns),
+			     t->t_read,   atomic_load(&t->t_issued),
+			     cua_now_ns()};
 	memcpy(p, &h, sizeof(h));
 	size_t off = sizeof(h);
 	for (uint32_t i = 0; i < t->ncmds; i++) {
@@ -151,6 +155,7 @@ wk_tracker_new(uint64_t req, uint32_t ncmds)
 		return NULL;
 	t->req = req;
 	t->ncmds = ncmds;
+	t->t_read = cua_now_ns();
 	atomic_init(&t->pending, 1);
 	return t;
 }
