@@ -638,7 +638,9 @@ measure_row(struct compare *c, tenant_fn fn, const struct bench_job *job, const 
 		memset(res, 0, sizeof(*res));
 		snprintf(res->msg, sizeof(res->msg), "%s", err);
 		c->failed |= cuasyncd;
+		return;
 	}
+	fprintf(stderr, "  %s: measured\n", what); /* progress, as the tables' cells */
 }
 
 /* The empty kernel (the channel rows launch it whatever --kernel says) and the large-argument kernel. */
@@ -654,6 +656,19 @@ extra_job(const struct compare *c, const struct bench_kernel *k)
 	return job;
 }
 
+/* Copies of one row, host to device then device to host. */
+static void
+measure_copies(struct compare *c, tenant_fn fn, struct bench_job *job, enum copy_row row)
+{
+	for (int dtoh = 0; dtoh < 2; dtoh++) {
+		char what[160];
+		job->copy_dtoh = dtoh;
+		job->copy_malloc = row == COPY_MALLOC;
+		snprintf(what, sizeof(what), "%s, %s", copy_name[row], dtoh ? "device to host" : "host to device");
+		measure_row(c, fn, job, what, row != COPY_NATIVE, &c->copy[row][dtoh]);
+	}
+}
+
 /* Issue 19's native rows: launch + sync of the empty kernel (unless a table has it), copies, the large argument. */
 static void
 measure_native_extra(struct compare *c)
@@ -666,10 +681,7 @@ measure_native_extra(struct compare *c)
 		c->native_empty = c->lat[ki][LAT_NATIVE];
 	else
 		measure_row(c, native_latency_tenant, &job, "native launch + sync, empty", 0, &c->native_empty);
-	for (int dtoh = 0; dtoh < 2; dtoh++) {
-		job.copy_dtoh = dtoh;
-		measure_row(c, native_copy_tenant, &job, copy_name[COPY_NATIVE], 0, &c->copy[COPY_NATIVE][dtoh]);
-	}
+	measure_copies(c, native_copy_tenant, &job, COPY_NATIVE);
 	job = extra_job(c, &big_kernel);
 	measure_row(c, native_big_param_tenant, &job, "native, 32000-byte argument", 0, &c->big[BIG_NATIVE]);
 }
@@ -688,12 +700,8 @@ measure_cuasyncd_extra(struct compare *c)
 			    &c->chan_ping[ch]);
 	}
 	job.shm = BENCH_SHM_INHERIT;
-	for (int row = COPY_HOSTBUF; row < NCOPIES; row++)
-		for (int dtoh = 0; dtoh < 2; dtoh++) {
-			job.copy_dtoh = dtoh;
-			job.copy_malloc = row == COPY_MALLOC;
-			measure_row(c, cuad_copy_tenant, &job, copy_name[row], 1, &c->copy[row][dtoh]);
-		}
+	measure_copies(c, cuad_copy_tenant, &job, COPY_HOSTBUF);
+	measure_copies(c, cuad_copy_tenant, &job, COPY_MALLOC);
 	job = extra_job(c, &big_kernel);
 	measure_row(c, cuad_big_param_tenant, &job, "cuasyncd, 32000-byte argument", 1, &c->big[BIG_CUAD]);
 }
