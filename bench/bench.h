@@ -45,7 +45,29 @@ struct bench_job {
 	const char *module; /* the fatbin (native: required; cuasyncd: the emulated image when absent) */
 	const char *url;    /* cuasyncd */
 	int graph_nodes;    /* --graph-compare: kernels per round (one graph, or that many launches) */
+	/* appended, so that the positional initializers above leave them 0 (the defaults) */
+	int shm;                    /* cuasyncd tenants: CUASYNC_SHM at cua_connect (enum bench_shm) */
+	size_t copy_bytes;          /* copy tenants: bytes of one copy */
+	int copy_dtoh;              /* copy tenants: 1 = device to host, 0 = host to device */
+	int copy_malloc;            /* cuasyncd copy tenants: 1 = a malloc'd buffer, 0 = cua_host_alloc */
+	const char *feature_module; /* large-argument tenants (cuasyncd: the emulated image when absent) */
 };
+
+/* What a cuasyncd tenant sets CUASYNC_SHM to before cua_connect: the rows that compare the shared-memory
+ * channel on and off choose it; every other row keeps the bench's environment. */
+enum bench_shm { BENCH_SHM_INHERIT, BENCH_SHM_ON, BENCH_SHM_OFF };
+
+/* Copies timed per measurement, after BENCH_COPY_WARMUP untimed ones. */
+#define BENCH_COPY_REPS 20
+#define BENCH_COPY_WARMUP 2
+
+/* The large-argument row: big_param_copy(uint32_t *out, struct { uint32_t w[8000]; } s), 32000 bytes by value
+ * (tests/kernels/feature_kernels.cu; worker/emu_kernels.c on the emulated device), on a grid of 8 × 256. */
+#define BENCH_BIG_PARAM_BYTES 32000
+#define BENCH_BIG_GRID 8
+#define BENCH_BIG_BLOCK 256
+#define BENCH_BIG_PIPELINED 5000 /* launches back to back, then one synchronize */
+#define BENCH_LAT_REPS 2000      /* every sync-latency row: 2000 times after 100 for warm-up */
 
 /* Warm-up launches before a timed run of n. */
 static inline int

@@ -5,7 +5,7 @@
  *   cuasync-bench [--module FILE] [--launches N] [--clients K] [--bytes B] [--alloc-bytes B]
  *                 [--alloc-cycles N] [--alloc-only]
  *   cuasync-bench --compare [--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--launches N]
- *                 [--module FILE]
+ *                 [--module FILE] [--feature-module FILE] [--copy-bytes B]
  *   cuasync-bench --graph-compare [--graph N] [--rounds R] [--module FILE]
  *
  * Prints one line per measurement: round-trip latency (PING), launch+complete latency of one kernel,
@@ -16,7 +16,11 @@
  *
  * --compare measures instead the same kernel, launch count and number of tenants natively (threads of one
  * process, separate processes, separate processes under a private MPS daemon) and through cuasyncd, side by
- * side (compare.c); --module must then name the fatbin for the native columns.
+ * side (compare.c); --module must then name the fatbin for the native columns. After the tables, from the same
+ * run: sync latency and PING with libcuasync's shared-memory channel on and off (CUASYNC_SHM=1 / 0), pinned
+ * async copies of --copy-bytes each way (default 64 MiB) natively and through cuasyncd (a cua_host_alloc buffer,
+ * and a malloc'd one), and launches of a kernel taking a 32000-byte argument, from --feature-module (default:
+ * feature_kernels.fatbin beside --module).
  *
  * --graph-compare launches N empty kernels per round (default 100) R times (default 1000): as N launches and as
  * one CUDA graph of N nodes (cua_graph_*), natively and through cuasyncd, printing kernels/s and the ratios
@@ -121,6 +125,8 @@ struct bench_opts {
 	int daemon_only;                        /* --daemon-only: --compare without the native and MPS columns */
 	int graph_compare, graph_nodes, rounds; /* --graph-compare [--graph N] [--rounds R] (graphcmp.h) */
 	const char *kernels, *tenants;
+	size_t copy_bytes;          /* --copy-bytes: --compare's async copy rows */
+	const char *feature_module; /* --feature-module: --compare's large-argument row */
 };
 
 /* Fills o from the command line (module_path and url go to the globals). Returns 0, or 2 after printing the
@@ -128,14 +134,24 @@ struct bench_opts {
 static int
 parse_options(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option opts[] = {{"module", 1, NULL, 'm'},        {"launches", 1, NULL, 'n'},
-					     {"clients", 1, NULL, 'k'},       {"bytes", 1, NULL, 'b'},
-					     {"url", 1, NULL, 'u'},           {"alloc-bytes", 1, NULL, 'a'},
-					     {"alloc-cycles", 1, NULL, 'c'},  {"alloc-only", 0, NULL, 'o'},
-					     {"compare", 0, NULL, 'C'},       {"kernel", 1, NULL, 'K'},
-					     {"tenants", 1, NULL, 'T'},       {"daemon-only", 0, NULL, 'D'},
-					     {"graph-compare", 0, NULL, 'G'}, {"graph", 1, NULL, 'N'},
-					     {"rounds", 1, NULL, 'R'},        {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"module", 1, NULL, 'm'},
+					     {"launches", 1, NULL, 'n'},
+					     {"clients", 1, NULL, 'k'},
+					     {"bytes", 1, NULL, 'b'},
+					     {"url", 1, NULL, 'u'},
+					     {"alloc-bytes", 1, NULL, 'a'},
+					     {"alloc-cycles", 1, NULL, 'c'},
+					     {"alloc-only", 0, NULL, 'o'},
+					     {"compare", 0, NULL, 'C'},
+					     {"kernel", 1, NULL, 'K'},
+					     {"tenants", 1, NULL, 'T'},
+					     {"daemon-only", 0, NULL, 'D'},
+					     {"graph-compare", 0, NULL, 'G'},
+					     {"graph", 1, NULL, 'N'},
+					     {"rounds", 1, NULL, 'R'},
+					     {"copy-bytes", 1, NULL, 'Y'},
+					     {"feature-module", 1, NULL, 'F'},
+					     {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
@@ -154,18 +170,29 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'G': o->graph_compare = 1; break;
 		case 'N': o->graph_nodes = atoi(optarg); break;
 		case 'R': o->rounds = atoi(optarg); break;
+		case 'Y': o->copy_bytes = strtoull(optarg, NULL, 10); break;
+		case 'F': o->feature_module = optarg; break;
 		default:
 			fprintf(stderr,
 				"usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
 				"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
 				"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
 				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--daemon-only]\n"
+				"                 [--copy-bytes B] [--feature-module FATBIN]\n"
+				"         then the shared-memory channel on and off, async copies of B bytes each way "
+				"(default 67108864), and a 32000-byte argument (feature_kernels.fatbin, by default "
+				"beside "
+				"--module)\n"
 				"       cuasync-bench --graph-compare [--url URL] [--module FATBIN] [--graph N] "
 				"[--rounds R]\n"
 				"         N empty kernels per round (default 100) as N launches and as one CUDA graph, "
 				"natively and through cuasyncd, R rounds (default 1000)\n");
 			return 2;
 		}
+	}
+	if (o->copy_bytes == 0) {
+		fprintf(stderr, "cuasync-bench: --copy-bytes must be positive\n");
+		return 2;
 	}
 	if (o->alloc_bytes == 0 || o->alloc_cycles <= 0) {
 		fprintf(stderr, "cuasync-bench: --alloc-bytes and --alloc-cycles must be positive\n");
@@ -366,7 +393,8 @@ main(int argc, char **argv)
 			       .kernels = "empty",
 			       .tenants = "1,4,8",
 			       .graph_nodes = 100,
-			       .rounds = 1000};
+			       .rounds = 1000,
+			       .copy_bytes = 64u << 20};
 	struct client_procs p;
 	int r = parse_options(argc, argv, &o);
 	if (r != 0)
@@ -374,8 +402,16 @@ main(int argc, char **argv)
 	if (o.graph_compare) /* the same: before NNG */
 		return graph_compare_main(&(struct graph_compare_opts){o.graph_nodes, o.rounds, module_path, url});
 	if (o.compare) /* before this process touches NNG: it forks for every measurement */
-		return compare_main(&(struct compare_opts){o.kernels, o.tenants, o.launches, o.daemon_only, module_path,
-							   url, argc, argv});
+		return compare_main(&(struct compare_opts){.kernels = o.kernels,
+							   .tenants = o.tenants,
+							   .launches = o.launches,
+							   .daemon_only = o.daemon_only,
+							   .module = module_path,
+							   .url = url,
+							   .copy_bytes = o.copy_bytes,
+							   .feature_module = o.feature_module,
+							   .argc = argc,
+							   .argv = argv});
 	if (!o.alloc_only && fork_clients(&p, &o) != 0)
 		return 1;
 	cua_client *c;

@@ -25,7 +25,8 @@
 	X(cuModuleLoadData) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemsetD32) X(cuStreamCreate)           \
 	X(cuStreamSynchronize) X(cuLaunchKernel) X(cuGetErrorName)                                          \
 	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)       \
-	X(cuGraphExecDestroy) X(cuGraphDestroy)
+	X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuMemHostAlloc) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)  \
+	X(cuMemFreeHost)
 /* clang-format on */
 
 static struct {
@@ -45,6 +46,7 @@ struct native_tenant {
 	CUdeviceptr x, y;
 	uint64_t n;
 	void *params[4];
+	void *big;      /* the large-argument row's 32000 bytes (params[1]) */
 	int has_params; /* empty_kernel takes none */
 };
 
@@ -97,9 +99,10 @@ native_load(char *err, size_t len)
 	return 0;
 }
 
-/* Reads the whole file at path into a malloc'ed, NUL-terminated buffer. NULL with err on failure. */
+/* Reads the whole file at path into a malloc'ed, NUL-terminated buffer. NULL with err (naming the option that
+ * gives the file) on failure. */
 static void *
-read_file(const char *path, char *err, size_t len)
+read_file(const char *path, const char *option, char *err, size_t len)
 {
 	FILE *f = path != NULL ? fopen(path, "rb") : NULL;
 	char *buf = NULL;
@@ -108,7 +111,8 @@ read_file(const char *path, char *err, size_t len)
 	    (buf = malloc((size_t)size + 1)) != NULL && fread(buf, 1, (size_t)size, f) == (size_t)size)
 		buf[size] = '\0';
 	else {
-		snprintf(err, len, "cannot read the module %s (give the fatbin with --module)", path ? path : "(none)");
+		snprintf(err, len, "cannot read the module %s (give the fatbin with %s)", path ? path : "(none)",
+			 option);
 		free(buf);
 		buf = NULL;
 	}
@@ -117,19 +121,31 @@ read_file(const char *path, char *err, size_t len)
 	return buf;
 }
 
-/* Sets t up on device 0's primary context, current on the calling thread afterwards. 0, or -1 with err. */
+/* Makes device 0's primary context current on the calling thread and creates t's stream. 0, or -1 with err. */
 static int
-tenant_open(const struct bench_job *job, struct native_tenant *t, char *err, size_t len)
+context_open(struct native_tenant *t, char *err, size_t len)
 {
-	memset(t, 0, sizeof(*t));
-	t->k = job->kernel;
 	if (native_load(err, len) != 0)
 		return -1;
 	CUdevice dev;
 	CK(drv.cuDeviceGet(&dev, 0));
 	CK(drv.cuDevicePrimaryCtxRetain(&t->ctx, dev));
 	CK(drv.cuCtxSetCurrent(t->ctx));
-	void *image = read_file(job->module, err, len);
+	CK(drv.cuStreamCreate(&t->stream, CU_STREAM_NON_BLOCKING));
+	return 0;
+}
+
+/* Sets t up on device 0's primary context, current on the calling thread afterwards, with job->kernel from
+ * module (job->module, or job->feature_module for the large-argument row). 0, or -1 with err. */
+static int
+tenant_open_from(const struct bench_job *job, const char *module, const char *option, struct native_tenant *t,
+		 char *err, size_t len)
+{
+	memset(t, 0, sizeof(*t));
+	t->k = job->kernel;
+	if (context_open(t, err, len) != 0)
+		return -1;
+	void *image = read_file(module, option, err, len);
 	if (image == NULL)
 		return -1;
 	CUmodule m;
@@ -137,7 +153,6 @@ tenant_open(const struct bench_job *job, struct native_tenant *t, char *err, siz
 	free(image);
 	CK(cr);
 	CK(drv.cuModuleGetFunction(&t->fn, m, t->k->fn));
-	CK(drv.cuStreamCreate(&t->stream, CU_STREAM_NON_BLOCKING));
 	t->cycles = t->k->cycles;
 	t->params[0] = &t->cycles;
 	t->has_params = strcmp(t->k->fn, "empty_kernel") != 0;
@@ -154,6 +169,12 @@ tenant_open(const struct bench_job *job, struct native_tenant *t, char *err, siz
 		t->params[3] = &t->n;
 	}
 	return 0;
+}
+
+static int
+tenant_open(const struct bench_job *job, struct native_tenant *t, char *err, size_t len)
+{
+	return tenant_open_from(job, job->module, "--module", t, err, len);
 }
 
 /* n launches back to back on t's stream, then cuStreamSynchronize (what waiting for every future is). */
@@ -351,6 +372,102 @@ native_graph_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_resul
 	drv.cuGraphExecDestroy(exec);
 }
 
+/* One copy of job->copy_bytes between the pinned buffer h and d, in job's direction, on t's stream, then
+ * cuStreamSynchronize (what cuasyncd's batch item + cua_stream_synchronize does). */
+static int
+copy_once(const struct bench_job *job, struct native_tenant *t, CUdeviceptr d, void *h, char *err, size_t len)
+{
+	if (job->copy_dtoh)
+		CK(drv.cuMemcpyDtoHAsync(h, d, job->copy_bytes, t->stream));
+	else
+		CK(drv.cuMemcpyHtoDAsync(d, h, job->copy_bytes, t->stream));
+	CK(drv.cuStreamSynchronize(t->stream));
+	return 0;
+}
+
+/* Allocates the pinned host buffer and the device buffer, warms up. 0, or -1 with err. */
+static int
+copy_open(const struct bench_job *job, struct native_tenant *t, CUdeviceptr *d, void **h, char *err, size_t len)
+{
+	memset(t, 0, sizeof(*t));
+	if (context_open(t, err, len) != 0)
+		return -1;
+	CK(drv.cuMemHostAlloc(h, job->copy_bytes, 0));
+	memset(*h, 0x5a, job->copy_bytes); /* the pages exist before the timing, as cuasyncd's buffer's do */
+	CK(drv.cuMemAlloc(d, job->copy_bytes));
+	for (int i = 0; i < BENCH_COPY_WARMUP; i++)
+		if (copy_once(job, t, *d, *h, err, len) != 0)
+			return -1;
+	return 0;
+}
+
+void
+native_copy_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	const struct bench_job *job = arg;
+	struct native_tenant t;
+	CUdeviceptr d;
+	void *h = NULL;
+	(void)k;
+	if (copy_open(job, &t, &d, &h, out->msg, sizeof(out->msg)) != 0 || tenant_ready(g) != 0)
+		return;
+	out->t0 = bench_now();
+	for (int i = 0; i < BENCH_COPY_REPS; i++)
+		if (copy_once(job, &t, d, h, out->msg, sizeof(out->msg)) != 0)
+			return;
+	out->t1 = bench_now();
+	out->launches = (double)job->copy_bytes * BENCH_COPY_REPS; /* so that gang_run's rate is bytes/s */
+	out->ok = 1;
+	drv.cuMemFreeHost(h);
+}
+
+/* big_param_copy from job->feature_module, its output buffer and the 32000 bytes as its arguments. */
+static int
+big_open(const struct bench_job *job, struct native_tenant *t, char *err, size_t len)
+{
+	if (tenant_open_from(job, job->feature_module, "--feature-module", t, err, len) != 0)
+		return -1;
+	CK(drv.cuMemAlloc(&t->x, BENCH_BIG_PARAM_BYTES));
+	t->big = malloc(BENCH_BIG_PARAM_BYTES);
+	if (t->big == NULL) {
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
+	memset(t->big, 0xa5, BENCH_BIG_PARAM_BYTES);
+	t->params[0] = &t->x;
+	t->params[1] = t->big; /* kernelParams points at each argument's bytes: here the whole struct */
+	t->has_params = 1;
+	return 0;
+}
+
+void
+native_big_param_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	const struct bench_job *job = arg;
+	static double v[BENCH_LAT_REPS];
+	struct native_tenant t;
+	(void)k;
+	if (big_open(job, &t, out->msg, sizeof(out->msg)) != 0 ||
+	    tenant_launches(&t, 100, out->msg, sizeof(out->msg)) != 0 || tenant_ready(g) != 0)
+		return;
+	out->t0 = bench_now();
+	if (tenant_launches(&t, BENCH_BIG_PIPELINED, out->msg, sizeof(out->msg)) != 0)
+		return;
+	out->t1 = bench_now();
+	out->launches = BENCH_BIG_PIPELINED;
+	for (int i = 0; i < BENCH_LAT_REPS; i++) {
+		double t0 = bench_now();
+		if (tenant_launches(&t, 1, out->msg, sizeof(out->msg)) != 0)
+			return;
+		v[i] = bench_now() - t0;
+	}
+	qsort(v, BENCH_LAT_REPS, sizeof(*v), cmp_double);
+	out->p50 = v[BENCH_LAT_REPS / 2];
+	out->p99 = v[BENCH_LAT_REPS * 99 / 100];
+	out->ok = 1;
+	free(t.big);
+}
+
 #else /* !HAVE_CUDA_H: the native columns are unavailable */
 
 static void
@@ -388,6 +505,18 @@ native_latency_tenant(void *job, int k, struct tenant_gate *g, struct tenant_res
 
 void
 native_graph_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	unavailable(job, k, g, out);
+}
+
+void
+native_copy_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
+{
+	unavailable(job, k, g, out);
+}
+
+void
+native_big_param_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out)
 {
 	unavailable(job, k, g, out);
 }

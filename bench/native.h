@@ -29,4 +29,14 @@ void native_latency_tenant(void *job, int k, struct tenant_gate *g, struct tenan
  * job->graph_nodes times back to back with cuGraphLaunch, then cuStreamSynchronize; launches counts kernels. */
 void native_graph_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out);
 
+/* job->copy_bytes between a cuMemHostAlloc buffer and device memory (job->copy_dtoh picks the direction) with
+ * cuMemcpyHtoDAsync / cuMemcpyDtoHAsync on a stream + cuStreamSynchronize, BENCH_COPY_REPS times after
+ * BENCH_COPY_WARMUP: out->launches holds the bytes copied, so gang_run's rate is bytes/s. */
+void native_copy_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out);
+
+/* big_param_copy of job->feature_module with its 32000-byte by-value argument (kernelParams): BENCH_BIG_PIPELINED
+ * launches back to back + cuStreamSynchronize timed in t0..t1 (launches), then launch + cuStreamSynchronize
+ * BENCH_LAT_REPS times: p50 and p99. */
+void native_big_param_tenant(void *job, int k, struct tenant_gate *g, struct tenant_result *out);
+
 #endif

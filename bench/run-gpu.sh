@@ -3,7 +3,9 @@
 # (see BENCHMARKS.md). $CUASYNCD_ARGS: extra daemon options, e.g. CUASYNCD_ARGS="--scrub off".
 # The side-by-side comparison of issue 11 (native threads, processes, MPS, cuasyncd), e.g.:
 #   bench/run-gpu.sh build-gpu --compare --kernel spin:20000 --tenants 1,4,8 --launches 100000
-# (the bench starts and stops its own private MPS daemon when nvidia-cuda-mps-control is on PATH).
+# (the bench starts and stops its own private MPS daemon when nvidia-cuda-mps-control is on PATH). --compare
+# also takes the large-argument row's feature_kernels.fatbin from beside the --module given below, and
+# --copy-bytes B for its async copy rows.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 b=$PWD/${1:-build-gpu}
