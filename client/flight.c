@@ -175,17 +175,35 @@ cuac_send_flight_locked(cua_client *c, struct cuac_pendq *items, size_t n)
 	free(args);
 }
 
-/* Sends queued launches, up to CUA_MAX_BATCH per message, while fewer than cap messages are in flight. */
+/* The bytes p adds to a message, near enough: its arguments or copy data and a little framing. */
+static size_t
+pending_bytes(const struct cuac_pending *p)
+{
+	size_t b = 64;
+	if (p->launch != NULL)
+		for (size_t i = 0; i < p->launch->nargs; i++)
+			b += p->launch->sizes[i] + 4;
+	else if (p->item.kind == CUA_OP_MEMCPY_HTOD)
+		b += p->item.u.htod.data.len;
+	return b;
+}
+
+/* Sends queued launches, up to CUA_MAX_BATCH and CUAC_FLIGHT_BYTES per message, while fewer than cap messages
+ * are in flight. */
 static void
 flush_upto(cua_client *c, unsigned cap)
 {
 	while (!TAILQ_EMPTY(&c->queue) && c->inflight < cap) {
 		struct cuac_pendq items = TAILQ_HEAD_INITIALIZER(items);
 		struct cuac_pending *p;
-		size_t n = 0;
+		size_t n = 0, bytes = 0;
 		while (n < CUA_MAX_BATCH && (p = TAILQ_FIRST(&c->queue)) != NULL) {
+			size_t pb = pending_bytes(p);
+			if (n > 0 && bytes + pb > CUAC_FLIGHT_BYTES)
+				break;
 			TAILQ_REMOVE(&c->queue, p, link);
 			TAILQ_INSERT_TAIL(&items, p, link);
+			bytes += pb;
 			n++;
 		}
 		cuac_send_flight_locked(c, &items, n);

@@ -49,6 +49,10 @@
 #define CUAC_DEFAULT_TIMEOUT_MS 120000
 #define CUAC_STREAM_POOL_ID 2       /* CUA_STREAM_POOL: client-side only, sent as 0 */
 #define CUAC_MAX_INFLIGHT_BATCHES 4 /* BATCH messages in flight per client; more launches wait in the queue */
+/* The bytes of arguments and copy data one coalesced BATCH carries at most (its first item whatever its size):
+ * 4096 launches of 32 KB arguments would be a 131 MB message, past the daemon's --max-message and its
+ * worker's ring, and a message this size still fits the shared-memory channel's ring (half of 1 MiB). */
+#define CUAC_FLIGHT_BYTES (256u * 1024u)
 /* When the caller waits for queued launches to go out (a future of one, a record, a copy, a synchronize), they are
  * sent at once up to this many messages in flight: holding them until a reply comes would make them wait for
  * long kernels of other streams (4 kernels of 200 ms in flight held a launch on a fifth stream for 200 ms). Below

@@ -30,6 +30,13 @@ extern "C" __global__ void const_copy(uint32_t *out, uint64_t n)
 		out[i] = const_data[i];
 }
 
+extern "C" __global__ void spin(int64_t cycles)
+{
+	long long start = clock64();
+	while (clock64() - start < cycles)
+		;
+}
+
 extern "C" __global__ void bad_write(int *p)
 {
 	if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -210,6 +217,22 @@ main(int argc, char **argv)
 	OK(cudaMemcpyAsync(h2, b, N * 4, cudaMemcpyDeviceToHost, s3));
 	OK(cudaStreamSynchronize(s3));
 	CHECK(all_equal(h2, N / 2, 5) && all_equal(h2 + N / 2, N / 2, 0), "HtoD, memset, launch, DtoH ordered on s3");
+
+	// page-locked copies run in stream order, as CUDA's: the GPU reads the host bytes when the copy's turn
+	// comes, so what the program writes there while a kernel ahead of the copy still runs is what arrives
+	bool proven = false;
+	for (int attempt = 0; attempt < 3 && !proven; attempt++) {
+		for (int i = 0; i < N; i++)
+			pinned[i] = 7;
+		spin<<<1, 1, 0, s1>>>(1500000000LL);
+		OK(cudaMemcpyAsync(a, pinned, N * 4, cudaMemcpyHostToDevice, s1));
+		for (int i = 0; i < N; i++)
+			pinned[i] = 9;
+		proven = cudaStreamQuery(s1) == cudaErrorNotReady; // else the machine stalled past the kernel: again
+		OK(cudaStreamSynchronize(s1));
+	}
+	OK(cudaMemcpy(h2, a, N * 4, cudaMemcpyDeviceToHost));
+	CHECK(proven && all_equal(h2, N, 9), "async HtoD from cudaMallocHost memory reads it in stream order");
 
 	// host functions run once the stream reaches them, before what follows
 	int token = 42;

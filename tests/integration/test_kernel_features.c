@@ -149,6 +149,36 @@ START_TEST(struct_of_32000_bytes_reaches_the_kernel)
 }
 END_TEST
 
+/* Thousands of 32000-byte launches submitted back to back, fire-and-forget: libcuasync coalesces the queued ones
+ * into BATCH messages, which must stay within the daemon's --max-message and its worker's ring (before, 4096 of
+ * them went as one 131 MB message: the connection was closed, or the batch refused TOO_LARGE at synchronize). */
+START_TEST(pipelined_32000_byte_launches_are_served)
+{
+	cua_client *c = connect_to(&D);
+	cua_function f = get_fn(c, load_features(c, emu_image), "big_param_copy");
+	static uint32_t s[BIG_WORDS], got[BIG_WORDS];
+	cua_deviceptr out;
+	CK(cua_mem_alloc(c, 0, sizeof(got), &out));
+	cua_stream st;
+	CK(cua_stream_create(c, 0, 0, &st));
+	enum { LAUNCHES = 3000 };
+	for (uint32_t k = 0; k < LAUNCHES; k++) {
+		for (uint32_t i = 0; i < BIG_WORDS; i += 997)
+			s[i] = k * 131u + i;
+		cua_launch *l = launch_1d(c, f, 8, 256);
+		cua_launch_set_stream(l, st);
+		CK(cua_launch_push_device_ptr(l, out));
+		CK(cua_launch_push_arg(l, s, sizeof(s)));
+		CK(cua_launch_submit(l, NULL));
+	}
+	CK(cua_synchronize(c));
+	CK(cua_memcpy_dtoh(c, got, out, sizeof(got)));
+	ck_assert_mem_eq(got, s, sizeof(s)); /* the last launch's argument: every one ran, in order */
+	CK(cua_ping(c));
+	cua_disconnect(c);
+}
+END_TEST
+
 /* Below sm_70 (or before CUDA 12.1) a launch passes at most 4096 bytes. */
 START_TEST(old_device_refuses_more_than_4096_bytes)
 {
@@ -328,6 +358,7 @@ main(void)
 	tcase_add_test(tc, global_written_by_htod_is_read_by_kernels);
 	tcase_add_test(tc, global_is_refused_after_unload_and_to_others);
 	tcase_add_test(tc, struct_of_32000_bytes_reaches_the_kernel);
+	tcase_add_test(tc, pipelined_32000_byte_launches_are_served);
 	tcase_add_test(tc, old_device_refuses_more_than_4096_bytes);
 	tcase_add_test(tc, dynamic_shared_memory_needs_the_attribute);
 	tcase_add_test(tc, attributes_are_read_set_and_range_checked);
