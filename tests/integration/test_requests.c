@@ -680,8 +680,10 @@ START_TEST(host_buffer_batch_copies_run_in_stream_order)
 		if (!proven)
 			continue;
 		for (size_t i = 0; i < N; i += 4093)
-			ck_assert_msg(h[N + i] == 0x5e, "byte %zu: %#x: the copy read the host bytes at submit, not in "
-				      "stream order", i, h[N + i]);
+			ck_assert_msg(h[N + i] == 0x5e,
+				      "byte %zu: %#x: the copy read the host bytes at submit, not in "
+				      "stream order",
+				      i, h[N + i]);
 		ck_assert_uint_eq(h[2 * N - 1], 0x5e);
 	}
 	ck_assert_msg(proven, "the kernel ahead of the copies never outlasted their submission");
