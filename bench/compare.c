@@ -83,8 +83,8 @@ struct cuad_tenant {
 		}                                                                                                      \
 	} while (0)
 
-/* Sets CUASYNC_SHM as job asks before this tenant's cua_connect, which reads it (client/calls.c: "1" attaches
- * the shared-memory channel on ipc://, anything else or unset leaves every request on the socket). */
+/* Sets CUASYNC_SHM as job asks before this tenant's cua_connect, which reads it (client/calls.c: "0" leaves
+ * every request on the socket; anything else or unset attaches the shared-memory channel on ipc://). */
 static void
 apply_shm(const struct bench_job *job)
 {
