@@ -146,6 +146,9 @@ struct edge_ops {
 	size_t (*send)(void *ctx, void *msg, bool counted);
 	/* Gives ctx back without answering: the request is dropped, its client never gets a reply. */
 	void (*drop)(void *ctx);
+	/* At teardown, after the edge stopped: frees what ctx of a request that was never answered still holds (a
+	 * shared-memory channel's reply context; the edge's own contexts went with it). NULL: nothing to free. */
+	void (*forget)(void *ctx);
 	/* Frees the received message that a request's decoded fields point into. */
 	void (*msg_free)(void *msg);
 	/* The pid of the peer of connection pipe when the kernel vouches for it (ipc://), else -1. */

@@ -99,6 +99,14 @@ edge_reply(void *arg, const struct reply *rep)
 	return edge_send(arg, edge_encode(rep, &bytes), rep->counted);
 }
 
+/* edge_ops.forget */
+static void
+edge_forget(void *arg)
+{
+	if (((struct edge_ctx *)arg)->kind == SHMCHAN_CTX_KIND)
+		shmchan_drop(arg); /* the channel is closed by now: nothing is written, the context and its ref go */
+}
+
 /* edge_ops.drop */
 static void
 edge_drop(void *arg)
@@ -171,6 +179,7 @@ static const struct edge_ops nng_edge_ops = {.reply = edge_reply,
 					     .encode = edge_encode,
 					     .send = edge_send,
 					     .drop = edge_drop,
+					     .forget = edge_forget,
 					     .msg_free = edge_msg_free,
 					     .peer_pid = edge_peer_pid,
 					     .peer = edge_peer};

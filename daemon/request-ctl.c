@@ -242,6 +242,15 @@ request_start(struct fe *fe)
 	return sched_start(fe, &request_sched_ops);
 }
 
+/* r is freed at teardown unanswered: what its reply context holds goes too (edge_ops.forget). */
+static void
+do_forget_reply(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock)
+{
+	if (r->reply_ctx != NULL && fe->edge->forget != NULL)
+		fe->edge->forget(r->reply_ctx);
+	r->reply_ctx = NULL;
+}
+
 /* Stops a worker (shutdown, without fe->lock) and frees what was still in flight on it. */
 static void
 stop_worker(struct fe *fe, struct device *d)
@@ -252,6 +261,7 @@ stop_worker(struct fe *fe, struct device *d)
 	fe_lock(fe); /* the counts of their bytes (request_free) */
 	while ((r = TAILQ_FIRST(&q)) != NULL) {
 		TAILQ_REMOVE(&q, r, qlink);
+		do_forget_reply(fe, r);
 		request_free(fe, r);
 	}
 	fe_unlock(fe);
@@ -317,6 +327,7 @@ request_stop(struct fe *fe)
 		TAILQ_CONCAT(&q, &s->parked, qlink);
 		while ((r = TAILQ_FIRST(&q)) != NULL) {
 			TAILQ_REMOVE(&q, r, qlink);
+			do_forget_reply(fe, r);
 			request_free(fe, r);
 		}
 		do_graphs_free(s);

@@ -315,6 +315,10 @@ read_requests(struct shmch *ch)
 		return false;
 	}
 	for (; n < SHMCHAN_BURST; n++) {
+		/* the replies written since the last record first: each one the client read may have let it send the
+		 * next request, which must not find the session still holding it (--session-pending counts replies
+		 * until they are written; a burst read without this held a whole burst more) */
+		account(ch);
 		uint32_t tail = ld(&ch->h->req_tail), avail = tail - ch->req_head;
 		if (avail == 0)
 			break;

@@ -193,9 +193,14 @@ void wk_tracker_put(struct wk *w, struct tracker *t);
 /* Ends the hold a held command's issuer was given (the request may complete now); also a wk_done_fn for
  * backends' event callbacks. Any thread. */
 void wk_hold_done(struct wk *w, struct wk_tag tag);
-/* Sets command idx's outcome; detail (copied) may be NULL. Thread-safe for distinct idx. Without memory for the
- * detail the status stands and the completion says cua_strerror(status). */
-void wk_item_set(struct tracker *t, uint32_t idx, uint32_t status, uint64_t value, const char *detail);
+/* Sets command idx's outcome; detail (copied) may be NULL. Under w->cpl_lock: a sticky fault, which holds it
+ * until the worker exits, has the last word (its record is written under it), and a queued command's failure
+ * that its stream's thread reports races nothing. Without memory for the detail the status stands and the
+ * completion says cua_strerror(status). */
+void wk_item_set(struct wk *w, struct tracker *t, uint32_t idx, uint32_t status, uint64_t value, const char *detail);
+/* The value and data (taken, may be NULL) of command idx, which was issued: its status is left to whoever
+ * reports its work's failure, or the sticky fault (an OK set after the issue would overwrite them). */
+void wk_item_result(struct wk *w, struct tracker *t, uint32_t idx, uint64_t value, void *data, uint32_t data_len);
 /* Reports a failure of queued work: tag's command gets status and detail (copied; may be NULL). Any thread;
  * distinct commands may be reported concurrently. Never blocks on the device. The backends' wk_host.report. */
 void wk_report(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail);

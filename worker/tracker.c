@@ -21,20 +21,36 @@
 /* ------------------------------------------------------------------ outcomes */
 
 void
-wk_item_set(struct tracker *t, uint32_t idx, uint32_t status, uint64_t value, const char *detail)
+wk_item_set(struct wk *w, struct tracker *t, uint32_t idx, uint32_t status, uint64_t value, const char *detail)
 {
 	struct titem *it = &t->items[idx];
+	char *d = detail && *detail ? strdup(detail) : NULL, *old;
+	pthread_mutex_lock(&w->cpl_lock);
 	it->status = status;
 	it->value = value;
-	free(it->detail);
-	it->detail = detail && *detail ? strdup(detail) : NULL;
+	old = it->detail;
+	it->detail = d;
+	pthread_mutex_unlock(&w->cpl_lock);
+	free(old);
+}
+
+void
+wk_item_result(struct wk *w, struct tracker *t, uint32_t idx, uint64_t value, void *data, uint32_t data_len)
+{
+	struct titem *it = &t->items[idx];
+	pthread_mutex_lock(&w->cpl_lock);
+	it->value = value;
+	void *old = it->data;
+	it->data = data;
+	it->data_len = data ? data_len : 0;
+	pthread_mutex_unlock(&w->cpl_lock);
+	free(old);
 }
 
 void
 wk_report(struct wk *w, struct wk_tag tag, uint32_t status, const char *detail)
 {
-	(void)w;
-	wk_item_set(tag.t, tag.idx, status, 0, detail);
+	wk_item_set(w, tag.t, tag.idx, status, 0, detail);
 }
 
 static const char *

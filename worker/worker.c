@@ -127,7 +127,7 @@ run_cmd(struct wk *w, struct tracker *t, uint32_t i, const struct wrec_hdr *c)
 	else if (w->sub && k->stream) {
 		/* its outcome is the submit thread's to set; only a failure to hand it over is set here */
 		if ((r = dispatch(w, k, c, i, &e)) != 0)
-			wk_item_set(t, i, (uint32_t)r, 0, e.detail[0] ? e.detail : cua_strerror(r));
+			wk_item_set(w, t, i, (uint32_t)r, 0, e.detail[0] ? e.detail : cua_strerror(r));
 		return;
 	} else {
 		if (w->sub)
@@ -140,12 +140,18 @@ run_cmd(struct wk *w, struct tracker *t, uint32_t i, const struct wrec_hdr *c)
 		/* no room to note the stream: take its notice now (the request still completes after the work) */
 		wk_notify(w, t, x.sid, i);
 	}
-	wk_item_set(t, i, (uint32_t)r, x.value, r ? (e.detail[0] ? e.detail : cua_strerror(r)) : NULL);
-	if (r == 0 && x.data) {
-		t->items[i].data = x.data; /* transferred */
-		t->items[i].data_len = x.data_len;
-		x.data = NULL;
+	if (r == 0 && x.queued) {
+		/* its work may have run already on its stream's thread, failed (wk_report) or faulted the device
+		 * (wk_fatal_many): OK is where a tracker's items start, the rest is theirs to say */
+		if (x.value != 0 || x.data != NULL)
+			wk_item_result(w, t, i, x.value, x.data, x.data_len);
+		return;
 	}
+	if (r == 0 && x.data != NULL) {
+		wk_item_result(w, t, i, x.value, x.data, x.data_len); /* transferred */
+		return;
+	}
+	wk_item_set(w, t, i, (uint32_t)r, x.value, r ? (e.detail[0] ? e.detail : cua_strerror(r)) : NULL);
 	free(x.data);
 }
 
@@ -180,7 +186,7 @@ handle_record(struct wk *w, const unsigned char *rec, size_t len)
 		const struct wrec_hdr *c = (const struct wrec_hdr *)(rec + off);
 		if (len - off < sizeof(*c) || c->size < sizeof(*c) || c->size % 8 != 0 || c->size > len - off) {
 			for (uint32_t k = i; k < h.ncmds; k++) /* the rest cannot be found */
-				wk_item_set(t, k, CUA_EINTERNAL, 0, "malformed worker command");
+				wk_item_set(w, t, k, CUA_EINTERNAL, 0, "malformed worker command");
 			break;
 		}
 		off += c->size;

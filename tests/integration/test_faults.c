@@ -187,6 +187,43 @@ START_TEST(sticky_fault_is_contained)
 }
 END_TEST
 
+/* Fault after fault, each one reported as the device's error, never OK. The worker's main thread used to set a
+ * launch's outcome to OK after handing it to its stream, while the stream's thread could already be faulting on
+ * it: the fatal completion then said OK (the launch "succeeded", a later synchronize found nothing), and both
+ * threads freed the detail text (ASan: double-free). Seen under ASan in CI in test_cuda_drv and the
+ * conformance suite; here on purpose, a future's launch and a fire-and-forget one taking turns. */
+START_TEST(every_fault_is_reported)
+{
+	int rounds = on_gpu() ? 4 : 40;
+	for (int i = 0; i < rounds; i++) {
+		cua_client *c = connect_to(&D);
+		cua_function bad = get_fn(c, load_kernels(c), "bad_write");
+		cua_deviceptr p;
+		CK(cua_mem_alloc(c, 0, 64, &p));
+		cua_launch *l = launch_1d(c, bad, 1, 1);
+		cua_launch_push_device_ptr(l, p);
+		int st;
+		if (i % 2 == 0) {
+			cua_future *f;
+			CK(cua_launch_submit(l, &f));
+			st = cua_future_wait(f, -1);
+			cua_future_free(f);
+		} else {
+			CK(cua_launch_submit(l, NULL));
+			st = cua_synchronize(c);
+		}
+		ck_assert_msg(st == CUA_EDEVICE, "fault %d (%s): %s (%s)", i, i % 2 ? "fire-and-forget" : "future",
+			      cua_strerror_name(st), cua_last_error());
+		cua_disconnect(c);
+	}
+	cua_client *c = connect_to(&D);
+	cua_daemon_status st;
+	CK(cua_status(c, &st));
+	ck_assert_uint_eq(st.devices[0].restarts, (uint32_t)rounds);
+	cua_disconnect(c);
+}
+END_TEST
+
 START_TEST(killed_worker_is_replaced)
 {
 	cua_client *c = connect_to(&D);
@@ -959,6 +996,7 @@ faults_suite(void)
 	tcase_add_checked_fixture(tc, up, down);
 	tcase_add_test(tc, pdl_accepted_at_sm90);
 	tcase_add_test(tc, sticky_fault_is_contained);
+	tcase_add_test(tc, every_fault_is_reported);
 	tcase_add_test(tc, killed_worker_is_replaced);
 	tcase_add_test(tc, handshake_drops_do_not_break_the_listener);
 	tcase_add_test(tc, many_sessions_come_and_go);
