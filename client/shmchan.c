@@ -154,7 +154,12 @@ take_record(struct cuac_shm *s, uint32_t tail)
 	if (rec.len == 0 || rec.len > avail - sizeof(rec) || padded(rec.len) > avail)
 		return false;
 	if (s->acc_len + rec.len > s->acc_cap) {
-		size_t cap = s->acc_len + rec.len;
+		/* doubled, not grown to fit: a 32 MiB reply comes in pieces of up to the ring's room, and growing to fit
+		 * each copied the whole reply again per piece (quadratic: under ASan, whose realloc always moves, a
+		 * client spent minutes on one copy's reply while its other calls waited behind it) */
+		size_t cap = s->acc_cap ? 2 * s->acc_cap : 65536;
+		if (cap < s->acc_len + rec.len)
+			cap = s->acc_len + rec.len;
 		unsigned char *p = realloc(s->acc, cap);
 		if (p == NULL)
 			return false;
