@@ -36,6 +36,9 @@ struct tenant_result {
 	char msg[256];   /* ok == 0: why; else optional text for the parent (a probe's device name) */
 };
 
+/* Sorts the n latencies in v (seconds) and puts their p50 and p99 in out, which is ok from then on. */
+void bench_percentiles(double *v, size_t n, struct tenant_result *out);
+
 /* What every tenant of one measurement is given. */
 struct bench_job {
 	const struct bench_kernel *kernel;

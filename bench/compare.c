@@ -191,13 +191,6 @@ cuad_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
 	cua_disconnect(t.c);
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Launch + completion of one kernel through cuasyncd, 2000 times after 100 for warm-up. */
 static void
 cuad_latency_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
@@ -215,10 +208,7 @@ cuad_latency_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_resul
 			return;
 		v[i] = bench_now() - t0;
 	}
-	qsort(v, REPS, sizeof(*v), cmp_double);
-	out->p50 = v[REPS / 2];
-	out->p99 = v[REPS * 99 / 100];
-	out->ok = 1;
+	bench_percentiles(v, REPS, out);
 	note_shm(arg, t.c, out);
 	cua_disconnect(t.c);
 }
@@ -251,10 +241,7 @@ cuad_ping_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *
 		}
 		v[i] = bench_now() - t0;
 	}
-	qsort(v, BENCH_LAT_REPS, sizeof(*v), cmp_double);
-	out->p50 = v[BENCH_LAT_REPS / 2];
-	out->p99 = v[BENCH_LAT_REPS * 99 / 100];
-	out->ok = 1;
+	bench_percentiles(v, BENCH_LAT_REPS, out);
 	note_shm(job, c, out);
 	cua_disconnect(c);
 }
@@ -542,10 +529,7 @@ cuad_big_param_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_res
 	}
 	if (cuad_big_check(&t, err, len) != 0)
 		return;
-	qsort(v, BENCH_LAT_REPS, sizeof(*v), cmp_double);
-	out->p50 = v[BENCH_LAT_REPS / 2];
-	out->p99 = v[BENCH_LAT_REPS * 99 / 100];
-	out->ok = 1;
+	bench_percentiles(v, BENCH_LAT_REPS, out);
 	cua_disconnect(t.c);
 }
 

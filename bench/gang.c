@@ -23,6 +23,22 @@ bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+void
+bench_percentiles(double *v, size_t n, struct tenant_result *out)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	out->p50 = v[n / 2];
+	out->p99 = v[n * 99 / 100];
+	out->ok = 1;
+}
+
 int
 bench_kernel_parse(const char *spec, size_t len, struct bench_kernel *k)
 {

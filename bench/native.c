@@ -296,13 +296,6 @@ native_threads_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_res
 	free(th);
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 void
 native_latency_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_result *out)
 {
@@ -319,10 +312,7 @@ native_latency_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_res
 			return;
 		v[i] = bench_now() - t0;
 	}
-	qsort(v, REPS, sizeof(*v), cmp_double);
-	out->p50 = v[REPS / 2];
-	out->p99 = v[REPS * 99 / 100];
-	out->ok = 1;
+	bench_percentiles(v, REPS, out);
 }
 
 /* A graph of job->graph_nodes launches of the kernel, captured on t's stream and instantiated. 0, or -1 with err. */
@@ -461,10 +451,7 @@ native_big_param_tenant(void *arg, int k, struct tenant_gate *g, struct tenant_r
 			return;
 		v[i] = bench_now() - t0;
 	}
-	qsort(v, BENCH_LAT_REPS, sizeof(*v), cmp_double);
-	out->p50 = v[BENCH_LAT_REPS / 2];
-	out->p99 = v[BENCH_LAT_REPS * 99 / 100];
-	out->ok = 1;
+	bench_percentiles(v, BENCH_LAT_REPS, out);
 	free(t.big);
 }
 
