@@ -93,7 +93,7 @@ pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	struct cuac_transport *t = arg;
 	uint32_t id = (uint32_t)nng_pipe_id(p);
-	bool reject = false;
+	bool reject = false, went = false;
 	struct live *l;
 
 	pthread_mutex_lock(&t->plock);
@@ -101,7 +101,8 @@ pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 		reject = t->session_pipe != 0 || t->lost;
 	} else if (ev == NNG_PIPE_EV_REM_POST) {
 		t->gone[t->ngone++ % (sizeof(t->gone) / sizeof(t->gone[0]))] = id;
-		if (t->session_pipe == id && !t->lost) {
+		went = t->session_pipe == id; /* lost may be set already (an exchange reset): this again is harmless */
+		if (went) {
 			t->lost = true;
 			cuac_shm_lost(t->shm);
 			LIST_FOREACH(l, &t->live, link)
@@ -111,6 +112,12 @@ pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 	pthread_mutex_unlock(&t->plock);
 	if (reject)
 		nng_pipe_close(p);
+	/* Nothing will be sent again: the dialer goes now, before NNG's pipe removal (which runs after REM_POST)
+	 * would start its re-dial timer. NNG 1.5.2 draws that back-off as (int)random() % back_off, negative half the
+	 * time, so it re-dialed at once whatever RECONNMINT said; each new pipe was refused above, and a dialer left
+	 * with such churn at nng_close kept its objects (LeakSanitizer saw them). nng_dialer_close does not wait. */
+	if (went)
+		nng_dialer_close(t->dialer);
 }
 
 int
@@ -128,10 +135,8 @@ cuac_session_bind(cua_client *c, const struct cuac_reply *rep)
 		t->lost |= t->gone[i] == id;
 	lost = t->lost;
 	pthread_mutex_unlock(&t->plock);
-	/* The dialer still re-dials when the pipe goes; each new pipe would be closed at once (pipe_event), so
-	 * make that rare rather than a connection to the daemon every 100 ms. */
-	nng_dialer_set_ms(t->dialer, NNG_OPT_RECONNMINT, INT32_MAX);
-	nng_dialer_set_ms(t->dialer, NNG_OPT_RECONNMAXT, INT32_MAX);
+	if (lost) /* its REM_POST found no session pipe yet: the dialer goes here (pipe_event) */
+		nng_dialer_close(t->dialer);
 	return lost ? cuac_fail(CUA_ESESSION_LOST, "%s", CUAC_SESSION_LOST_WHY) : 0;
 }
 

@@ -140,9 +140,9 @@ struct edge_ops {
 	 * failed (its context receives again then). 0: nothing was queued and no such call follows. */
 	size_t (*reply)(void *ctx, const struct reply *rep);
 	/* reply in two steps, for a reply whose bulk bytes are copied without fe->lock: encode builds the message
-	 * of rep (any thread, no lock needed; rep valid during the call) and says its length in *bytes (NULL:
+	 * of rep for ctx (any thread, no lock needed; rep valid during the call) and says its length in *bytes (NULL:
 	 * out of memory); send then sends it (or, NULL, gives ctx back) exactly as reply would, fe->lock held. */
-	void *(*encode)(const struct reply *rep, size_t *bytes);
+	void *(*encode)(void *ctx, const struct reply *rep, size_t *bytes);
 	size_t (*send)(void *ctx, void *msg, bool counted);
 	/* Gives ctx back without answering: the request is dropped, its client never gets a reply. */
 	void (*drop)(void *ctx);

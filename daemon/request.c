@@ -229,7 +229,7 @@ request_done(struct fe *fe, struct request *r)
 	fe_unlock(fe);
 
 	build_reply(fe, r, &rep, &body, &scratch);
-	void *msg = fe->edge->encode(&rep, &bytes);
+	void *msg = fe->edge->encode(r->reply_ctx, &rep, &bytes);
 	free(scratch);
 
 	fe_lock(fe);
