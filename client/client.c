@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cuac_builder.h"
 #include "cuac_error.h"
 #include "cuac_flight.h"
@@ -22,7 +23,7 @@ client_new(void)
 	if (c == NULL)
 		return NULL;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
+	cua_cond_init(&c->cond);
 	TAILQ_INIT(&c->queue);
 	LIST_INIT(&c->layouts);
 	LIST_INIT(&c->hostbufs);

@@ -265,7 +265,7 @@ int
 cua_future_wait(cua_future *f, int timeout_ms)
 {
 	cua_client *c = f->c;
-	struct timespec dl = cua_deadline_ts(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms); /* c->cond: default clock */
+	struct timespec dl = cua_deadline_ts(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms); /* c->cond: monotonic */
 	int st;
 
 	pthread_mutex_lock(&c->lock);

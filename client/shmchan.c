@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cua_shm.h"
 #include "cuac_transport.h"
 #include "internal.h"
@@ -247,7 +248,7 @@ cuac_shm_create(int *memfd, int *efd)
 		return NULL;
 	s->memfd = s->efd = -1;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	cua_cond_init(&s->cond);
 	LIST_INIT(&s->waiters);
 	s->ring = CUA_SHM_RING_DEFAULT;
 	s->mask = s->ring - 1;
@@ -322,16 +323,7 @@ cuac_shm_send(struct cuac_shm *s, const void *body, size_t len, struct cuac_shm_
 bool
 cuac_shm_wait_reply(struct cuac_shm *s, struct cuac_shm_wait *w, int timeout_ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	if (timeout_ms >= 0) {
-		until.tv_sec += timeout_ms / 1000;
-		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-	}
+	struct timespec until = cua_deadline_ts(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms); /* s->cond: monotonic */
 	pthread_mutex_lock(&s->lock);
 	int rv = 0;
 	/* once the reader took w off the list its answer is on the way: wait for it whatever the time */

@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cua_nngmsg.h"
 #include "cuac_error.h"
 #include "cuac_transport.h"
@@ -520,7 +521,7 @@ cuac_transport_open(cua_client *c, const char *url)
 		goto out;
 	}
 	pthread_mutex_init(&t->plock, NULL);
-	pthread_cond_init(&t->idle, NULL);
+	cua_cond_init(&t->idle);
 	LIST_INIT(&t->live);
 	atomic_init(&t->timeout_ms, CUAC_DEFAULT_TIMEOUT_MS);
 	const char *env = getenv("CUASYNC_TIMEOUT_MS");

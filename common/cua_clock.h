@@ -4,16 +4,17 @@
  * Header-only (static inline): the daemon, the link, the client library and the tools all use it, and it
  * adds no link dependency between them. Any thread may call any of these.
  *
- * Durations and time stamps are CLOCK_MONOTONIC (never steps with the wall clock). The one exception is
- * cua_deadline_ts: pthread_cond_timedwait measures its absolute deadline against the condition variable's
- * clock, which is CLOCK_REALTIME for a condvar initialised with default attributes — every condvar of the
- * project is (pthread_cond_init(&c, NULL)). A condvar given CLOCK_MONOTONIC through pthread_condattr_setclock
- * must use cua_deadline_ts_clock_us(CLOCK_MONOTONIC, …) instead.
+ * Durations and time stamps are CLOCK_MONOTONIC (never steps with the wall clock), deadlines of condition
+ * variables too: pthread_cond_timedwait measures its absolute deadline against the condition variable's clock,
+ * so every condvar of the project is initialised with cua_cond_init (CLOCK_MONOTONIC), never with default
+ * attributes (CLOCK_REALTIME, where a wall-clock step back would hold a 1 s timeout back by as long as the step,
+ * and a step forward would fire it at once).
  */
 #ifndef CUA_CLOCK_H
 #define CUA_CLOCK_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -66,19 +67,29 @@ cua_deadline_ts_clock_us(clockid_t clock, uint64_t timeout_us)
 	return ts;
 }
 
-/* The pthread_cond_timedwait deadline timeout_ms from now, for a condvar with default attributes
- * (CLOCK_REALTIME; see the top of this file). */
+/* Initialises cv for deadlines from cua_deadline_ts (CLOCK_MONOTONIC). */
+static inline void
+cua_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* The pthread_cond_timedwait deadline timeout_ms from now, for a condvar of cua_cond_init. */
 static inline struct timespec
 cua_deadline_ts(uint64_t timeout_ms)
 {
-	return cua_deadline_ts_clock_us(CLOCK_REALTIME, timeout_ms * 1000u);
+	return cua_deadline_ts_clock_us(CLOCK_MONOTONIC, timeout_ms * 1000u);
 }
 
 /* The same, timeout_us microseconds from now. */
 static inline struct timespec
 cua_deadline_ts_us(uint64_t timeout_us)
 {
-	return cua_deadline_ts_clock_us(CLOCK_REALTIME, timeout_us);
+	return cua_deadline_ts_clock_us(CLOCK_MONOTONIC, timeout_us);
 }
 
 /* Sleeps ms milliseconds (the whole of it: a signal does not cut it short). */

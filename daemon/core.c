@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "daemon.h"
 
 #include <stdlib.h>
@@ -14,7 +15,7 @@ fe_init(struct fe *fe)
 	memset(fe, 0, sizeof(*fe));
 	config_defaults(&fe->cfg);
 	pthread_mutex_init(&fe->lock, NULL);
-	pthread_cond_init(&fe->cond, NULL);
+	cua_cond_init(&fe->cond);
 	TAILQ_INIT(&fe->sessions);
 	TAILQ_INIT(&fe->ready);
 	TAILQ_INIT(&fe->zombies);

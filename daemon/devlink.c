@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "devlink.h"
 #include "request.h"
@@ -251,7 +252,7 @@ dev_start(struct fe *fe, struct device *d, dev_done_fn done) CUA_NO_TSA
 	d->shm_fd = -1;
 	d->gen = 1;
 	TAILQ_INIT(&d->retired);
-	pthread_cond_init(&d->spare_cond, NULL);
+	cua_cond_init(&d->spare_cond);
 	if (d->staging_size == 0) /* a shared worker (dev_spawn sets a session worker's) */
 		d->staging_size = fe->cfg.staging_bytes;
 	int rc = dev_launch(fe, d);

@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "auth.h"
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "edge.h"
 #include "request.h"
@@ -356,7 +357,7 @@ watchdog_main(void *arg)
 	pthread_setname_np(pthread_self(), "cuad-edge-wd");
 	pthread_mutex_lock(&ed->wd_lock);
 	while (!atomic_load(&ed->stopping) && !atomic_load(&ed->quiet)) {
-		struct timespec ts = cua_deadline_ts(LISTENER_PROBE_MS); /* wd_cond: the default clock */
+		struct timespec ts = cua_deadline_ts(LISTENER_PROBE_MS); /* wd_cond: monotonic (cua_cond_init) */
 		pthread_cond_timedwait(&ed->wd_cond, &ed->wd_lock, &ts);
 		if (atomic_load(&ed->stopping) || atomic_load(&ed->quiet))
 			break;
@@ -397,7 +398,7 @@ int
 edge_watchdog_start(struct edge *ed)
 {
 	pthread_mutex_init(&ed->wd_lock, NULL);
-	pthread_cond_init(&ed->wd_cond, NULL);
+	cua_cond_init(&ed->wd_cond);
 	return pthread_create(&ed->watchdog, NULL, watchdog_main, ed) != 0 ? -1 : (ed->watchdog_started = true, 0);
 }
 

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "cmd.h"
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "cua_nngmsg.h"
 #include "cua_wire.h"
@@ -350,7 +351,7 @@ edge_start(struct edge *ed, struct fe *fe)
 	ed->fe = fe;
 	fe->edge = &nng_edge_ops;
 	pthread_mutex_init(&ed->wd_lock, NULL);
-	pthread_cond_init(&ed->wd_cond, NULL);
+	cua_cond_init(&ed->wd_cond);
 	pthread_mutex_init(&ed->grow_lock, NULL);
 	edge_guard_init(&ed->guard);
 	ed->maxctxs = fe->cfg.contexts_max > fe->cfg.contexts ? fe->cfg.contexts_max : fe->cfg.contexts;

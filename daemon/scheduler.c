@@ -212,7 +212,7 @@ pass(struct fe *fe, bool *full) CUA_REQUIRES(cuad_fe_lock)
 static void
 wait_us(struct fe *fe, uint64_t us) CUA_REQUIRES(cuad_fe_lock)
 {
-	struct timespec ts = cua_deadline_ts_us(us); /* fe->cond has the default clock (core.c) */
+	struct timespec ts = cua_deadline_ts_us(us); /* fe->cond: monotonic (core.c) */
 	fe_cond_wait(fe, &fe->cond, &ts);
 }
 

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "workerpool.h"
 
@@ -97,7 +98,7 @@ int
 pool_start(struct fe *fe, dev_done_fn done)
 {
 	P.done = done;
-	pthread_cond_init(&P.cond, NULL);
+	cua_cond_init(&P.cond);
 	TAILQ_INIT(&P.retired);
 	for (unsigned i = 0; i < CUA_MAX_DEVICES; i++)
 		TAILQ_INIT(&P.idle[i]);
