@@ -1116,6 +1116,23 @@ cudaHostGetFlags(unsigned *pFlags, void *pHost)
 	return found ? cudaSuccess : record(cudaErrorInvalidValue);
 }
 
+/* Submits batch b, built up to status r (a failed build is freed unsent), and waits for it unless async. */
+static int
+submit(cua_batch *b, int r, bool async)
+{
+	cua_future *f = NULL;
+	if (r != CUA_OK) {
+		cua_batch_free(b);
+		return r;
+	}
+	r = TIMED(cua_batch_submit(b, async ? NULL : &f));
+	if (f) {
+		r = TIMED(cua_future_wait(f, -1));
+		cua_future_free(f);
+	}
+	return r;
+}
+
 /* A copy of kind on stream s: synchronous unless async. Asynchronous copies between the device and page-locked
  * memory (cudaMallocHost's, shared with the daemon's worker) run in stream order without their bytes in a
  * message (libcuasync's host-buffer batch items), as CUDA's do; an asynchronous copy into pageable memory waits,
@@ -1154,16 +1171,7 @@ copy(cua_client *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind ki
 		r = kind == cudaMemcpyHostToDevice
 			    ? cua_batch_add_memcpy_htod(b, (uintptr_t)dst, src, n, st)
 			    : cua_batch_add_memcpy_dtod(b, (uintptr_t)dst, (uintptr_t)src, n, st);
-	cua_future *f = NULL;
-	if (r == CUA_OK)
-		r = TIMED(cua_batch_submit(b, async ? NULL : &f));
-	else
-		cua_batch_free(b);
-	if (f) {
-		r = TIMED(cua_future_wait(f, -1));
-		cua_future_free(f);
-	}
-	return status(r);
+	return status(submit(b, r, async));
 }
 
 enum cudaMemcpyKind
@@ -1211,16 +1219,7 @@ set(void *p, int value, size_t count, cudaStream_t s, bool async)
 	cua_stream st = use_stream(s);
 	cua_batch *b = cua_batch_new(c);
 	int r = b ? cua_batch_add_memset(b, (uintptr_t)p, (uint8_t)value, 1, count, st) : CUA_ENOMEM;
-	cua_future *f = NULL;
-	if (r == CUA_OK)
-		r = TIMED(cua_batch_submit(b, async ? NULL : &f));
-	else
-		cua_batch_free(b);
-	if (f) {
-		r = TIMED(cua_future_wait(f, -1));
-		cua_future_free(f);
-	}
-	return status(r);
+	return status(submit(b, r, async));
 }
 
 EXPORT cudaError_t

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rt_check.h"
+
 __constant__ uint32_t const_data[256];
 __device__ uint32_t dev_words[4];
 
@@ -42,32 +44,6 @@ extern "C" __global__ void bad_write(int *p)
 	if (blockIdx.x == 0 && threadIdx.x == 0)
 		*(volatile int *)((char *)p + (1ull << 40)) = 1;
 }
-
-static int failures;
-
-#define CHECK(cond, what)                                                                                              \
-	do {                                                                                                           \
-		if (cond)                                                                                              \
-			printf("ok - %s\n", what);                                                                     \
-		else {                                                                                                 \
-			printf("FAIL - %s (line %d)\n", what, __LINE__);                                               \
-			failures++;                                                                                    \
-		}                                                                                                      \
-	} while (0)
-
-#define CHECK_ERR(call, want)                                                                                          \
-	do {                                                                                                           \
-		cudaError_t e_ = (call);                                                                               \
-		if (e_ == (want))                                                                                      \
-			printf("ok - %s is %s\n", #call, cudaGetErrorName(want));                                      \
-		else {                                                                                                 \
-			printf("FAIL - %s: %s (%s), want %s (line %d)\n", #call, cudaGetErrorName(e_),                 \
-			       cudaGetErrorString(e_), cudaGetErrorName(want), __LINE__);                              \
-			failures++;                                                                                    \
-		}                                                                                                      \
-	} while (0)
-
-#define OK(call) CHECK_ERR(call, cudaSuccess)
 
 static bool
 all_equal(const uint32_t *p, size_t n, uint32_t v)

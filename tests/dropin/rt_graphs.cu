@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt_check.h"
+
 namespace cg = cooperative_groups;
 
 extern "C" __global__ void fill_u32(uint32_t *p, uint32_t v, uint64_t n)
@@ -50,32 +52,6 @@ extern "C" __global__ void coop_reduce(const uint32_t *in, uint64_t n, unsigned 
 		*out = t;
 	}
 }
-
-static int failures;
-
-#define CHECK(cond, what)                                                                                              \
-	do {                                                                                                           \
-		if (cond)                                                                                              \
-			printf("ok - %s\n", what);                                                                     \
-		else {                                                                                                 \
-			printf("FAIL - %s (line %d)\n", what, __LINE__);                                               \
-			failures++;                                                                                    \
-		}                                                                                                      \
-	} while (0)
-
-#define CHECK_ERR(call, want)                                                                                          \
-	do {                                                                                                           \
-		cudaError_t e_ = (call);                                                                               \
-		if (e_ == (want))                                                                                      \
-			printf("ok - %s is %s\n", #call, cudaGetErrorName(want));                                      \
-		else {                                                                                                 \
-			printf("FAIL - %s: %s (%s), want %s (line %d)\n", #call, cudaGetErrorName(e_),                 \
-			       cudaGetErrorString(e_), cudaGetErrorName(want), __LINE__);                              \
-			failures++;                                                                                    \
-		}                                                                                                      \
-	} while (0)
-
-#define OK(call) CHECK_ERR(call, cudaSuccess)
 
 enum { N = 4096 };
 

@@ -39,7 +39,7 @@ trap 'rm -rf "$tmp"' EXIT
 # the programs, rebuilt when their source changed (nvcc is slow: kept in the build tree)
 for prog in rt_basic rt_graphs; do
   out=$builddir/tests/dropin/$prog
-  if [ ! -x "$out" ] || [ "$srcdir/tests/dropin/$prog.cu" -nt "$out" ]; then
+  if [ ! -x "$out" ] || [ "$srcdir/tests/dropin/$prog.cu" -nt "$out" ] || [ "$srcdir/tests/dropin/rt_check.h" -nt "$out" ]; then
     mkdir -p "$builddir/tests/dropin"
     "$nvcc" -cudart shared -o "$out" "$srcdir/tests/dropin/$prog.cu" || fail "nvcc -cudart shared $prog.cu"
   fi
