@@ -30,6 +30,7 @@ client_new(void)
 	c->efd = -1;
 	c->fdc_fd = -1;
 	pthread_mutex_init(&c->fdc_lock, NULL);
+	pthread_mutex_init(&c->stage_lock, NULL);
 	const char *def = getenv("CUASYNC_DEFAULT_STREAM"); /* "ordered": runtime-API ports get their ordering */
 	atomic_init(&c->default_stream, def && strcmp(def, "ordered") == 0 ? CUA_STREAM_ORDERED.id : 0);
 	return c;
@@ -52,6 +53,7 @@ client_free(cua_client *c)
 		close(c->efd);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->fdc_lock);
+	pthread_mutex_destroy(&c->stage_lock);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }

@@ -27,6 +27,10 @@ int cuac_load_devices(cua_client *c);
 /* Frees every function layout. Only while no other thread uses c (disconnect). */
 void cuac_layouts_fini(cua_client *c);
 
+/* Frees the copies' staging buffer and makes no other (the application's host buffers hit the session's
+ * limit): true when one was freed. Not while a copy holds it (false then). Caller holds no lock. */
+bool cuac_stage_drop(cua_client *c);
+
 /* ------------------------------------------------------------------ hostbuf.c */
 
 /* The registered buffer holding [p, p+len), if any: returns 1 with its handle and the offset of p, else 0.

@@ -149,6 +149,12 @@ struct cua_client {
 	bool has_fd_secret;
 	pthread_mutex_t fdc_lock;
 	int fdc_fd; /* -1: not connected */
+	/* calls.c: the staging buffer of synchronous copies from and to other host memory (a host buffer, made at
+	 * the first such copy), held by one copy at a time under stage_lock; stage_failed: none can be made (a
+	 * remote daemon, no fd channel, a quota), such copies carry their bytes */
+	pthread_mutex_t stage_lock;
+	void *stage;
+	bool stage_failed;
 };
 
 /* The stream field the wire carries for s: CUA_STREAM_DEFAULT is c's default (cua_set_default_stream),

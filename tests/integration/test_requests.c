@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -734,6 +735,119 @@ START_TEST(cuasyncctl_reports_the_daemon)
 }
 END_TEST
 
+/* Synchronous copies from and to ordinary (pageable) host memory are staged through the client's shared
+ * memory (issue 19): the bytes never travel in a message. The daemon here takes messages of 1 MiB at most, so a
+ * 20 MiB copy that carried its bytes could not be sent (before: it went as one 20 MiB message and failed). Odd
+ * sizes and offsets; the small copy below the staging threshold still travels in its message. */
+START_TEST(pageable_copies_are_staged_through_shared_memory)
+{
+	cua_client *c = connect_to(&D);
+	const size_t N = (20u << 20) + 13, SMALL = (64u << 10) - 1;
+	unsigned char *src = malloc(N), *back = malloc(N + 3);
+	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(back);
+	for (size_t i = 0; i < N; i++)
+		src[i] = (unsigned char)(i * 13 + 5);
+	cua_deviceptr d;
+	CK(cua_mem_alloc(c, 0, N + 64, &d));
+	CK(cua_memcpy_htod(c, d + 7, src, N));
+	memset(back, 0xee, N + 3);
+	CK(cua_memcpy_dtoh(c, back + 3, d + 7, N));
+	ck_assert_uint_eq(back[0], 0xee);
+	ck_assert_msg(memcmp(back + 3, src, N) == 0, "the 20 MiB copy came back changed");
+	/* below the threshold: in the message */
+	CK(cua_memcpy_htod(c, d, src + 1, SMALL));
+	CK(cua_memcpy_dtoh(c, back, d, SMALL));
+	ck_assert_msg(memcmp(back, src + 1, SMALL) == 0, "the small copy came back changed");
+	CK(cua_mem_free(c, d));
+	free(src);
+	free(back);
+	cua_disconnect(c);
+}
+END_TEST
+
+struct stager {
+	cua_client *c;
+	unsigned char seed;
+	int failures;
+};
+
+/* 40 round trips of 768 KiB through one client, checked: staged, or in their messages while the other thread
+ * holds the staging buffer. */
+static void *
+stager_main(void *arg)
+{
+	struct stager *t = arg;
+	const size_t N = 768u << 10;
+	unsigned char *src = malloc(N), *back = malloc(N);
+	cua_deviceptr d;
+	if (src == NULL || back == NULL || cua_mem_alloc(t->c, 0, N, &d) != CUA_OK) {
+		t->failures++;
+		free(src);
+		free(back);
+		return NULL;
+	}
+	for (int k = 0; k < 40; k++) {
+		for (size_t i = 0; i < N; i++)
+			src[i] = (unsigned char)(i * 5 + (size_t)k + t->seed);
+		memset(back, 0, N);
+		if (cua_memcpy_htod(t->c, d, src, N) != CUA_OK || cua_memcpy_dtoh(t->c, back, d, N) != CUA_OK ||
+		    memcmp(src, back, N) != 0)
+			t->failures++;
+	}
+	cua_mem_free(t->c, d);
+	free(src);
+	free(back);
+	return NULL;
+}
+
+START_TEST(two_threads_copy_through_one_staging_buffer)
+{
+	cua_client *c = connect_to(&D);
+	struct stager t[2] = {{c, 1, 0}, {c, 101, 0}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, stager_main, &t[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(t[0].failures + t[1].failures, 0);
+	cua_disconnect(c);
+}
+END_TEST
+
+/* The staging buffer counts in the session's host memory (--session-host-bytes 12M here); the application's own
+ * host buffers come first: a cua_host_alloc that would pass the limit with it frees it, and copies go on. */
+START_TEST(host_buffers_come_before_the_staging_buffer)
+{
+	cua_client *c = connect_to(&D);
+	const size_t N = 1u << 20;
+	unsigned char *src = malloc(N), *back = malloc(N), *h;
+	for (size_t i = 0; i < N; i++)
+		src[i] = (unsigned char)(i * 3 + 1);
+	cua_deviceptr d;
+	CK(cua_mem_alloc(c, 0, N, &d));
+	CK(cua_memcpy_htod(c, d, src, N)); /* makes the 8 MiB staging buffer */
+	CK(cua_host_alloc(c, 0, 8u << 20, (void **)&h));
+	memset(back, 0, N);
+	CK(cua_memcpy_dtoh(c, back, d, N / 2)); /* 512 KiB: in its message now */
+	ck_assert_msg(memcmp(back, src, N / 2) == 0, "the copy after the staging buffer went came back changed");
+	CK(cua_memcpy_dtoh(c, h, d, N)); /* the application's buffer works */
+	ck_assert_msg(memcmp(h, src, N) == 0, "the copy into the host buffer came back changed");
+	CK(cua_host_free(c, h));
+	CK(cua_mem_free(c, d));
+	free(src);
+	free(back);
+	cua_disconnect(c);
+}
+END_TEST
+
+static void
+up_staging(void)
+{
+	static const char *const args[] = {"--max-message", "1M", "--session-host-bytes", "12M", NULL};
+	daemon_start(&D, args);
+}
+
 static Suite *
 requests_suite(void)
 {
@@ -759,6 +873,13 @@ requests_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, up_quota, down);
 	tcase_add_test(tc, session_quota);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("staging");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, up_staging, down);
+	tcase_add_test(tc, pageable_copies_are_staged_through_shared_memory);
+	tcase_add_test(tc, host_buffers_come_before_the_staging_buffer);
+	tcase_add_test(tc, two_threads_copy_through_one_staging_buffer);
 	suite_add_tcase(s, tc);
 	return s;
 }
