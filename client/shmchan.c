@@ -5,9 +5,10 @@
  * passes both over the fd channel (SHM record) and hands the channel to transport.c. This file calls no other
  * client file (transport.c calls it). Requests go into the request ring under s->lock (any thread),
  * each with a tag naming its waiter; the eventfd is written only when the daemon says it sleeps. One reader
- * thread takes replies out of the reply ring: it polls for CUA_SHM_SPIN_NS after the last one, then sleeps on
- * the header's futex word (FUTEX_WAIT, shared: the daemon wakes it from its own process), and hands each reply
- * to its waiter: a callback (asynchronous exchanges) or a condition (synchronous calls).
+ * thread takes replies out of the reply ring: it polls after the last one and after each request for the adaptive
+ * spin (cua_shm_spin_ns: twice the usual wait for a reply, 20..200 µs), then sleeps on the header's futex word
+ * (FUTEX_WAIT, shared: the daemon wakes it from its own process), and hands each reply to its waiter: a
+ * callback (asynchronous exchanges) or a condition (synchronous calls, which poll as long before they sleep).
  */
 #include "config.h"
 
@@ -45,8 +46,11 @@ struct cuac_shm {
 	atomic_int stop, lost;
 	pthread_t reader;
 	bool started;
-	uint32_t rep_head;  /* the reader's */
-	unsigned char *acc; /* the reader's: a reply in pieces (CUA_SHM_MORE) */
+	_Atomic uint64_t last_send; /* now_ns of the last request sent */
+	_Atomic uint64_t spin;      /* how long the reader and a synchronous waiter poll (cua_shm_spin_ns) */
+	uint64_t wait_avg;          /* the reader's: moving average from a request to its reply (cua_shm_avg) */
+	uint32_t rep_head;          /* the reader's */
+	unsigned char *acc;         /* the reader's: a reply in pieces (CUA_SHM_MORE) */
 	size_t acc_len, acc_cap;
 };
 
@@ -91,7 +95,7 @@ answer(struct cuac_shm *s, struct cuac_shm_wait *w, int status, const char *why,
 	snprintf(w->why, sizeof(w->why), "%s", why ? why : "");
 	w->buf = buf;
 	w->len = len;
-	w->done = true;
+	__atomic_store_n(&w->done, true, __ATOMIC_RELEASE); /* a polling waiter reads it without the lock */
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -190,11 +194,16 @@ reader_main(void *arg)
 	while (!atomic_load(&s->stop)) {
 		uint32_t tail = ld(&s->h->rep_tail);
 		if (!over && tail != s->rep_head) {
+			uint64_t sent = atomic_load(&s->last_send);
 			if (!take_record(s, tail)) {
 				over = true;
 				fail_all(s, CUA_EPROTOCOL, "cuasyncd's reply ring is broken; reconnect");
 			}
 			last = now_ns();
+			if (sent != 0 && last > sent) { /* how long replies keep us waiting: the next poll's length */
+				s->wait_avg = cua_shm_avg(s->wait_avg, last - sent);
+				atomic_store(&s->spin, cua_shm_spin_ns(s->wait_avg));
+			}
 			continue;
 		}
 		if (!over && (atomic_load(&s->lost) || ld(&s->h->closed) != 0)) {
@@ -202,7 +211,9 @@ reader_main(void *arg)
 			fail_all(s, CUA_ESESSION_LOST, CUAC_SESSION_LOST_WHY);
 			continue;
 		}
-		if (!over && now_ns() - last < CUA_SHM_SPIN_NS) {
+		/* poll after the last reply, and after a request whose reply is due (atomic_load(&s->last_send)) */
+		uint64_t since = atomic_load(&s->last_send) > last ? atomic_load(&s->last_send) : last;
+		if (!over && now_ns() - since < atomic_load(&s->spin)) {
 			sched_yield();
 			continue;
 		}
@@ -251,6 +262,7 @@ cuac_shm_create(int *memfd, int *efd)
 	cua_cond_init(&s->cond);
 	LIST_INIT(&s->waiters);
 	s->ring = CUA_SHM_RING_DEFAULT;
+	atomic_init(&s->spin, CUA_SHM_SPIN_NS);
 	s->mask = s->ring - 1;
 	s->size = CUA_SHM_HDR_BYTES + 2u * (size_t)s->ring;
 	s->memfd = memfd_create("cuasync-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -315,8 +327,15 @@ cuac_shm_send(struct cuac_shm *s, const void *body, size_t len, struct cuac_shm_
 		if (ld(&s->h->daemon_sleeping))
 			(void)eventfd_write(s->efd, 1);
 		atomic_fetch_add(&s->sent, 1);
+		atomic_store(&s->last_send, now_ns());
 	}
 	pthread_mutex_unlock(&s->lock);
+	/* an asleep reader is woken now, while the daemon works, and polls for the reply (the spin) instead of waiting
+	 * for the daemon's wake-up after it: the wake-up's latency hides behind the round trip */
+	if (ok && ld(&s->h->client_waiting)) {
+		__atomic_fetch_add(&s->h->rep_futex, 1, __ATOMIC_SEQ_CST);
+		(void)syscall(SYS_futex, &s->h->rep_futex, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
 	return ok;
 }
 
@@ -324,6 +343,10 @@ bool
 cuac_shm_wait_reply(struct cuac_shm *s, struct cuac_shm_wait *w, int timeout_ms)
 {
 	struct timespec until = cua_deadline_ts(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms); /* s->cond: monotonic */
+	/* poll as the reader does before sleeping on the condition: a reply due soon then costs no wake-up */
+	uint64_t t0 = now_ns(), spin = atomic_load(&s->spin);
+	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) && now_ns() - t0 < spin)
+		sched_yield();
 	pthread_mutex_lock(&s->lock);
 	int rv = 0;
 	/* once the reader took w off the list its answer is on the way: wait for it whatever the time */

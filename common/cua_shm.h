@@ -30,7 +30,28 @@
 #define CUA_SHM_RING_MAX (16u * 1024u * 1024u)
 #define CUA_SHM_RING_DEFAULT (1024u * 1024u)
 #define CUA_SHM_ALIGN 16u
-#define CUA_SHM_SPIN_NS 20000u /* each side polls this long after its last record before it sleeps */
+#define CUA_SHM_SPIN_NS 20000u         /* the shortest poll of either side after its last record before it sleeps */
+#define CUA_SHM_SPIN_MAX_NS 200000u    /* the longest */
+#define CUA_SHM_SAMPLE_MAX_NS 1000000u /* a wait counts at most this much in the average (an idle spell) */
+
+/* The adaptive spin: each side keeps a moving average of the waits its poll could save (the client: from a
+ * request to its reply; the daemon: between records) and polls twice that long before it sleeps, between
+ * CUA_SHM_SPIN_NS and CUA_SHM_SPIN_MAX_NS. Waits that usually last longer are slept through after the shortest
+ * poll: a futex wake-up costs little beside them. Nothing is polled while no record is expected (idle). */
+static inline uint64_t
+cua_shm_avg(uint64_t avg, uint64_t wait_ns)
+{
+	uint64_t w = wait_ns < CUA_SHM_SAMPLE_MAX_NS ? wait_ns : CUA_SHM_SAMPLE_MAX_NS;
+	return avg - avg / 8 + w / 8;
+}
+
+static inline uint64_t
+cua_shm_spin_ns(uint64_t avg)
+{
+	if (avg * 2 > CUA_SHM_SPIN_MAX_NS)
+		return CUA_SHM_SPIN_NS;
+	return avg * 2 > CUA_SHM_SPIN_NS ? avg * 2 : CUA_SHM_SPIN_NS;
+}
 
 /* cua_shm_rec.flags */
 #define CUA_SHM_MORE 1u /* reply ring only: the message goes on in the next record (same tag) */

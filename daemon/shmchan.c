@@ -436,6 +436,8 @@ svc_main(void *arg)
 	struct shmsvc *svc = arg;
 	struct epoll_event ev[MAX_EVENTS];
 	uint64_t last_work = now_ns(), last_tick = cua_now_ms();
+	uint64_t gap_avg = 0, spin = CUA_SHM_SPIN_NS; /* the adaptive spin (cua_shm.h): the gaps between records */
+	bool waited = false;                          /* the last pass found nothing */
 	pthread_mutex_lock(&svc->lock);
 	while (!atomic_load(&svc->stopping)) {
 		bool work = false;
@@ -449,7 +451,13 @@ svc_main(void *arg)
 			last_tick = cua_now_ms();
 		}
 		if (work) {
-			last_work = now_ns();
+			uint64_t t = now_ns();
+			if (waited) { /* how long clients keep the service waiting: the next poll's length */
+				gap_avg = cua_shm_avg(gap_avg, t - last_work);
+				spin = cua_shm_spin_ns(gap_avg);
+			}
+			waited = false;
+			last_work = t;
 			/* A channel that always has work must not keep attach (the fd channel's only thread, which
 			 * every session's AUTH and PASS also wait for) out: yield the lock until it was taken. */
 			while (atomic_load(&svc->attaching) > 0) {
@@ -459,7 +467,8 @@ svc_main(void *arg)
 			}
 			continue;
 		}
-		if (now_ns() - last_work < CUA_SHM_SPIN_NS) {
+		waited = true;
+		if (now_ns() - last_work < spin) {
 			pthread_mutex_unlock(&svc->lock); /* let attach in */
 			sched_yield();
 			pthread_mutex_lock(&svc->lock);
