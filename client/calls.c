@@ -537,13 +537,17 @@ cua_mem_free(cua_client *c, cua_deviceptr p)
 }
 
 /* The staging buffer for a copy of bytes, locked for the caller (stage_release), with its handle; NULL when the
- * copy is to carry its bytes: too small, another thread's copy holds the buffer, or no buffer can be made (that
- * is tried once: a remote daemon has no fd channel). */
+ * copy is to carry its bytes: too small, the daemon shows more than one device (the buffer is registered for one,
+ * and a pointer's device is the daemon's to know), another thread's copy holds the buffer, or no buffer can be
+ * made (tried once: a remote daemon has no fd channel, the session's host memory is used up). */
 static void *
 stage_take(cua_client *c, size_t bytes, uint64_t *handle)
 {
 	uint64_t off;
-	if (bytes < STAGE_MIN || pthread_mutex_trylock(&c->stage_lock) != 0)
+	pthread_mutex_lock(&c->lock);
+	int ndevs = c->ndevs;
+	pthread_mutex_unlock(&c->lock);
+	if (bytes < STAGE_MIN || ndevs != 1 || pthread_mutex_trylock(&c->stage_lock) != 0)
 		return NULL;
 	if (c->stage == NULL && !c->stage_failed) {
 		char why[CUA_MAX_MESSAGE_TEXT /
@@ -572,14 +576,13 @@ cuac_stage_drop(cua_client *c)
 		return false;
 	void *p = c->stage;
 	c->stage = NULL;
-	c->stage_failed = true;
+	c->stage_failed |= p != NULL; /* a buffer it had to give up is not made again */
 	pthread_mutex_unlock(&c->stage_lock);
 	return p != NULL && cua_host_free(c, p) == CUA_OK;
 }
 
 /* A synchronous copy of op (MEMCPY_HTOD_HOST or MEMCPY_DTOH_HOST) between dev and host memory h through the
- * staging buffer, STAGE_BYTES at a time. 1: done (*r its status); 0: nothing copied, the caller carries the
- * bytes (no buffer, or the daemon refused it for dev's device: it was made for device 0). */
+ * staging buffer, STAGE_BYTES at a time. 1: done, *r its status; 0: no buffer, the caller carries the bytes. */
 static int
 staged_copy(cua_client *c, uint32_t op, cua_deviceptr dev, void *h, size_t bytes, cua_stream s, int *r)
 {
@@ -594,13 +597,13 @@ staged_copy(cua_client *c, uint32_t op, cua_deviceptr dev, void *h, size_t bytes
 			memcpy(stage, (const char *)h + off, n);
 		struct cua_req_memcpy_host q = {dev + off, cuac_stream(c, s), handle, 0, n};
 		*r = cuac_call(c, op, &q);
-		if (*r == CUA_EBAD_ARGUMENT && off == 0) { /* another device's memory */
-			stage_release(c);
-			return 0;
-		}
 		if (*r == 0 && op == CUA_OP_MEMCPY_DTOH_HOST)
 			memcpy((char *)h + off, stage, n);
 	}
+	/* A copy whose answer did not come (a timeout, a broken connection) may still run later: its buffer is
+	 * abandoned (it stays registered until the session ends), never used again under another copy. */
+	if (*r == CUA_ETIMEOUT || *r == CUA_ETRANSPORT)
+		c->stage = NULL;
 	stage_release(c);
 	return 1;
 }

@@ -285,9 +285,10 @@ int cua_mem_alloc(cua_client *c, int dev, size_t bytes, cua_deviceptr *out);
 int cua_mem_free(cua_client *c, cua_deviceptr p);
 /* Synchronous copies. From or to other host memory than a shared host buffer (below), a copy of 64 KiB or more
  * is staged through a buffer of the client's own (8 MiB of shared host memory, made at the first such copy; it
- * counts against --session-host-bytes and is freed when cua_host_alloc would pass that limit), as CUDA stages
- * pageable copies: its bytes never travel in a message. Smaller copies, copies to a second device's memory,
- * copies while another thread's copy holds the buffer, and every copy of a remote client carry their bytes. */
+ * counts against --session-host-bytes and is freed when cua_host_alloc would pass that limit, unless a copy
+ * uses it at that moment), as CUDA stages pageable copies: its bytes never travel in a message. Smaller copies,
+ * copies while another thread's copy holds the buffer, every copy where the daemon shows more than one device,
+ * and every copy of a remote client carry their bytes. */
 int cua_memcpy_htod(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes);
 int cua_memcpy_dtoh(cua_client *c, void *dst, cua_deviceptr src, size_t bytes);
 int cua_memcpy_dtod(cua_client *c, cua_deviceptr dst, cua_deviceptr src, size_t bytes);

@@ -88,12 +88,10 @@ cua_host_alloc(cua_client *c, int dev, size_t bytes, void **out)
 		goto out;
 	struct cua_req_host_register q = {(uint32_t)dev, ticket, bytes};
 	r = cuac_call_u64(c, CUA_OP_HOST_REGISTER, &q, &hb->handle);
-	if (r == CUA_EQUOTA && cuac_stage_drop(c)) { /* the application's buffers come before the copies' staging */
-		if ((r = cuac_fdchan_pass(c, &hb->fd, 1, &ticket)) != 0)
-			goto out;
-		q.ticket = ticket;
+	/* the application's buffers come before the copies' staging one; a refusal by a limit leaves the ticket
+	 * with the session (PROTOCOL.md §9), so the same one is named again */
+	if (r == CUA_EQUOTA && cuac_stage_drop(c))
 		r = cuac_call_u64(c, CUA_OP_HOST_REGISTER, &q, &hb->handle);
-	}
 	if (r != 0)
 		goto out;
 	hb->dev = dev;

@@ -48,6 +48,7 @@ struct cuac_shm {
 	bool started;
 	_Atomic uint64_t last_send; /* now_ns of the last request sent */
 	_Atomic uint64_t spin;      /* how long the reader and a synchronous waiter poll (cua_shm_spin_ns) */
+	atomic_bool quick;          /* replies usually come within CUA_SHM_SPIN_MAX_NS (worth waking the reader) */
 	uint64_t wait_avg;          /* the reader's: moving average from a request to its reply (cua_shm_avg) */
 	uint32_t rep_head;          /* the reader's */
 	unsigned char *acc;         /* the reader's: a reply in pieces (CUA_SHM_MORE) */
@@ -203,6 +204,7 @@ reader_main(void *arg)
 			if (sent != 0 && last > sent) { /* how long replies keep us waiting: the next poll's length */
 				s->wait_avg = cua_shm_avg(s->wait_avg, last - sent);
 				atomic_store(&s->spin, cua_shm_spin_ns(s->wait_avg));
+				atomic_store(&s->quick, s->wait_avg * 2 <= CUA_SHM_SPIN_MAX_NS);
 			}
 			continue;
 		}
@@ -263,6 +265,7 @@ cuac_shm_create(int *memfd, int *efd)
 	LIST_INIT(&s->waiters);
 	s->ring = CUA_SHM_RING_DEFAULT;
 	atomic_init(&s->spin, CUA_SHM_SPIN_NS);
+	atomic_init(&s->quick, true);
 	s->mask = s->ring - 1;
 	s->size = CUA_SHM_HDR_BYTES + 2u * (size_t)s->ring;
 	s->memfd = memfd_create("cuasync-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -330,9 +333,10 @@ cuac_shm_send(struct cuac_shm *s, const void *body, size_t len, struct cuac_shm_
 		atomic_store(&s->last_send, now_ns());
 	}
 	pthread_mutex_unlock(&s->lock);
-	/* an asleep reader is woken now, while the daemon works, and polls for the reply (the spin) instead of waiting
-	 * for the daemon's wake-up after it: the wake-up's latency hides behind the round trip */
-	if (ok && ld(&s->h->client_waiting)) {
+	/* For a synchronous caller whose reply usually comes soon, an asleep reader is woken now, while the daemon
+	 * works, and polls for the reply (the spin) instead of waiting for the daemon's wake-up after it: the
+	 * wake-up's latency hides behind the round trip. Asynchronous exchanges and slow replies leave it asleep. */
+	if (ok && w->fn == NULL && atomic_load(&s->quick) && ld(&s->h->client_waiting)) {
 		__atomic_fetch_add(&s->h->rep_futex, 1, __ATOMIC_SEQ_CST);
 		(void)syscall(SYS_futex, &s->h->rep_futex, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}

@@ -6,7 +6,7 @@
  *
  * Durations and time stamps are CLOCK_MONOTONIC (never steps with the wall clock), deadlines of condition
  * variables too: pthread_cond_timedwait measures its absolute deadline against the condition variable's clock,
- * so every condvar of the project is initialised with cua_cond_init (CLOCK_MONOTONIC), never with default
+ * so every condvar waited on with a deadline is initialised with cua_cond_init (CLOCK_MONOTONIC), never with default
  * attributes (CLOCK_REALTIME, where a wall-clock step back would hold a 1 s timeout back by as long as the step,
  * and a step forward would fire it at once).
  */

@@ -841,6 +841,47 @@ START_TEST(host_buffers_come_before_the_staging_buffer)
 }
 END_TEST
 
+/* A staged copy that timed out may still run: its staging buffer must never serve another copy. Stream a's
+ * device-to-host copy waits behind a 1.5 s kernel and times out at 300 ms; stream b's host-to-device copy is
+ * staged next and waits behind a 3 s kernel. a's copy lands in its buffer at 1.5 s; had b's bytes been staged in
+ * the same buffer, the device would get a's bytes at 3 s. */
+START_TEST(a_timed_out_copy_never_writes_another_copys_staging)
+{
+	cua_client *c = connect_to(&D);
+	cua_function spin = get_fn(c, load_kernels(c), "spin");
+	const size_t N = 1u << 20;
+	unsigned char *a_src = malloc(N), *b_src = malloc(N), *back = malloc(N);
+	for (size_t i = 0; i < N; i++) {
+		a_src[i] = 0xaa;
+		b_src[i] = (unsigned char)(i * 11 + 7);
+	}
+	cua_deviceptr da, db;
+	CK(cua_mem_alloc(c, 0, N, &da));
+	CK(cua_mem_alloc(c, 0, N, &db));
+	CK(cua_memcpy_htod(c, da, a_src, N));
+	cua_stream a, b;
+	CK(cua_stream_create(c, 0, 0, &a));
+	CK(cua_stream_create(c, 0, 0, &b));
+	cua_future *fa = submit_spin(c, spin, 1500, a), *fb = submit_spin(c, spin, 3000, b);
+	cua_set_timeout(c, 300);
+	ck_assert_int_eq(cua_memcpy_dtoh_on(c, back, da, N, a), CUA_ETIMEOUT);
+	cua_set_timeout(c, 60000);
+	CK(cua_memcpy_htod_on(c, db, b_src, N, b));
+	CK(cua_future_wait(fa, -1));
+	CK(cua_future_wait(fb, -1));
+	CK(cua_synchronize(c));
+	memset(back, 0, N);
+	CK(cua_memcpy_dtoh(c, back, db, N));
+	ck_assert_msg(memcmp(back, b_src, N) == 0, "stream b's copy got other bytes (byte 0: %#x)", back[0]);
+	cua_future_free(fa);
+	cua_future_free(fb);
+	free(a_src);
+	free(b_src);
+	free(back);
+	cua_disconnect(c);
+}
+END_TEST
+
 static void
 up_staging(void)
 {
@@ -868,6 +909,7 @@ requests_suite(void)
 	tcase_add_test(tc, host_buffer_copies);
 	tcase_add_test(tc, host_buffer_batch_copies_run_in_stream_order);
 	tcase_add_test(tc, cuasyncctl_reports_the_daemon);
+	tcase_add_test(tc, a_timed_out_copy_never_writes_another_copys_staging);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("quota");
 	tcase_set_timeout(tc, 120);
