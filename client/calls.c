@@ -21,12 +21,6 @@
 
 /* The largest copy one message carries; bigger copies are split. */
 #define COPY_CHUNK ((size_t)32 << 20)
-/* Synchronous copies from or to other host memory of at least STAGE_MIN bytes go through the client's staging
- * buffer of STAGE_BYTES, a host buffer (shared memory the daemon's worker maps): the client copies the bytes in or
- * out at memory speed and the message names the buffer, as CUDA stages pageable copies through pinned memory.
- * Smaller ones travel in their message (through the shared-memory channel's ring when there is one). */
-#define STAGE_MIN ((size_t)64 << 10)
-#define STAGE_BYTES ((size_t)8 << 20)
 
 /* A function's parameter layout, as FUNCTION_GET returned it. */
 struct cuac_layout {
@@ -536,78 +530,6 @@ cua_mem_free(cua_client *c, cua_deviceptr p)
 	return cuac_call(c, CUA_OP_MEM_FREE, &q);
 }
 
-/* The staging buffer for a copy of bytes, locked for the caller (stage_release), with its handle; NULL when the
- * copy is to carry its bytes: too small, the daemon shows more than one device (the buffer is registered for one,
- * and a pointer's device is the daemon's to know), another thread's copy holds the buffer, or no buffer can be
- * made (tried once: a remote daemon has no fd channel, the session's host memory is used up). */
-static void *
-stage_take(cua_client *c, size_t bytes, uint64_t *handle)
-{
-	uint64_t off;
-	pthread_mutex_lock(&c->lock);
-	int ndevs = c->ndevs;
-	pthread_mutex_unlock(&c->lock);
-	if (bytes < STAGE_MIN || ndevs != 1 || pthread_mutex_trylock(&c->stage_lock) != 0)
-		return NULL;
-	if (c->stage == NULL && !c->stage_failed) {
-		char why[CUA_MAX_MESSAGE_TEXT /
-			 16]; /* a failure to make it is no failure of the copy: the text stays */
-		snprintf(why, sizeof(why), "%s", cua_last_error());
-		c->stage_failed = cua_host_alloc(c, 0, STAGE_BYTES, &c->stage) != CUA_OK;
-		cuac_fail(0, "%s", why);
-	}
-	if (c->stage == NULL || !cuac_host_lookup(c, c->stage, STAGE_BYTES, handle, &off)) {
-		pthread_mutex_unlock(&c->stage_lock);
-		return NULL;
-	}
-	return c->stage;
-}
-
-static void
-stage_release(cua_client *c)
-{
-	pthread_mutex_unlock(&c->stage_lock);
-}
-
-bool
-cuac_stage_drop(cua_client *c)
-{
-	if (pthread_mutex_trylock(&c->stage_lock) != 0)
-		return false;
-	void *p = c->stage;
-	c->stage = NULL;
-	c->stage_failed |= p != NULL; /* a buffer it had to give up is not made again */
-	pthread_mutex_unlock(&c->stage_lock);
-	return p != NULL && cua_host_free(c, p) == CUA_OK;
-}
-
-/* A synchronous copy of op (MEMCPY_HTOD_HOST or MEMCPY_DTOH_HOST) between dev and host memory h through the
- * staging buffer, STAGE_BYTES at a time. 1: done, *r its status; 0: no buffer, the caller carries the bytes. */
-static int
-staged_copy(cua_client *c, uint32_t op, cua_deviceptr dev, void *h, size_t bytes, cua_stream s, int *r)
-{
-	uint64_t handle;
-	unsigned char *stage = stage_take(c, bytes, &handle);
-	if (stage == NULL)
-		return 0;
-	*r = 0;
-	for (size_t off = 0; off < bytes && *r == 0; off += STAGE_BYTES) {
-		size_t n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
-		if (op == CUA_OP_MEMCPY_HTOD_HOST)
-			memcpy(stage, (const char *)h + off, n);
-		struct cua_req_memcpy_host q = {dev + off, cuac_stream(c, s), handle, 0, n};
-		*r = cuac_call(c, op, &q);
-		if (*r == 0 && op == CUA_OP_MEMCPY_DTOH_HOST)
-			memcpy((char *)h + off, stage, n);
-	}
-	/* A copy whose answer did not come (a timeout, a broken connection) may still run later: its buffer is
-	 * abandoned (it stays registered until the session ends), never used again under another copy. */
-	if (*r == CUA_ETIMEOUT || *r == CUA_ETRANSPORT)
-		c->stage = NULL;
-	stage_release(c);
-	return 1;
-}
-
 int
 cua_memcpy_htod_on(cua_client *c, cua_deviceptr dst, const void *src, size_t bytes, cua_stream s)
 {
@@ -622,7 +544,7 @@ cua_memcpy_htod_on(cua_client *c, cua_deviceptr dst, const void *src, size_t byt
 			return r;
 	}
 	int r;
-	if (staged_copy(c, CUA_OP_MEMCPY_HTOD_HOST, dst, (void *)(uintptr_t)src, bytes, s, &r))
+	if (cuac_staged_copy(c, CUA_OP_MEMCPY_HTOD_HOST, dst, (void *)(uintptr_t)src, bytes, s, &r))
 		return r;
 	for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
 		size_t n = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
@@ -670,7 +592,7 @@ cua_memcpy_dtoh_on(cua_client *c, void *dst, cua_deviceptr src, size_t bytes, cu
 			return r;
 	}
 	int r;
-	if (staged_copy(c, CUA_OP_MEMCPY_DTOH_HOST, src, dst, bytes, s, &r))
+	if (cuac_staged_copy(c, CUA_OP_MEMCPY_DTOH_HOST, src, dst, bytes, s, &r))
 		return r;
 	for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
 		size_t n = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;

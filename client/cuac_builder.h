@@ -27,10 +27,6 @@ int cuac_load_devices(cua_client *c);
 /* Frees every function layout. Only while no other thread uses c (disconnect). */
 void cuac_layouts_fini(cua_client *c);
 
-/* Frees the copies' staging buffer and makes no other (the application's host buffers hit the session's
- * limit): true when one was freed. Not while a copy holds it (false then). Caller holds no lock. */
-bool cuac_stage_drop(cua_client *c);
-
 /* ------------------------------------------------------------------ hostbuf.c */
 
 /* The registered buffer holding [p, p+len), if any: returns 1 with its handle and the offset of p, else 0.
@@ -40,6 +36,12 @@ int cuac_host_lookup(cua_client *c, const void *p, size_t len, uint64_t *handle,
 /* Unmaps and closes every host buffer (the daemon released them with the session). Only after the
  * transport is closed, while no other thread uses c. */
 void cuac_hostbufs_fini(cua_client *c);
+
+/* A synchronous copy of op (CUA_OP_MEMCPY_HTOD_HOST or CUA_OP_MEMCPY_DTOH_HOST) of bytes between dev and host
+ * memory h (not a host buffer) through the client's staging buffer, a chunk at a time, on stream s. 1: done, *r
+ * its status; 0: not staged (too small, several devices, the buffer busy or not to be had): the caller carries
+ * the bytes. Blocks; caller holds no lock. */
+int cuac_staged_copy(cua_client *c, uint32_t op, cua_deviceptr dev, void *h, size_t bytes, cua_stream s, int *r);
 
 /* ------------------------------------------------------------------ launch.c */
 

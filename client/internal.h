@@ -149,7 +149,7 @@ struct cua_client {
 	bool has_fd_secret;
 	pthread_mutex_t fdc_lock;
 	int fdc_fd; /* -1: not connected */
-	/* calls.c: the staging buffer of synchronous copies from and to other host memory (a host buffer, made at
+	/* hostbuf.c: the staging buffer of synchronous copies from and to other host memory (a host buffer, made at
 	 * the first such copy), held by one copy at a time under stage_lock; stage_failed: none can be made (a
 	 * remote daemon, no fd channel, a quota), such copies carry their bytes */
 	pthread_mutex_t stage_lock;
