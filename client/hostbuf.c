@@ -93,8 +93,8 @@ stage_take(cua_client *c, size_t bytes, uint64_t *handle)
 	if (bytes < STAGE_MIN || ndevs != 1 || pthread_mutex_trylock(&c->stage_lock) != 0)
 		return NULL;
 	if (c->stage == NULL && !c->stage_failed) {
-		char why[CUA_MAX_MESSAGE_TEXT /
-			 16]; /* a failure to make it is no failure of the copy: the text stays */
+		/* a failure to make it is no failure of the copy: the caller's last error text stays */
+		char why[CUA_MAX_MESSAGE_TEXT / 16];
 		snprintf(why, sizeof(why), "%s", cua_last_error());
 		c->stage_failed = cua_host_alloc(c, 0, STAGE_BYTES, &c->stage) != CUA_OK;
 		cuac_fail(0, "%s", why);
