@@ -3,7 +3,7 @@
  * the tests. Start a daemon, point CUASYNC_URL at it, then:
  *
  *   cuasync-bench [--module FILE] [--launches N] [--clients K] [--bytes B] [--alloc-bytes B]
- *                 [--alloc-cycles N] [--alloc-only]
+ *                 [--alloc-cycles N] [--alloc-only | --latency-only]
  *   cuasync-bench --compare [--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--launches N]
  *                 [--module FILE] [--feature-module FILE] [--copy-bytes B]
  *   cuasync-bench --graph-compare [--graph N] [--rounds R] [--module FILE]
@@ -12,7 +12,8 @@
  * launch throughput from one client with futures and fire-and-forget, aggregate throughput of K client
  * processes, host<->device copy bandwidth through the daemon, and MEM_ALLOC + MEM_FREE cycles of one size
  * (what the daemon's --scrub costs: run it against a daemon with --scrub on, then off; --alloc-only skips
- * the rest).
+ * the rest; --latency-only stops after the two latencies, e.g. to read the daemon's per-hop metrics of lone
+ * launches around it).
  *
  * --compare measures instead the same kernel, launch count and number of tenants natively (threads of one
  * process, separate processes, separate processes under a private MPS daemon) and through cuasyncd, side by
@@ -121,6 +122,7 @@ struct bench_opts {
 	size_t alloc_bytes; /* MEM_ALLOC + MEM_FREE cycles of this size */
 	int alloc_cycles;
 	int alloc_only;                         /* only those cycles */
+	int latency_only;                       /* --latency-only: PING and sync launch latency, nothing else */
 	int compare;                            /* --compare: the side-by-side run (compare.h) instead */
 	int daemon_only;                        /* --daemon-only: --compare without the native and MPS columns */
 	int graph_compare, graph_nodes, rounds; /* --graph-compare [--graph N] [--rounds R] (graphcmp.h) */
@@ -142,6 +144,7 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 					     {"alloc-bytes", 1, NULL, 'a'},
 					     {"alloc-cycles", 1, NULL, 'c'},
 					     {"alloc-only", 0, NULL, 'o'},
+					     {"latency-only", 0, NULL, 'L'},
 					     {"compare", 0, NULL, 'C'},
 					     {"kernel", 1, NULL, 'K'},
 					     {"tenants", 1, NULL, 'T'},
@@ -163,6 +166,7 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		case 'a': o->alloc_bytes = strtoull(optarg, NULL, 10); break;
 		case 'c': o->alloc_cycles = atoi(optarg); break;
 		case 'o': o->alloc_only = 1; break;
+		case 'L': o->latency_only = 1; break;
 		case 'C': o->compare = 1; break;
 		case 'K': o->kernels = optarg; break;
 		case 'T': o->tenants = optarg; break;
@@ -175,7 +179,7 @@ parse_options(int argc, char **argv, struct bench_opts *o)
 		default:
 			fprintf(stderr,
 				"usage: cuasync-bench [--url URL] [--module FILE] [--launches N] [--clients K] "
-				"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only]\n"
+				"[--bytes B] [--alloc-bytes B] [--alloc-cycles N] [--alloc-only | --latency-only]\n"
 				"       cuasync-bench --compare [--url URL] [--module FATBIN] [--launches N] "
 				"[--kernel empty|spin:CYCLES|axpy:N[,...]] [--tenants 1,4,8] [--daemon-only]\n"
 				"                 [--copy-bytes B] [--feature-module FATBIN]\n"
@@ -412,7 +416,7 @@ main(int argc, char **argv)
 							   .feature_module = o.feature_module,
 							   .argc = argc,
 							   .argv = argv});
-	if (!o.alloc_only && fork_clients(&p, &o) != 0)
+	if (!o.alloc_only && !o.latency_only && fork_clients(&p, &o) != 0)
 		return 1;
 	cua_client *c;
 	DIE(cua_connect(url, &c));
@@ -422,6 +426,10 @@ main(int argc, char **argv)
 	if (!o.alloc_only) {
 		cua_function f = setup(c, "empty_kernel");
 		bench_latency(c, f);
+		if (o.latency_only) {
+			cua_disconnect(c);
+			return 0;
+		}
 		bench_one_client(c, f, o.launches);
 		if (bench_clients(&p, &o) != 0)
 			return 1;
