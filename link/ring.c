@@ -4,6 +4,7 @@
 #include "ring.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -12,7 +13,36 @@
 
 #define REC_HDR 8u
 #define REC_PAD 0xffffffffu /* a record header that says "skip to the start of the ring" */
-#define SPIN_ITERS 2000
+/*
+ * A waiter spins up to SPIN_NS before it sleeps on the futex word. A futex wake-up costs the next record 5-10 µs
+ * on the H200 host (a VM), and the ring carries every launch both ways: a client waiting for each launch pays it
+ * twice per launch (BENCHMARKS.md, "hops"). Callers wait only after they found the ring empty or full, so an idle
+ * peer costs SPIN_NS per timeout, nothing more.
+ */
+#define SPIN_NS 30000u
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Spin bookkeeping: true while a waiter that started at *start (0: not yet) should still spin. */
+static bool
+spinning(uint64_t *start, unsigned i)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+	if (i % 32 != 0)
+		return true;
+	uint64_t now = mono_ns();
+	if (*start == 0)
+		*start = now;
+	return now - *start < SPIN_NS;
+}
 
 static size_t
 align8(size_t n)
@@ -95,16 +125,20 @@ ring_wait_space(struct ring *r, size_t len, int timeout_ms)
 	size_t need = 2 * (REC_HDR + align8(len)); /* worst case with wrap padding */
 	if (need > r->size)
 		need = r->size;
-	for (int i = 0;; i++) {
+	uint64_t start = 0;
+	bool spin = true;
+	/* read once: a release or a kick during the spin makes the futex wait return at once */
+	uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
+	for (unsigned i = 0;; i++) {
 		uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-		uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
 		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 		if (r->size - (head - tail) >= need)
 			return 1;
-		if (i < SPIN_ITERS)
+		if (spin && (spin = spinning(&start, i)))
 			continue;
-		if (i > SPIN_ITERS)
+		if (start == UINT64_MAX)
 			return 0;
+		start = UINT64_MAX; /* slept once */
 		atomic_store(&r->producer_sleeping, 1);
 		if (r->size - (head - atomic_load(&r->tail)) < need)
 			futex_wait(&r->tail_seq, seq, timeout_ms);
@@ -145,17 +179,30 @@ ring_release(struct ring *r)
 		futex_wake(&r->tail_seq);
 }
 
+bool
+ring_has_next(struct ring *r)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t l;
+	memcpy(&l, r->data + (tail & (r->size - 1)), sizeof(l));
+	return atomic_load_explicit(&r->head, memory_order_acquire) != tail + REC_HDR + align8(l);
+}
+
 int
 ring_wait_data(struct ring *r, int timeout_ms)
 {
-	for (int i = 0;; i++) {
-		uint32_t seq = atomic_load_explicit(&r->head_seq, memory_order_acquire);
+	uint64_t start = 0;
+	bool spin = true;
+	/* read once: a record or a kick during the spin makes the futex wait return at once */
+	uint32_t seq = atomic_load_explicit(&r->head_seq, memory_order_acquire);
+	for (unsigned i = 0;; i++) {
 		if (atomic_load_explicit(&r->head, memory_order_acquire) != atomic_load(&r->tail))
 			return 1;
-		if (i < SPIN_ITERS)
+		if (spin && (spin = spinning(&start, i)))
 			continue;
-		if (i > SPIN_ITERS)
+		if (start == UINT64_MAX)
 			return 0;
+		start = UINT64_MAX; /* slept once */
 		atomic_store(&r->consumer_sleeping, 1);
 		if (atomic_load(&r->head) == atomic_load(&r->tail))
 			futex_wait(&r->head_seq, seq, timeout_ms);

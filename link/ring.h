@@ -2,7 +2,7 @@
  * ring.h — single-producer/single-consumer byte ring in shared memory, between the front-end and a worker.
  *
  * Records are variable-sized (8-byte aligned, at most size/2). The producer publishes with a release store of
- * `head` and bumps the `head_seq` futex word; the consumer spins a little, then sleeps on that word. The
+ * `head` and bumps the `head_seq` futex word; the consumer spins up to 30 µs, then sleeps on that word. The
  * reverse holds for space. Waits time out so that a dead peer is noticed by the caller's own checks.
  * One thread produces and one consumes at a time (callers serialise with their own lock where needed).
  */
@@ -10,6 +10,7 @@
 #define CUAD_RING_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,8 @@ int ring_wait_space(struct ring *r, size_t len, int timeout_ms);
 const void *ring_peek(struct ring *r, size_t *len);
 /* Consumer: drop the record returned by ring_peek. */
 void ring_release(struct ring *r);
+/* Consumer: whether another record follows the one ring_peek returned (one must have been returned). */
+bool ring_has_next(struct ring *r);
 /* Consumer: wait up to timeout_ms (spinning first) for a record. Returns 1 when one is there. */
 int ring_wait_data(struct ring *r, int timeout_ms);
 /* Wakes a consumer sleeping in ring_wait_data (used to deliver a shutdown or death notice). */

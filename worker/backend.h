@@ -257,6 +257,8 @@ struct wk {
 	uint64_t serial;         /* (core) of the request being issued */
 	struct tracker *issuing; /* (core) the request being issued */
 	struct wksub *sub;       /* (core) the submit threads; NULL: the main thread issues (--submit-threads 1) */
+	bool alone;              /* (core) no record waits behind the one being run: a small batch for one
+				  * idle submit thread is issued on the main thread (submit.c, wksub_push) */
 	/* (core) per stream, when its last notice was done (monotonic ns): chunks of WK_DONE_CHUNK streams, made by
 	 * the main thread as streams are added and never moved, read by whichever thread completes a notice */
 	_Atomic(_Atomic uint64_t *) done_at[WK_DONE_CHUNKS];

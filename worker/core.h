@@ -246,8 +246,10 @@ int wksub_op(struct wksub *S, const struct wk_op *op, unsigned notices);
 /* Appends a notice for sid under tag to its owner's batch, in room reserved by wksub_op; the caller has counted
  * it in tag's tracker. Cannot fail. */
 void wksub_notice(struct wksub *S, uint32_t sid, struct wk_tag tag);
-/* Hands every non-empty batch to its thread. Allocates nothing. */
-void wksub_push(struct wksub *S);
+/* Hands every non-empty batch to its thread. Allocates nothing. With `here`, a lone small batch whose thread
+ * has issued everything before it is issued on the calling thread instead (the hand-off to an idle thread costs
+ * a waiting client more than the issue: BENCHMARKS.md, "hops"). */
+void wksub_push(struct wksub *S, bool here);
 /* Waits until thread k (or every thread, k < 0) has issued everything pushed to it. Push first. */
 void wksub_drain(struct wksub *S, int k);
 

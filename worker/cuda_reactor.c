@@ -8,12 +8,18 @@
  */
 #include "config.h"
 
+#include "cua_clock.h"
 #include "cua_log.h"
 #include "cuda_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <time.h>
+
+/* How long the reactor polls its pending markers without progress before it sleeps between passes: an empty
+ * kernel completes ~5 µs after its launch, and a sync client waits for each (BENCHMARKS.md, "hops"). */
+#define REACTOR_SPIN_NS 50000u
 
 /* A marker with its event, from the free list or new; NULL without memory or event. Any thread. */
 static struct marker *
@@ -101,11 +107,15 @@ reactor_main(void *arg)
 	struct cu *C = arg;
 	pthread_setname_np(pthread_self(), "cuaw-reactor");
 	drv.cuCtxSetCurrent(C->ctx);
+	/* its short sleeps last what they ask: the default slack (50 µs) made a 20 µs step ~70 µs */
+	prctl(PR_SET_TIMERSLACK, 2000UL);
 	int idle = 0;
+	uint64_t idle_since = 0; /* CLOCK_MONOTONIC ns of the first pass without progress */
 	pthread_mutex_lock(&C->lock);
 	for (;;) {
 		while (TAILQ_EMPTY(&C->pending) && !C->stop) {
 			idle = 0;
+			idle_since = 0;
 			pthread_cond_wait(&C->cond, &C->lock);
 		}
 		if (TAILQ_EMPTY(&C->pending) && C->stop)
@@ -127,8 +137,12 @@ reactor_main(void *arg)
 		TAILQ_CONCAT(&work, &C->pending, link);
 		TAILQ_CONCAT(&C->pending, &work, link);
 		if (!TAILQ_EMPTY(&C->pending) && !progressed) {
-			/* nothing finished this pass: spin a little, then sleep in short steps */
-			if (++idle > 64) {
+			/* nothing finished this pass: spin up to REACTOR_SPIN_NS, then sleep in short steps */
+			uint64_t now = cua_now_ns();
+			if (idle_since == 0)
+				idle_since = now;
+			if (now - idle_since >= REACTOR_SPIN_NS) {
+				idle++;
 				pthread_mutex_unlock(&C->lock);
 				struct timespec ts = {0, idle > 4096 ? 200000L : 20000L};
 				nanosleep(&ts, NULL);
@@ -136,6 +150,7 @@ reactor_main(void *arg)
 			}
 		} else {
 			idle = 0;
+			idle_since = 0;
 		}
 	}
 	pthread_mutex_unlock(&C->lock);

@@ -186,7 +186,7 @@ wk_flush(struct wk *w)
 	}
 	w->ntouched = 0;
 	w->serial++;
-	wksub_push(w->sub);
+	wksub_push(w->sub, w->alone);
 }
 
 void

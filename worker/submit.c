@@ -214,7 +214,7 @@ wksub_stop(struct wksub *S)
 {
 	if (S == NULL)
 		return;
-	wksub_push(S);
+	wksub_push(S, false);
 	for (unsigned k = 0; k < S->n; k++) {
 		struct sub_thread *T = &S->t[k];
 		pthread_mutex_lock(&T->lock);
@@ -302,9 +302,64 @@ wksub_notice(struct wksub *S, uint32_t sid, struct wk_tag tag)
 	T->owed--;
 }
 
-void
-wksub_push(struct wksub *S)
+/* The largest batch the main thread issues itself (wksub_push): a launch with its arguments and a notice. */
+#define HERE_MAX 1024u
+
+/* Whether batch b holds only notices and commands whose issuer returns at once without holds of its own
+ * (launches and copies: what the command loop issues itself with --submit-threads 1 too). */
+static bool
+quick_batch(const struct sub_batch *b)
 {
+	for (size_t off = 0; off < b->len;) {
+		const struct sub_ent *e = (const struct sub_ent *)(b->p + off);
+		if (e->size != 0) {
+			switch (((const struct wrec_hdr *)(e + 1))->op) {
+			case WR_LAUNCH:
+			case WR_HTOD:
+			case WR_DTOH:
+			case WR_DTOD:
+			case WR_MEMSET: break;
+			default: return false;
+			}
+		}
+		off += sizeof(*e) + e->size;
+	}
+	return true;
+}
+
+/* The one thread with a non-empty batch, when that batch is small and quick and the thread has issued all it
+ * was handed (so nothing of its streams is in flight on it); else NULL. Main thread. */
+static struct sub_thread *
+lone_idle(struct wksub *S)
+{
+	struct sub_thread *one = NULL;
+	for (unsigned k = 0; k < S->n; k++) {
+		struct sub_thread *T = &S->t[k];
+		if (T->cur == NULL || T->cur->len == 0)
+			continue;
+		if (one != NULL || T->cur->len > HERE_MAX)
+			return NULL;
+		one = T;
+	}
+	if (one == NULL || !quick_batch(one->cur))
+		return NULL;
+	pthread_mutex_lock(&one->lock);
+	bool idle = TAILQ_EMPTY(&one->inbox) && one->issued == one->pushed;
+	pthread_mutex_unlock(&one->lock); /* it stays idle: only this thread hands it work */
+	return idle ? one : NULL;
+}
+
+void
+wksub_push(struct wksub *S, bool here)
+{
+	struct sub_thread *T1 = here ? lone_idle(S) : NULL;
+	if (T1 != NULL) {
+		/* in stream order: its thread issued everything before, under the lock taken above */
+		run_batch(S, T1->cur);
+		T1->cur->len = 0; /* kept as the next batch */
+		T1->owed = 0;
+		return;
+	}
 	for (unsigned k = 0; k < S->n; k++) {
 		struct sub_thread *T = &S->t[k];
 		if (T->cur == NULL || T->cur->len == 0)

@@ -376,6 +376,7 @@ worker_main(const struct worker_opts *o)
 		if (len == 0) /* the front-end's shutdown record */
 			break;
 		atomic_store_explicit(&hdr->busy_since_ms, mono_ms(), memory_order_relaxed);
+		w.alone = !ring_has_next(w.cmd);
 		handle_record(&w, rec, len);
 		atomic_store_explicit(&hdr->busy_since_ms, 0, memory_order_relaxed);
 		ring_release(w.cmd);
