@@ -4,8 +4,8 @@
 #include "ring.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <linux/futex.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>

@@ -20,6 +20,7 @@ ring_new(void)
 	return r;
 }
 
+/* Records come out as they went in, across the ring's end; ring_has_next says whether one follows. */
 START_TEST(records_keep_order_and_content_across_wraps)
 {
 	struct ring *r = ring_new();
@@ -40,6 +41,8 @@ START_TEST(records_keep_order_and_content_across_wraps)
 		const unsigned char *p;
 		while ((p = ring_peek(r, &len)) != NULL && (next_out % 2 == 0 || next_in - next_out > 2)) {
 			ck_assert_uint_eq(len, 1 + (next_out * 37) % 700);
+			/* the worker issues a lone record's work itself only when nothing follows it */
+			ck_assert_int_eq(ring_has_next(r), next_in - next_out > 1);
 			for (size_t i = 0; i < len; i++)
 				ck_assert_uint_eq(p[i], (unsigned char)(next_out + i));
 			ring_release(r);
