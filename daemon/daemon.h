@@ -190,6 +190,8 @@ struct fe {
 	bool dispatching CUA_GUARDED_BY(cuad_fe_lock); /* the dispatcher walks the ready list: sessions are freed
 							* after its pass */
 	struct session_list zombies CUA_GUARDED_BY(cuad_fe_lock);
+	bool wake_deferred CUA_GUARDED_BY(cuad_fe_lock); /* a receiving thread admits a request (do_sched_defer) */
+	bool wake_owed CUA_GUARDED_BY(cuad_fe_lock);     /* … and the dispatcher was to be woken meanwhile */
 	struct session_list gaps CUA_GUARDED_BY(cuad_fe_lock); /* sessions with ordered requests waiting for a
 								 * missing seq (scheduler.c) */
 	pthread_t dispatcher;                                  /* main thread (sched_start, sched_stop) */

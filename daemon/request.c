@@ -532,7 +532,9 @@ request_receive(struct fe *fe, const struct incoming *in)
 	}
 	r->s->requests++;
 	do_log_ctx(r->s, r->id); /* the records of its validation name it (journald fields) */
-	do_admit(fe, r);
+	do_sched_defer_begin(fe);
+	do_admit(fe, r); /* r and its session may be gone after the next line */
+	do_sched_defer_end(fe);
 	cua_log_ctx_clear();
 	fe_unlock(fe);
 	return;

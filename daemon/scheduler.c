@@ -11,9 +11,40 @@
 
 static const struct sched_ops *sched_ops;
 
+static bool pass(struct fe *fe, bool *full) CUA_REQUIRES(cuad_fe_lock);
+
 void
 do_sched_wake(struct fe *fe)
 {
+	if (fe->wake_deferred) {
+		fe->wake_owed = true;
+		return;
+	}
+	pthread_cond_signal(&fe->cond);
+}
+
+void
+do_sched_defer_begin(struct fe *fe)
+{
+	fe->wake_deferred = true;
+	fe->wake_owed = false;
+}
+
+void
+do_sched_defer_end(struct fe *fe)
+{
+	fe->wake_deferred = false;
+	if (!fe->wake_owed)
+		return;
+	fe->wake_owed = false;
+	struct session *s = TAILQ_FIRST(&fe->ready);
+	if (!fe->dispatching && fe->pending_closes == 0 && TAILQ_EMPTY(&fe->gaps) && s != NULL &&
+	    TAILQ_NEXT(s, ready_link) == NULL) {
+		bool full = false;
+		pass(fe, &full);
+		if (!full && TAILQ_EMPTY(&fe->ready))
+			return; /* all dispatched or answered: nothing for the dispatcher */
+	}
 	pthread_cond_signal(&fe->cond);
 }
 

@@ -19,8 +19,8 @@ enum sched_verdict {
 };
 
 struct sched_ops {
-	/* Dispatcher thread, fe->lock held; r has been taken off its session's queue (it is put back at the
-	 * head on WAIT/FULL). */
+	/* Dispatcher thread (or a receiving thread: do_sched_defer_end), fe->lock held; r has been taken off its
+	 * session's queue (it is put back at the head on WAIT/FULL). */
 	enum sched_verdict (*dispatch)(struct fe *fe, struct request *r);
 	/* Dispatcher thread, fe->lock held: the connection of s left. */
 	void (*close_session)(struct fe *fe, struct session *s);
@@ -36,6 +36,14 @@ int sched_start(struct fe *fe, const struct sched_ops *ops) CUA_EXCLUDES(cuad_fe
 void sched_stop(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
 /* Wakes the dispatcher: work may be ready, or a session must be closed. */
 void do_sched_wake(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
+/* Around the admission of one received request (request_receive): wake-ups of the dispatcher are held back,
+ * and at the end, when the only session with queued work is the one that asked, the receiving thread runs the
+ * dispatcher's pass itself; otherwise it wakes the dispatcher. A lone launch then goes to its worker without
+ * the dispatcher's wake-up (5-10 µs on the H200 host: BENCHMARKS.md, "hops"). Fairness is unchanged: with one
+ * session ready, the dispatcher's pass would do the same. The caller holds nothing of the request or its session
+ * across the end (the pass may answer and free them). */
+void do_sched_defer_begin(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
+void do_sched_defer_end(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
 
 /* Appends a validated request to its session's queue. Takes r. */
 void do_sched_enqueue(struct fe *fe, struct request *r) CUA_REQUIRES(cuad_fe_lock);
