@@ -127,9 +127,11 @@ ring_wait_space(struct ring *r, size_t len, int timeout_ms)
 		need = r->size;
 	uint64_t start = 0;
 	bool spin = true;
-	/* read once: a release or a kick during the spin makes the futex wait return at once */
-	uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
 	for (unsigned i = 0;; i++) {
+		/* read before the room is checked: a release after it makes the futex wait return at once (read
+		 * afresh each time, not once before the spin: a consumer freeing room slowly must not keep the
+		 * producer from ever sleeping) */
+		uint32_t seq = atomic_load_explicit(&r->tail_seq, memory_order_acquire);
 		uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
 		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 		if (r->size - (head - tail) >= need)
