@@ -108,13 +108,14 @@ conn_open(struct conn *c, const char *url)
 	ck_assert_int_eq(nng_socket_set_ms(c->s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE), 0);
 	ck_assert_int_eq(nng_socket_set_ms(c->s, NNG_OPT_RECVTIMEO, REPLY_MS), 0);
 	ck_assert_int_eq(nng_socket_set_size(c->s, NNG_OPT_RECVMAXSZ, 0), 0);
-	int rv = nng_dial(c->s, url, NULL, 0);
+	int rv = nng_dial(c->s, url, &c->d, 0);
 	ck_assert_msg(rv == 0, "dial %s: %s", url, nng_strerror(rv));
 }
 
 void
 conn_close(struct conn *c)
 {
+	nng_dialer_close(c->d);
 	nng_close(c->s);
 }
 

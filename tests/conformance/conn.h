@@ -124,9 +124,14 @@ void reply_free(struct reply *r);
 
 struct conn {
 	nng_socket s;
+	nng_dialer d;
 };
 /* Opens a REQ socket to url with resends off. */
 void conn_open(struct conn *c, const char *url);
+/* Closes the dialer first, then the socket. NNG 1.5.2 re-dials at once after the daemon dropped a connection
+ * (its back-off can come out negative); once (CI, 2026-12-02), malformed-survives hung past its timeout after
+ * its last check, with the daemon never signalled: in closing the connection the daemon had dropped, while its
+ * dialer re-dialed. Stopping the dialer first leaves no re-dial racing the socket's close. */
 void conn_close(struct conn *c);
 /* Sends the raw message and waits for its reply (bounded), on a context of its own. */
 void conn_raw(struct conn *c, const void *msg, size_t n, struct reply *out);
