@@ -38,10 +38,10 @@ void sched_stop(struct fe *fe) CUA_EXCLUDES(cuad_fe_lock);
 void do_sched_wake(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
 /* Around the admission of one received request (request_receive): wake-ups of the dispatcher are held back,
  * and at the end, when one session alone has queued work (usually the one that asked) and the dispatcher runs,
- * the receiving thread runs the dispatcher's pass itself; otherwise it wakes the dispatcher. A lone launch then goes to its worker without
- * the dispatcher's wake-up (5-10 µs on the H200 host: BENCHMARKS.md, "hops"). Fairness is unchanged: with one
- * session ready, the dispatcher's pass would do the same. The caller holds nothing of the request or its session
- * across the end (the pass may answer and free them). */
+ * the receiving thread runs the dispatcher's pass itself; otherwise it wakes the dispatcher. A lone launch then
+ * goes to its worker without the dispatcher's wake-up (5-10 µs on the H200 host: BENCHMARKS.md, "hops").
+ * Fairness is unchanged: with one session ready, the dispatcher's pass would do the same. The caller holds
+ * nothing of the request or its session across the end (the pass may answer and free them). */
 void do_sched_defer_begin(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
 void do_sched_defer_end(struct fe *fe) CUA_REQUIRES(cuad_fe_lock);
 

@@ -21,14 +21,6 @@
  */
 #define SPIN_NS 30000u
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Spin bookkeeping: true while a waiter that started at *start (0: not yet) should still spin. */
 static bool
 spinning(uint64_t *start, unsigned i)
@@ -38,7 +30,7 @@ spinning(uint64_t *start, unsigned i)
 #endif
 	if (i % 32 != 0)
 		return true;
-	uint64_t now = mono_ns();
+	uint64_t now = cua_now_ns();
 	if (*start == 0)
 		*start = now;
 	return now - *start < SPIN_NS;

@@ -14,6 +14,7 @@
 
 #include "core.h"
 
+#include "cua_clock.h"
 #include "cua_log.h"
 
 #include <errno.h>
@@ -89,26 +90,18 @@ run_batch(struct wksub *S, const struct sub_batch *b)
  */
 #define SPIN_NS 50000
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits up to SPIN_NS, without the lock, for a batch past `seen` to be handed over. Submit thread. */
 static void
 spin_for_work(struct sub_thread *T, uint64_t seen)
 {
-	uint64_t end = mono_ns() + SPIN_NS;
+	uint64_t end = cua_now_ns() + SPIN_NS;
 	for (unsigned i = 1;; i++) {
 		if (atomic_load_explicit(&T->handed, memory_order_acquire) != seen)
 			return;
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
-		if (i % 64 == 0 && mono_ns() >= end)
+		if (i % 64 == 0 && cua_now_ns() >= end)
 			return;
 	}
 }
